@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinmm/machine.h - a machine: physical memory, its allocator, counters and knobs.
+ *
+ * A machine owns one arena of real memory cut into 4 KiB frames, a struct pm_page for every
+ * frame (type-stable: never freed while the machine lives), a buddy allocator with per-CPU
+ * caches, and per-thread event counters. Several machines may live in one process; they share
+ * nothing but the RCU implementation.
+ */
+#ifndef PINMM_MACHINE_H
+#define PINMM_MACHINE_H
+
+#include <pinmm/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Knobs select the historical behaviour each seed patch replaced, so that "before" and "after"
+ * run in one binary, side by side. They combine freely. Return values and data never depend on
+ * them; only the path taken (and so the counters and the speed) does.
+ */
+#define PM_KNOB_HAS_PINNED_ALWAYS_WRITE 0x01 /* every FOLL_PIN call stores the has-pinned flag */
+#define PM_KNOB_NO_GUP_FAST 0x02	     /* *_fast take mmap_lock and go the slow way */
+#define PM_KNOB_GUP_FAST_RESTART 0x04	     /* a short fast walk is dropped and redone slowly */
+#define PM_KNOB_UNPIN_PER_PAGE 0x08	     /* unpin one page at a time, no folio batching */
+#define PM_KNOB_SHMEM_LOCK_TWICE 0x10	     /* shmem fault takes info->lock twice (pre-2010) */
+#define PM_KNOB_ALL 0x1f
+
+struct pm_config {
+	size_t mem_bytes; /* physical memory, a multiple of 2 MiB; 0 = default (1 GiB) */
+	unsigned knobs;	  /* PM_KNOB_* above; 0 = modern behaviour */
+};
+
+/*
+ * Event counters, in pages unless the comment says calls. Each thread counts into its own slot;
+ * pm_machine_stats() sums the slots, so no counter is a cache line that every CPU writes.
+ */
+struct pm_stats {
+	unsigned long nr_foll_pin_acquired; /* pins taken (logical, per page) */
+	unsigned long nr_foll_pin_released; /* pins released */
+	unsigned long gup_fast_pages;	    /* pages taken by the lockless walk */
+	unsigned long gup_slow_pages;	    /* pages taken under mmap_lock */
+	unsigned long gup_fast_fallbacks;   /* fast calls that left the lockless walk (calls) */
+	unsigned long faults;		    /* faults handled (calls into the fault handler) */
+	unsigned long thp_faults;	    /* faults that mapped a 2 MiB folio at PMD level */
+	unsigned long thp_fallbacks;	    /* THP-eligible faults that fell back to 4 KiB */
+	unsigned long thp_splits;	    /* PMD mappings split into PTE tables */
+	unsigned long cow_copies;	    /* write/unshare faults that copied a page */
+	unsigned long cow_reuses;	    /* write/unshare faults that reused a page in place */
+	unsigned long fork_pinned_copies;   /* pages copied at fork because they may be pinned */
+	unsigned long shmem_allocs;	    /* pages added to shmem page caches */
+	unsigned long shmem_alloc_races;    /* pages allocated then dropped: another thread won */
+	unsigned long shmem_lock_acquisitions; /* times a shmem fault took info->lock (calls) */
+	unsigned long has_pinned_writes;    /* stores to an mm's has-pinned flag (calls) */
+	unsigned long unpin_folio_updates;  /* atomic folio updates made by the unpin family */
+	unsigned long pgtable_allocs;	    /* page-table pages allocated */
+	unsigned long pgtable_frees;	    /* page-table pages handed to RCU for freeing */
+	unsigned long alloc_failures;	    /* allocations that failed (out of memory or injected) */
+};
+
+/**
+ * pm_machine_create() - make a machine.
+ * @cfg: memory size and knobs; NULL means defaults.
+ *
+ * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB, unknown
+ * knob bits) or ENOMEM.
+ */
+PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
+
+/**
+ * pm_machine_destroy() - free a machine. Every mm and shmem object must be gone already.
+ * Waits for deferred (RCU) frees first.
+ */
+PM_API void pm_machine_destroy(struct pm_machine *m);
+
+/** pm_machine_free_pages() - free 4 KiB frames, per-CPU caches included. Exact after
+ * pm_rcu_barrier() when nothing runs concurrently. */
+PM_API size_t pm_machine_free_pages(struct pm_machine *m);
+PM_API size_t pm_machine_total_pages(struct pm_machine *m);
+PM_API unsigned pm_machine_knobs(struct pm_machine *m);
+PM_API void pm_machine_stats(struct pm_machine *m, struct pm_stats *out);
+
+/** pm_rcu_barrier() - wait until every deferred free (page tables, tree nodes) has run. */
+PM_API void pm_rcu_barrier(void);
+
+/**
+ * pm_machine_check() - walk a quiescent machine and check its invariants: every frame is free,
+ * a page table, or part of a folio whose refcount covers its mappings, references and pins;
+ * free lists and counts add up; no AnonExclusive page is mapped by two address spaces.
+ *
+ * Context: nothing may run concurrently on @m.
+ * Return: 0, or -EUCLEAN after printing what is wrong to stderr.
+ */
+PM_API int pm_machine_check(struct pm_machine *m);
+
+/**
+ * pm_fail_nth() - make the @n-th allocation from now (frames or metadata) fail with -ENOMEM.
+ * 0 turns injection off. One-shot: after the failure, allocations succeed again.
+ */
+PM_API void pm_fail_nth(struct pm_machine *m, long n);
+
+/** pm_strerror() - a short text for a negative errno returned by a pm_ call. */
+PM_API const char *pm_strerror(long err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PINMM_MACHINE_H */

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinmm/mm.h - address spaces: mmap, munmap, mprotect, madvise, faults and user-mode access.
+ *
+ * Errors are Linux's, with these choices where Linux is loose or the contract fixes them:
+ *  - pm_mmap: len == 0 or a length that overflows when rounded up to a page -> -EINVAL;
+ *    unknown prot/flags bits, neither or both of SHARED/PRIVATE, an unaligned offset, or a file
+ *    together with PM_MAP_ANONYMOUS -> -EINVAL; no file without PM_MAP_ANONYMOUS -> -EBADF;
+ *    PM_MAP_FIXED at an unaligned address -> -EINVAL, below PM_USER_MIN -> -EPERM, beyond
+ *    PM_TASK_SIZE -> -ENOMEM; no free range -> -ENOMEM. A hint that is free is used as is.
+ *    Anonymous mappings whose length is a multiple of 2 MiB are placed 2 MiB-aligned (Linux
+ *    6.12+), so THP can back them. mmap never fails for lack of frames (overcommit).
+ *  - pm_munmap: unaligned addr, len == 0, or a range outside the user space -> -EINVAL.
+ *  - pm_mprotect / pm_madvise: unaligned addr or unknown bits -> -EINVAL; len == 0 -> 0 (as
+ *    Linux); a hole in the range -> -ENOMEM, after applying the change up to the hole
+ *    (mprotect) or to every mapped part (madvise), as Linux.
+ *  - Splitting a VMA or a PMD mapping may need memory: -ENOMEM, with nothing changed.
+ *
+ * Synchronization: every call here may run concurrently with every other on the same mm.
+ * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write;
+ * pm_fault and madvise(DONTNEED) take it for read; pm_access takes no mmap_lock when the pages
+ * are present (it walks the tables under RCU and copies under the page-table lock, the way a
+ * CPU's TLB would), and falls back to pm_fault otherwise.
+ */
+#ifndef PINMM_MM_H
+#define PINMM_MM_H
+
+#include <pinmm/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** pm_mm_create() - an empty address space. NULL with errno ENOMEM on failure. */
+PM_API struct pm_mm *pm_mm_create(struct pm_machine *m);
+
+/**
+ * pm_mm_destroy() - unmap everything and free the address space. Pages still pinned stay
+ * allocated until their last unpin. Must not race with other calls on @mm.
+ */
+PM_API void pm_mm_destroy(struct pm_mm *mm);
+
+/**
+ * pm_mm_fork() - a child address space with Linux fork semantics: shared mappings are shared;
+ * private pages become copy-on-write in both, except pages that may be DMA-pinned, which the
+ * child gets copies of at once; PM_MADV_DONTFORK ranges are left out. The child does not
+ * inherit the has-pinned flag.
+ *
+ * Return: the child, or NULL with errno ENOMEM (the parent is left intact).
+ */
+PM_API struct pm_mm *pm_mm_fork(struct pm_mm *parent);
+
+PM_API long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int flags,
+		    struct pm_shmem *file, size_t offset);
+PM_API int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len);
+PM_API int pm_mprotect(struct pm_mm *mm, unsigned long addr, size_t len, int prot);
+PM_API int pm_madvise(struct pm_mm *mm, unsigned long addr, size_t len, int advice);
+
+/**
+ * pm_access() - copy between @buf and the address space, as copy_{to,from}_user would.
+ * @write: nonzero copies @buf into the address space.
+ *
+ * Respects protections (never forces), faults pages in, breaks COW on write.
+ * Return: bytes copied; if none could be, -EFAULT (no mapping, no permission, beyond the end
+ * of a shmem object) or -ENOMEM.
+ */
+PM_API long pm_access(struct pm_mm *mm, unsigned long addr, void *buf, size_t len, int write);
+
+/**
+ * pm_fault() - handle a user fault at @addr, as the CPU's exception would.
+ * @flags: PM_FAULT_WRITE for a write access.
+ *
+ * Return: 0; -EFAULT for SIGSEGV (no mapping, no permission) and for SIGBUS (beyond a shmem
+ * object's size or limit); -ENOMEM when memory ran out; -EINVAL for unknown flags.
+ */
+PM_API int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags);
+
+/** pm_mm_machine() - the machine an address space lives in. */
+PM_API struct pm_machine *pm_mm_machine(struct pm_mm *mm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PINMM_MM_H */

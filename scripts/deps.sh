@@ -1,0 +1,27 @@
+#!/bin/sh
+# Checks that the Debian packages pinmm builds with are present. As root with apt-get, installs
+# what is missing; otherwise prints the exact command to run and fails.
+#   liburcu-dev   RCU for the lockless page-table walk and page-cache lookups (the library)
+#   libhwloc-dev  CPU placement in pinmm-bench, as will-it-scale does
+#   liburing-dev  io_uring fixed-buffer registration: the host_mr_reg benchmark case
+#   gnuplot-nox   the plots of `make bench`
+#   pkg-config    locating the above
+set -u
+missing=""
+have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/include/$(gcc -print-multiarch 2>/dev/null)/$1" ]; }
+have_header urcu/urcu-memb.h || missing="$missing liburcu-dev"
+have_header hwloc.h || missing="$missing libhwloc-dev"
+have_header liburing.h || missing="$missing liburing-dev"
+command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
+command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "deps: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null && exit 0
+	echo "deps: apt-get failed" >&2
+	exit 1
+fi
+echo "deps: missing Debian packages. Run:" >&2
+echo "  sudo apt-get install -y$missing" >&2
+exit 1

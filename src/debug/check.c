@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/*
+ * check.c - pm_machine_check(): walk a quiescent machine and verify the invariants of
+ * internal.h against what the page tables, page caches and free lists actually hold.
+ *
+ *  (T) every frame is exactly one of: free (buddy block or per-CPU cache), a page table
+ *      reachable from some address space, part of an allocated folio, the zero page;
+ *  (F) the free frames found equal pm_machine_free_pages();
+ *  (M) each page's mapcount equals the PTEs found mapping it, each large folio's
+ *      entire_mapcount the PMD leaves found;
+ *  (R) refcount >= mappings + page-cache reference, and for a large folio the rest covers the
+ *      pincount; for a small folio the rest is gets + 1024 * pins (not checkable separately);
+ *  (X) a page mapped writable by a private mapping is anonymous and AnonExclusive, and an
+ *      AnonExclusive page (or PMD-mapped THP) is mapped by one address space only;
+ *  (C) every folio in a shmem page cache carries PG_shmem, points back to its object and index,
+ *      and the cache's page count matches.
+ * Deferred frees are flushed first (pm_rcu_barrier), so RCU-pending tables count as free.
+ */
+#include "internal.h"
+
+struct check {
+	struct pm_machine *m;
+	int *ptes;	      /* PTE mappings found, per pfn */
+	int *pmds;	      /* PMD leaves found, per head pfn */
+	struct pm_mm **owner; /* the address space that mapped the pfn first */
+	uint8_t *table;	      /* 1 = reachable page table */
+	int *cache;	      /* page-cache references found, per head pfn */
+	long errors;
+};
+
+#define complain(c, ...) \
+	do { \
+		if ((c)->errors++ < 20) { \
+			fprintf(stderr, "pinmm: check: " __VA_ARGS__); \
+			fputc('\n', stderr); \
+		} \
+	} while (0)
+
+static void note_owner(struct check *c, unsigned long pfn, struct pm_mm *mm, bool exclusive)
+{
+	if (!c->owner[pfn])
+		c->owner[pfn] = mm;
+	else if (c->owner[pfn] != mm && exclusive)
+		complain(c, "AnonExclusive pfn %lu mapped by two address spaces", pfn);
+}
+
+static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
+		       unsigned long addr, uint64_t e, bool pmd)
+{
+	unsigned long pfn = (e & _PAGE_PFN_MASK) >> PAGE_SHIFT;
+	struct pm_page *page;
+	struct pm_folio *folio;
+	bool excl;
+
+	if (pfn >= c->m->nr_pages) {
+		complain(c, "entry at %#lx maps pfn %lu beyond memory", addr, pfn);
+		return;
+	}
+	page = pfn_to_page(c->m, pfn);
+	if (e & _PAGE_SPECIAL) {
+		if (!page_test(page, PG_zero))
+			complain(c, "special entry at %#lx does not map the zero page", addr);
+		if (e & _PAGE_RW)
+			complain(c, "zero page mapped writable at %#lx", addr);
+		return;
+	}
+	folio = page_folio(page);
+	if (folio_ref_count(folio) <= 0) {
+		complain(c, "entry at %#lx maps pfn %lu whose folio is free", addr, pfn);
+		return;
+	}
+	if (!vma) {
+		complain(c, "entry at %#lx outside every VMA", addr);
+	} else if ((e & _PAGE_RW) && !(vma->flags & VM_SHARED)) {
+		if (!folio_test_anon(folio) || !page_anon_exclusive(page))
+			complain(c, "pfn %lu mapped writable at %#lx but not exclusive anon", pfn,
+				 addr);
+	}
+	excl = folio_test_anon(folio) && page_anon_exclusive(page);
+	if (pmd) {
+		if (folio_order(folio) != HPAGE_PMD_ORDER || page != &folio->page)
+			complain(c, "PMD leaf at %#lx does not map a whole THP", addr);
+		c->pmds[pfn]++;
+		note_owner(c, pfn, mm, excl);
+	} else {
+		c->ptes[pfn]++;
+		note_owner(c, pfn, mm, excl);
+	}
+}
+
+static void check_mm(struct check *c, struct pm_mm *mm)
+{
+	struct pm_machine *m = c->m;
+
+	c->table[virt_to_pfn(m, mm->pgd)] = 1;
+	for (unsigned g = 0; g < PTRS_PER_TABLE; g++) {
+		uint64_t ge = atomic_load_relaxed(&mm->pgd[g]);
+		pm_entry_t *pud;
+
+		if (!ge)
+			continue;
+		pud = entry_table(m, ge);
+		c->table[virt_to_pfn(m, pud)] = 1;
+		for (unsigned u = 0; u < PTRS_PER_TABLE; u++) {
+			uint64_t ue = atomic_load_relaxed(&pud[u]);
+			pm_entry_t *pmd;
+
+			if (!ue)
+				continue;
+			pmd = entry_table(m, ue);
+			c->table[virt_to_pfn(m, pmd)] = 1;
+			for (unsigned d = 0; d < PTRS_PER_TABLE; d++) {
+				uint64_t de = atomic_load_relaxed(&pmd[d]);
+				unsigned long base = ((unsigned long)g << PGDIR_SHIFT) |
+						     ((unsigned long)u << PUD_SHIFT) |
+						     ((unsigned long)d << PMD_SHIFT);
+				pm_entry_t *pte;
+
+				if (!de)
+					continue;
+				if (de & _PAGE_PSE) {
+					struct pm_vma *vma = pm__find_vma_intersection(mm, base,
+										       base + 1);
+					if (vma && (vma->start > base || vma->end < base + PMD_SIZE))
+						complain(c, "PMD leaf at %#lx straddles a VMA", base);
+					check_leaf(c, mm, vma, base, de, true);
+					continue;
+				}
+				pte = entry_table(m, de);
+				c->table[virt_to_pfn(m, pte)] = 1;
+				if (!page_test(table_page(m, pte), PG_table))
+					complain(c, "PTE table at %#lx lacks PG_table", base);
+				for (unsigned t = 0; t < PTRS_PER_TABLE; t++) {
+					uint64_t te = atomic_load_relaxed(&pte[t]);
+					unsigned long a = base | ((unsigned long)t << PAGE_SHIFT);
+
+					if (te)
+						check_leaf(c, mm, pm__find_vma_intersection(mm, a, a + 1),
+							   a, te, false);
+				}
+			}
+		}
+	}
+}
+
+static void check_shmem(struct check *c, struct pm_shmem *f)
+{
+	unsigned long found = 0, size = atomic_load_relaxed(&f->xsize) >> PAGE_SHIFT;
+
+	/* Every index up to the size, and a little beyond (nothing may be there). */
+	for (unsigned long i = 0; i < size + 64; i++) {
+		struct pm_folio *folio = NULL;
+
+		pm_rcu_read_lock();
+		folio = pm__shmem_peek(f, i);
+		pm_rcu_read_unlock();
+		if (!folio)
+			continue;
+		found++;
+		if (i >= size)
+			complain(c, "shmem page at index %lu beyond size %lu", i, size);
+		if (!page_test(&folio->page, PG_shmem) || folio->page.mapping != f ||
+		    folio->page.index != i)
+			complain(c, "shmem page at index %lu has wrong identity", i);
+		c->cache[page_to_pfn(c->m, &folio->page)]++;
+	}
+	if (found != atomic_load_relaxed(&f->xnrpages))
+		complain(c, "shmem object holds %lu pages, counts %lu", found,
+			 atomic_load_relaxed(&f->xnrpages));
+}
+
+static void check_frames(struct check *c)
+{
+	struct pm_machine *m = c->m;
+	unsigned long free_found = 0;
+
+	for (unsigned long pfn = 0; pfn < m->nr_pages;) {
+		struct pm_page *page = pfn_to_page(m, pfn);
+		struct pm_folio *folio;
+		unsigned order;
+		long maps = 0;
+		int ref;
+
+		if (pm__frame_is_free(m, page, &order)) {
+			free_found += 1UL << order;
+			pfn += 1UL << order;
+			continue;
+		}
+		if (page_test(page, PG_table)) {
+			if (!c->table[pfn])
+				complain(c, "page table pfn %lu is reachable from no address space",
+					 pfn);
+			pfn++;
+			continue;
+		}
+		if (page_test(page, PG_zero)) {
+			pfn++;
+			continue;
+		}
+		folio = (struct pm_folio *)page;
+		ref = folio_ref_count(folio);
+		if (ref <= 0 || (atomic_load_relaxed(&page->xcompound_head) & 1)) {
+			complain(c, "pfn %lu is neither free, a table, nor a folio (leaked?)", pfn);
+			pfn++;
+			continue;
+		}
+		for (unsigned long i = 0; i < folio_nr_pages(folio); i++) {
+			struct pm_page *p = folio_page(folio, i);
+
+			if (i && atomic_load_relaxed(&p->xcompound_head) != ((uintptr_t)folio | 1))
+				complain(c, "tail pfn %lu does not point to its head", pfn + i);
+			if (atomic_load_relaxed(&p->xmapcount) != c->ptes[pfn + i])
+				complain(c, "pfn %lu mapcount %d, %d PTEs map it", pfn + i,
+					 atomic_load_relaxed(&p->xmapcount), c->ptes[pfn + i]);
+			maps += c->ptes[pfn + i];
+		}
+		if (folio_test_large(folio)) {
+			int entire = atomic_load_relaxed(&page->xentire_mapcount);
+			int pins = atomic_load_relaxed(&page->xpincount);
+
+			if (entire != c->pmds[pfn])
+				complain(c, "THP pfn %lu entire_mapcount %d, %d PMDs map it", pfn,
+					 entire, c->pmds[pfn]);
+			maps += c->pmds[pfn];
+			if (pins < 0 || ref < maps + c->cache[pfn] + pins)
+				complain(c, "THP pfn %lu refcount %d < maps %ld + cache %d + pins %d",
+					 pfn, ref, maps, c->cache[pfn], pins);
+		} else if (ref < maps + c->cache[pfn]) {
+			complain(c, "pfn %lu refcount %d < maps %ld + cache %d", pfn, ref, maps,
+				 c->cache[pfn]);
+		}
+		if (page_test(page, PG_shmem) && !c->cache[pfn])
+			complain(c, "pfn %lu flagged in a page cache but in none", pfn);
+		pfn += folio_nr_pages(folio);
+	}
+	if (free_found != pm__nr_free_frames(m))
+		complain(c, "found %lu free frames, the allocator counts %zu", free_found,
+			 pm__nr_free_frames(m));
+}
+
+int pm__check_machine(struct pm_machine *m)
+{
+	struct check c = { .m = m };
+	struct pm_list *pos;
+
+	pm_rcu_barrier();
+	c.ptes = calloc(m->nr_pages, sizeof(*c.ptes));
+	c.pmds = calloc(m->nr_pages, sizeof(*c.pmds));
+	c.cache = calloc(m->nr_pages, sizeof(*c.cache));
+	c.owner = calloc(m->nr_pages, sizeof(*c.owner));
+	c.table = calloc(m->nr_pages, 1);
+	if (!c.ptes || !c.pmds || !c.cache || !c.owner || !c.table) {
+		fprintf(stderr, "pinmm: check: out of memory\n");
+		c.errors = 1;
+		goto out;
+	}
+	pthread_mutex_lock(&m->lock);
+	pm_list_for_each(pos, &m->mms)
+		check_mm(&c, pm_list_entry(pos, struct pm_mm, link));
+	pm_list_for_each(pos, &m->shmems)
+		check_shmem(&c, pm_list_entry(pos, struct pm_shmem, link));
+	pthread_mutex_unlock(&m->lock);
+	check_frames(&c);
+out:
+	free(c.ptes);
+	free(c.pmds);
+	free(c.cache);
+	free(c.owner);
+	free(c.table);
+	if (c.errors) {
+		fprintf(stderr, "pinmm: check: %ld problem%s\n", c.errors, c.errors > 1 ? "s" : "");
+		return -EUCLEAN;
+	}
+	return 0;
+}

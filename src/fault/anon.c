@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: MIT
+/*
+ * anon.c - anonymous faults: the zero page, fresh 4 KiB pages, and 2 MiB THPs at PMD level.
+ *
+ * A read fault maps the machine's zero page (a special, never refcounted, read-only PTE); a
+ * write fault allocates and zeroes a page with no lock held, then installs it under the PTL if
+ * the PTE is still empty. New anonymous pages are AnonExclusive: this address space is their
+ * only user.
+ *
+ * THP policy is Linux's "madvise" mode: only VMAs marked PM_MADV_HUGEPAGE, and only where the
+ * 2 MiB-aligned window around the fault lies inside the VMA. pinmm has no huge zero page, so a
+ * read fault in such a VMA also allocates the THP (Linux with transparent_hugepage/
+ * use_zero_page = 0). When the order-9 allocation fails the fault falls back to 4 KiB pages.
+ */
+#include "internal.h"
+
+#define VM_FAULT_FALLBACK 1
+
+bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
+{
+	unsigned long haddr = addr & PMD_MASK;
+
+	return vma_is_anonymous(vma) && (vma->flags & VM_HUGEPAGE) &&
+	       !(vma->flags & VM_NOHUGEPAGE) && haddr >= vma->start && haddr + PMD_SIZE <= vma->end;
+}
+
+int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			  unsigned long addr, unsigned fault_flags)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	struct pm_folio *folio;
+	pm_entry_t *ptep;
+	pte_t entry;
+
+	if (!(fault_flags & FAULT_FLAG_WRITE)) {
+		entry = pm__mk_pte(vma, page_to_pfn(m, m->zero_page), false, false);
+		entry.val |= _PAGE_SPECIAL;
+		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+		if (!ptep)
+			return -EAGAIN;
+		if (pte_none(ptep_get(ptep)))
+			set_pte(ptep, entry);
+		pm_spin_unlock(ptl);
+		return 0;
+	}
+
+	folio = pm__folio_alloc(m, 0, PM_ALLOC_ZERO);
+	if (!folio)
+		return -ENOMEM;
+	page_set(&folio->page, PG_anon);
+	page_set(&folio->page, PG_anon_exclusive);
+	entry = pm__mk_pte(vma, page_to_pfn(m, &folio->page), vma->flags & VM_WRITE, true);
+
+	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	if (!ptep) {
+		folio_put(folio);
+		return -EAGAIN;
+	}
+	if (!pte_none(ptep_get(ptep))) {
+		/* Someone mapped it meanwhile (maybe the zero page): look again. */
+		pm_spin_unlock(ptl);
+		folio_put(folio);
+		return -EAGAIN;
+	}
+	atomic_store_relaxed(&folio->page.xmapcount, 1);
+	set_pte(ptep, entry); /* the folio's reference now belongs to this mapping */
+	pm_spin_unlock(ptl);
+	return 0;
+}
+
+/*
+ * Return: 0 (mapped), -EAGAIN (the PMD changed meanwhile: look again), VM_FAULT_FALLBACK
+ * (no 2 MiB block: use 4 KiB pages).
+ */
+int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				   unsigned long addr)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *pml;
+	struct pm_folio *folio;
+	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
+
+	folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO);
+	if (!folio) {
+		count_event(m, THP_FALLBACKS, 1);
+		return VM_FAULT_FALLBACK;
+	}
+	page_set(&folio->page, PG_anon);
+	page_set(&folio->page, PG_anon_exclusive); /* on the head: covers the PMD mapping */
+	if (vma->flags & (VM_READ | VM_WRITE))
+		bits |= _PAGE_USER;
+	if (vma->flags & VM_WRITE)
+		bits |= _PAGE_RW;
+
+	pml = pm__pmd_lockptr(mm, pmdp);
+	pm_spin_lock(pml);
+	if (!pmd_none(pmdp_get(pmdp))) {
+		pm_spin_unlock(pml);
+		folio_put(folio);
+		return -EAGAIN;
+	}
+	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
+	set_pmd(pmdp, pfn_pmd(page_to_pfn(m, &folio->page), bits));
+	pm_spin_unlock(pml);
+	count_event(m, THP_FAULTS, 1);
+	(void)addr;
+	return 0;
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+/*
+ * fork.c - pm_mm_fork(): a child address space with Linux's fork semantics.
+ *
+ * Shared mappings (VM_SHARED) are duplicated as VMAs only: the child faults their pages in
+ * from the object's page cache. PM_MADV_DONTFORK ranges are left out. Private mappings have
+ * their page tables copied (copy_page_range):
+ *  - the zero page is copied as is;
+ *  - page-cache pages of private file mappings are mapped read-only in both;
+ *  - an anonymous page that may be DMA-pinned (the parent has pinned at some point, the folio
+ *    looks pinned, and the page is AnonExclusive) is copied into a new page for the child at
+ *    once; the parent keeps its mapping untouched, still writable and exclusive, so the pin
+ *    keeps seeing the parent's writes (fork_pinned_copies);
+ *  - every other anonymous page loses AnonExclusive and is write-protected in both: the first
+ *    write on either side copies or reuses it (cow.c).
+ * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
+ * be is shared at PMD level, write-protected.
+ *
+ * Concurrency. Fork holds the parent's mmap_lock for write, so no fault, slow GUP or VMA
+ * change runs meanwhile; GUP-fast, pm_access and truncation still do. pm_access and
+ * truncation take the same PTLs we take. GUP-fast does not: it could pin a page between our
+ * "may it be pinned?" test and our write-protect, leaving a pinned page shared with the
+ * child. So the copy runs with mm->write_protect_seq odd, and a full barrier separates making
+ * it odd from the first refcount we read; GUP-fast samples the count before its walk and
+ * re-checks it after a full barrier, so either we see its pin or it sees our count move and
+ * releases what it pinned (gup_fast.c).
+ *
+ * Child VMAs of file mappings are put on the object's i_mmap list right after the parent's, so
+ * a truncation walking the list meets the parent before the child: a page-cache PTE we copy
+ * from the parent before the truncation zapped it is zapped in the child afterwards.
+ *
+ * Failure. Copying allocates (tables, VMAs, copies of pinned pages); on -ENOMEM the child is
+ * torn down and the parent is left as it was, up to pages that are now write-protected and no
+ * longer exclusive, which only costs it a reuse fault.
+ */
+#include "internal.h"
+
+static void share_anon_page(struct pm_page *page)
+{
+	/* Order the "may it be pinned?" test before the clear, as folio_try_dup_anon_rmap. */
+	pm_smp_mb();
+	page_clear(page, PG_anon_exclusive);
+}
+
+/* Copy one PTE table's worth of [addr, end). Return: 0 or -ENOMEM. */
+static int copy_pte_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma,
+			  pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, unsigned long addr,
+			  unsigned long end)
+{
+	struct pm_machine *m = src->m;
+	bool src_pinned = mm_has_pinned(src);
+	struct pm_folio *prealloc = NULL;
+	struct pm_spinlock *src_ptl, *dst_ptl;
+	pm_entry_t *src_ptep, *dst_ptep;
+
+again:
+	src_ptep = pm__pte_offset_map_lock(src, src_pmdp, addr, &src_ptl);
+	if (!src_ptep)
+		goto out;
+	dst_ptep = pm__pte_offset_map_lock(dst, dst_pmdp, addr, &dst_ptl);
+	pm_bug_on(!dst_ptep);
+	for (; addr < end; addr += PAGE_SIZE, src_ptep++, dst_ptep++) {
+		pte_t pte = ptep_get(src_ptep);
+		struct pm_folio *folio;
+		struct pm_page *page;
+
+		if (!pte_present(pte))
+			continue;
+		if (pte_special(pte)) {
+			set_pte(dst_ptep, pte);
+			continue;
+		}
+		page = pfn_to_page(m, pte_pfn(pte));
+		folio = page_folio(page);
+		if (folio_test_anon(folio) && src_pinned && folio_maybe_dma_pinned(folio) &&
+		    page_anon_exclusive(page)) {
+			struct pm_folio *copy = prealloc;
+
+			if (!copy) {
+				pm_spin_unlock(dst_ptl);
+				pm_spin_unlock(src_ptl);
+				prealloc = pm__folio_alloc(m, 0, 0);
+				if (!prealloc)
+					return -ENOMEM;
+				goto again;
+			}
+			prealloc = NULL;
+			memcpy(page_address(m, &copy->page), page_address(m, page), PAGE_SIZE);
+			page_set(&copy->page, PG_anon);
+			page_set(&copy->page, PG_anon_exclusive);
+			atomic_store_relaxed(&copy->page.xmapcount, 1);
+			set_pte(dst_ptep, pm__mk_pte(vma, page_to_pfn(m, &copy->page),
+						     vma->flags & VM_WRITE, true));
+			count_event(m, FORK_PINNED_COPIES, 1);
+			continue;
+		}
+		if (folio_test_anon(folio)) {
+			share_anon_page(page);
+			if (pte_write(pte)) {
+				pte = pte_wrprotect(pte);
+				set_pte(src_ptep, pte);
+			}
+		}
+		folio_get_refs(folio, 1);
+		atomic_add_relaxed(&page->xmapcount, 1);
+		set_pte(dst_ptep, pte_wrprotect(pte));
+	}
+	pm_spin_unlock(dst_ptl);
+	pm_spin_unlock(src_ptl);
+out:
+	if (prealloc)
+		folio_put(prealloc);
+	return 0;
+}
+
+/*
+ * Share a PMD-mapped THP with the child, write-protected in both.
+ * Return: 0, 1 if the THP may be pinned (the caller splits it and copies at PTE level), or
+ * -EAGAIN if the PMD changed.
+ */
+static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,
+			 pm_entry_t *src_pmdp)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(src, src_pmdp);
+	struct pm_folio *folio;
+	pmd_t pmd;
+
+	pm_spin_lock(pml);
+	pmd = pmdp_get(src_pmdp);
+	if (!pmd_leaf(pmd)) {
+		pm_spin_unlock(pml);
+		return -EAGAIN;
+	}
+	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
+	if (mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
+	    page_anon_exclusive(&folio->page)) {
+		pm_spin_unlock(pml);
+		return 1;
+	}
+	share_anon_page(&folio->page);
+	if (pmd_write(pmd)) {
+		pmd = pmd_wrprotect(pmd);
+		set_pmd(src_pmdp, pmd);
+	}
+	folio_get_refs(folio, 1);
+	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	set_pmd(dst_pmdp, pmd);
+	pm_spin_unlock(pml);
+	return 0;
+}
+
+static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma)
+{
+	for (unsigned long addr = vma->start; addr < vma->end;) {
+		unsigned long next = span_end(addr, vma->end, PMD_SIZE);
+		pm_entry_t *src_pmdp = pm__pmd_lookup(src, addr), *dst_pmdp;
+		pmd_t pmd;
+		int ret;
+
+		if (!src_pmdp) {
+			addr = span_end(addr, vma->end, PUD_SIZE);
+			continue;
+		}
+		pmd = pmdp_get(src_pmdp);
+		if (pmd_none(pmd)) {
+			addr = next;
+			continue;
+		}
+		dst_pmdp = pm__pmd_alloc(dst, addr);
+		if (!dst_pmdp)
+			return -ENOMEM;
+		if (pmd_leaf(pmd)) {
+			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp);
+			if (ret == -EAGAIN)
+				continue;
+			if (ret == 0) {
+				addr = next;
+				continue;
+			}
+			/* May be pinned: split it, and copy at PTE level below. */
+			if (pm__split_huge_pmd(src, src_pmdp, addr & PMD_MASK))
+				return -ENOMEM;
+		}
+		if (pm__pte_alloc(dst, dst_pmdp))
+			return -ENOMEM;
+		ret = copy_pte_range(dst, src, vma, dst_pmdp, src_pmdp, addr, next);
+		if (ret)
+			return ret;
+		addr = next;
+	}
+	return 0;
+}
+
+/* A copy of @vma for @child, linked after it on its object's i_mmap list. */
+static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
+{
+	struct pm_vma *new = pm__vma_alloc(child);
+
+	if (!new)
+		return NULL;
+	new->start = vma->start;
+	new->end = vma->end;
+	new->flags = vma->flags;
+	new->pgoff = vma->pgoff;
+	new->file = vma->file;
+	if (pm__vma_insert(child, new)) {
+		free(new);
+		return NULL;
+	}
+	if (new->file) {
+		pm__shmem_get(new->file);
+		pm__shmem_map_lock(new->file);
+		pm_list_add(&new->shared, &vma->shared);
+		pm__shmem_map_unlock(new->file);
+	}
+	return new;
+}
+
+struct pm_mm *pm_mm_fork(struct pm_mm *parent)
+{
+	struct pm_mm *child = pm__mm_alloc(parent->m);
+	unsigned seq;
+	int err = 0;
+
+	if (!child)
+		return NULL;
+	child->mmap_base = parent->mmap_base;
+	mmap_write_lock(parent);
+	mmap_write_lock(child);
+	seq = atomic_load_relaxed(&parent->xwrite_protect_seq);
+	atomic_store_relaxed(&parent->xwrite_protect_seq, seq + 1);
+	pm_smp_mb(); /* pairs with GUP-fast's barrier before it re-reads the sequence */
+
+	for (unsigned i = 0; i < parent->nr_vmas && !err; i++) {
+		struct pm_vma *vma = parent->vmas[i];
+
+		if (vma->flags & VM_DONTCOPY)
+			continue;
+		if (!dup_vma(child, vma)) {
+			err = -ENOMEM;
+			break;
+		}
+		if (!(vma->flags & VM_SHARED))
+			err = copy_page_range(child, parent, vma);
+	}
+
+	atomic_store_release(&parent->xwrite_protect_seq, seq + 2);
+	mmap_write_unlock(child);
+	mmap_write_unlock(parent);
+	if (err) {
+		pm_mm_destroy(child);
+		errno = -err;
+		return NULL;
+	}
+	return child;
+}

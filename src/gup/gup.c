@@ -1,0 +1,542 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gup.c - get_user_pages and pin_user_pages: argument checks, the has-pinned flag, the slow
+ * path under mmap_lock, the fast-path entry (the walk itself is gup_fast.c), and the unpin
+ * family with its folio batching.
+ *
+ * References. A get adds 1 to the folio's refcount per page. A pin (FOLL_PIN) adds
+ * GUP_PIN_COUNTING_BIAS (1024) to a small folio's refcount, and 1 to a large folio's refcount
+ * plus 1 to its pincount, per page: so folio_maybe_dma_pinned() is exact for large folios and
+ * has no false negatives for small ones. The zero page is never referenced nor pinned.
+ *
+ * The slow path (follow_page under the page-table locks, faulting what is missing) holds
+ * mmap_lock for read for the whole call, as get_user_pages_unlocked does. A request that must
+ * write (FOLL_WRITE) faults with FAULT_FLAG_WRITE, which breaks COW; a read-only pin of an
+ * anonymous page that is not exclusive faults with FAULT_FLAG_UNSHARE first (gup_must_unshare).
+ *
+ * The has-pinned flag (MMF_HAS_PINNED): set on the mm before its first pin, read by fork. It
+ * is tested before it is set, so after the first pin no pin writes the mm's hot cache line
+ * (2021, "mm: gup: allow FOLL_PIN to scale in SMP"); PM_KNOB_HAS_PINNED_ALWAYS_WRITE restores
+ * the unconditional store of the code before that patch.
+ */
+#include "internal.h"
+
+/* ---- has-pinned ---- */
+
+void pm__mm_set_has_pinned(struct pm_mm *mm)
+{
+	if (knob(mm->m, PM_KNOB_HAS_PINNED_ALWAYS_WRITE)) {
+		/* Before 2021: atomic_set(&mm->has_pinned, 1) on every pin call. */
+		atomic_store_relaxed(&mm->xhas_pinned, 1);
+		count_event(mm->m, HAS_PINNED_WRITES, 1);
+		return;
+	}
+	if (likely(atomic_load_relaxed(&mm->xhas_pinned)))
+		return;
+	atomic_store_mb(&mm->xhas_pinned, 1);
+	count_event(mm->m, HAS_PINNED_WRITES, 1);
+}
+
+/* ---- taking and dropping references ---- */
+
+/**
+ * pm__try_grab_folio() - take @refs references of kind @flags (FOLL_GET or FOLL_PIN) on a
+ * folio the caller holds stable (under a page-table lock, or with a reference).
+ * Return: false if the refcount would overflow (the caller answers -ENOMEM).
+ */
+bool pm__try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
+{
+	if (folio_is_zero(folio))
+		return true;
+	if (flags & FOLL_PIN) {
+		if (folio_test_large(folio)) {
+			if (!pm__folio_ref_add(folio, refs))
+				return false;
+			atomic_add_mb(&folio->page.xpincount, refs);
+		} else if (!pm__folio_ref_add(folio, refs * GUP_PIN_COUNTING_BIAS)) {
+			return false;
+		}
+		count_event(page_machine(&folio->page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
+		return true;
+	}
+	if (flags & FOLL_GET)
+		return pm__folio_ref_add(folio, refs);
+	return true;
+}
+
+static __cold void bad_put(struct pm_folio *folio, int old, int amount)
+{
+#if PM_DEBUG >= 1
+	fprintf(stderr, "pinmm: releasing %d from a folio whose refcount is %d (pfn %lu): "
+			"double unpin or put?\n",
+		amount, old, pm_page_to_pfn(&folio->page));
+	pm_die("reference released twice");
+#else
+	pm_warn_once(1, "releasing more references than a folio holds (double unpin?)");
+	(void)folio, (void)old, (void)amount;
+#endif
+}
+
+/* Drop @amount references; the folio is freed when they were the last. */
+static void put_refs_checked(struct pm_folio *folio, int amount)
+{
+	int old = atomic_sub_mb(&folio->page.xrefcount, amount);
+
+	if (unlikely(old < amount)) {
+		bad_put(folio, old, amount);
+		return;
+	}
+	if (old == amount)
+		pm__folio_free(folio);
+}
+
+/* Release @refs references of kind @flags taken by pm__try_grab_folio (or the fast path). */
+void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
+{
+	if (folio_is_zero(folio))
+		return;
+	if (flags & FOLL_PIN) {
+		count_event(page_machine(&folio->page), NR_FOLL_PIN_RELEASED, (unsigned)refs);
+		if (folio_test_large(folio)) {
+			int old = atomic_sub_mb(&folio->page.xpincount, refs);
+
+			if (unlikely(old < refs))
+				bad_put(folio, old, refs);
+			put_refs_checked(folio, refs);
+		} else {
+			put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS);
+		}
+	} else {
+		put_refs_checked(folio, refs);
+	}
+}
+
+/**
+ * pm__gup_must_unshare() - must a read-only pin of @page first make it exclusive?
+ * @vma: the mapping, or NULL from the fast path (which then assumes a COW mapping).
+ * Only FOLL_PIN without FOLL_WRITE asks. Anonymous pages: unless AnonExclusive (for a PMD
+ * mapping, the head's flag). Other pages (the zero page, page-cache pages): only long-term
+ * pins in COW (private) mappings, which must not keep seeing the file after the process
+ * writes - the R/O long-term pin tests of Linux's cow.c.
+ */
+bool pm__gup_must_unshare(struct pm_vma *vma, unsigned flags, struct pm_page *page)
+{
+	struct pm_folio *folio = page_folio(page);
+
+	if ((flags & (FOLL_PIN | FOLL_WRITE)) != FOLL_PIN)
+		return false;
+	if (!folio_is_zero(folio) && folio_test_anon(folio)) {
+		pm_smp_rmb(); /* pairs with fork's barrier before it clears AnonExclusive */
+		return !page_anon_exclusive(page);
+	}
+	if (!(flags & FOLL_LONGTERM))
+		return false;
+	return !vma || is_cow_mapping(vma->flags);
+}
+
+/* ---- the slow path ---- */
+
+static int check_vma_flags(struct pm_vma *vma, unsigned flags)
+{
+	if (flags & FOLL_WRITE) {
+		if (!(vma->flags & VM_WRITE)) {
+			if (!(flags & FOLL_FORCE) || !is_cow_mapping(vma->flags))
+				return -EFAULT;
+		}
+	} else if (!(vma->flags & VM_READ)) {
+		if (!(flags & FOLL_FORCE) || !(vma->flags & VM_MAYREAD))
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * May FOLL_FORCE write through this read-only PTE? Only into an exclusive anonymous page of a
+ * private mapping that is not writable: COW has already been broken, so no page-cache page
+ * and no page shared with another process is ever written (no Dirty COW).
+ */
+static bool can_follow_write(struct pm_vma *vma, unsigned flags, struct pm_page *page)
+{
+	struct pm_folio *folio = page_folio(page);
+
+	if (!(flags & FOLL_FORCE) || (vma->flags & (VM_MAYSHARE | VM_WRITE)) ||
+	    !(vma->flags & VM_MAYWRITE))
+		return false;
+	return !folio_is_zero(folio) && folio_test_anon(folio) && page_anon_exclusive(page);
+}
+
+#define FOLLOW_FAULT 1	 /* nothing usable mapped: fault it in */
+#define FOLLOW_UNSHARE 2 /* mapped, but a R/O pin needs an exclusive page first */
+
+/*
+ * Take up to @nr references on the pages mapped from @addr in one leaf (a PTE, or the rest of
+ * a 2 MiB PMD mapping), under the leaf's lock. @pages may be NULL (populate: no references).
+ * Return: pages taken (> 0), FOLLOW_FAULT/FOLLOW_UNSHARE as negative values, or -ENOMEM.
+ */
+static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+			unsigned long nr, unsigned flags, struct pm_page **pages)
+{
+	struct pm_machine *m = mm->m;
+	bool write = flags & FOLL_WRITE;
+	bool grab = flags & (FOLL_GET | FOLL_PIN);
+	pm_entry_t *pmdp = pm__pmd_lookup(mm, addr);
+	struct pm_spinlock *ptl;
+	struct pm_page *page;
+	pm_entry_t *ptep;
+	pmd_t pmd;
+	pte_t pte;
+
+	if (!pmdp)
+		return -FOLLOW_FAULT;
+	pmd = pmdp_get(pmdp);
+	if (pmd_none(pmd))
+		return -FOLLOW_FAULT;
+	if (pmd_leaf(pmd)) {
+		struct pm_folio *folio;
+		unsigned long idx = (addr & ~PMD_MASK) >> PAGE_SHIFT;
+		long n = (long)min(nr, (unsigned long)HPAGE_PMD_NR - idx);
+
+		ptl = pm__pmd_lockptr(mm, pmdp);
+		pm_spin_lock(ptl);
+		pmd = pmdp_get(pmdp);
+		if (!pmd_leaf(pmd)) {
+			pm_spin_unlock(ptl);
+			return follow_page(mm, vma, addr, nr, flags, pages);
+		}
+		page = pfn_to_page(m, pmd_pfn(pmd));
+		folio = page_folio(page);
+		if (write && !pmd_write(pmd) && !can_follow_write(vma, flags, page)) {
+			pm_spin_unlock(ptl);
+			return -FOLLOW_FAULT;
+		}
+		if (!pmd_write(pmd) && pm__gup_must_unshare(vma, flags, page)) {
+			pm_spin_unlock(ptl);
+			return -FOLLOW_UNSHARE;
+		}
+		if (grab && !pm__try_grab_folio(folio, (int)n, flags)) {
+			pm_spin_unlock(ptl);
+			return -ENOMEM;
+		}
+		if (write)
+			pm__folio_mark_dirty(folio);
+		pm_spin_unlock(ptl);
+		if (pages)
+			for (long i = 0; i < n; i++)
+				pages[i] = page + idx + i;
+		return n;
+	}
+
+	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	if (!ptep)
+		return follow_page(mm, vma, addr, nr, flags, pages);
+	pte = ptep_get(ptep);
+	if (!pte_present(pte)) {
+		pm_spin_unlock(ptl);
+		return -FOLLOW_FAULT;
+	}
+	page = pfn_to_page(m, pte_pfn(pte));
+	if (write && !pte_write(pte) && !can_follow_write(vma, flags, page)) {
+		pm_spin_unlock(ptl);
+		return -FOLLOW_FAULT;
+	}
+	if (!pte_write(pte) && pm__gup_must_unshare(vma, flags, page)) {
+		pm_spin_unlock(ptl);
+		return -FOLLOW_UNSHARE;
+	}
+	if (grab && !pm__try_grab_folio(page_folio(page), 1, flags)) {
+		pm_spin_unlock(ptl);
+		return -ENOMEM;
+	}
+	if (write && !pte_special(pte))
+		pm__folio_mark_dirty(page_folio(page));
+	pm_spin_unlock(ptl);
+	if (pages)
+		pages[0] = page;
+	return 1;
+}
+
+/**
+ * pm__gup_slow() - __get_user_pages under mmap_lock (taken and dropped here).
+ * @flags: FOLL_* including FOLL_GET or FOLL_PIN when @pages is given.
+ *
+ * Return: pages taken, or -errno when none was.
+ */
+long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages, unsigned flags,
+		  struct pm_page **pages)
+{
+	struct pm_vma *vma = NULL;
+	unsigned long i = 0;
+	long err = 0;
+
+	if (!nr_pages)
+		return 0;
+	mmap_read_lock(mm);
+	while (i < nr_pages) {
+		unsigned long addr = start + (i << PAGE_SHIFT);
+		long ret;
+
+		if (!vma || addr >= vma->end) {
+			vma = pm__find_vma(mm, addr);
+			if (!vma || vma->start > addr) {
+				err = -EFAULT;
+				break;
+			}
+			err = check_vma_flags(vma, flags);
+			if (err)
+				break;
+		}
+		ret = follow_page(mm, vma, addr, nr_pages - i, flags, pages ? pages + i : NULL);
+		if (ret > 0) {
+			i += (unsigned long)ret;
+			continue;
+		}
+		if (ret == -FOLLOW_FAULT || ret == -FOLLOW_UNSHARE) {
+			unsigned fflags;
+
+			if (flags & FOLL_NOFAULT) {
+				err = -EFAULT;
+				break;
+			}
+			if (ret == -FOLLOW_UNSHARE)
+				fflags = FAULT_FLAG_UNSHARE;
+			else
+				fflags = (flags & FOLL_WRITE) ? FAULT_FLAG_WRITE : 0;
+			err = pm__handle_mm_fault(mm, vma, addr, fflags);
+			if (err)
+				break;
+			continue;
+		}
+		err = ret;
+		break;
+	}
+	mmap_read_unlock(mm);
+	if (i && pages)
+		count_event(mm->m, GUP_SLOW_PAGES, i);
+	return i ? (long)i : err;
+}
+
+/* ---- argument checks and entry points ---- */
+
+/* Linux's is_valid_gup_args plus the range checks. Return: 0 or -errno. */
+static long gup_check_args(unsigned long start, unsigned long nr_pages, unsigned flags,
+			   struct pm_page **pages, bool pin, bool fast)
+{
+	unsigned long len, end;
+
+	if (flags & ~FOLL_PUBLIC_MASK)
+		return -EINVAL;
+	if ((flags & FOLL_LONGTERM) && !pin)
+		return -EINVAL;
+	if ((pin || fast) && !pages)
+		return -EINVAL;
+	if (fast && nr_pages > INT_MAX)
+		return -EINVAL;
+	start &= PAGE_MASK;
+	if (nr_pages > (ULONG_MAX >> PAGE_SHIFT))
+		return -EOVERFLOW;
+	len = nr_pages << PAGE_SHIFT;
+	if (start + len < start)
+		return -EOVERFLOW;
+	end = start + len;
+	if (end > PM_TASK_SIZE)
+		return -EFAULT;
+	return 0;
+}
+
+long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+		       unsigned gup_flags, struct pm_page **pages)
+{
+	long err = gup_check_args(start, nr_pages, gup_flags, pages, false, false);
+
+	if (err)
+		return err;
+	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | (pages ? FOLL_GET : 0),
+			    pages);
+}
+
+long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+		       unsigned gup_flags, struct pm_page **pages)
+{
+	long err = gup_check_args(start, nr_pages, gup_flags, pages, true, false);
+
+	if (err)
+		return err;
+	if (!nr_pages)
+		return 0;
+	pm__mm_set_has_pinned(mm);
+	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
+}
+
+/*
+ * gup_fast_fallback() - the lockless walk, then the slow path for whatever it left.
+ * PM_KNOB_NO_GUP_FAST: no lockless walk at all (before 2008). PM_KNOB_GUP_FAST_RESTART: a
+ * short walk's pages are dropped and the slow path redoes the whole range (the 2008 patch as
+ * first posted).
+ */
+static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			      unsigned flags, struct pm_page **pages)
+{
+	struct pm_machine *m = mm->m;
+	unsigned long nr = 0;
+	long ret;
+
+	if (!nr_pages)
+		return 0;
+	if (flags & FOLL_PIN)
+		pm__mm_set_has_pinned(mm);
+	if (knob(m, PM_KNOB_NO_GUP_FAST))
+		return pm__gup_slow(mm, start, nr_pages, flags, pages);
+
+	nr = pm__gup_fast_walk(mm, start, start + (nr_pages << PAGE_SHIFT), flags, pages);
+	if (nr == nr_pages) {
+		count_event(m, GUP_FAST_PAGES, nr);
+		return (long)nr;
+	}
+	count_event(m, GUP_FAST_FALLBACKS, 1);
+	if (knob(m, PM_KNOB_GUP_FAST_RESTART) && nr) {
+		for (unsigned long i = 0; i < nr; i++)
+			pm__gup_put_folio(page_folio(pages[i]), 1, flags);
+		nr = 0;
+	}
+	if (nr)
+		count_event(m, GUP_FAST_PAGES, nr);
+	ret = pm__gup_slow(mm, start + (nr << PAGE_SHIFT), nr_pages - nr, flags, pages + nr);
+	if (ret < 0)
+		return nr ? (long)nr : ret;
+	return (long)nr + ret;
+}
+
+long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			    unsigned gup_flags, struct pm_page **pages)
+{
+	long err = gup_check_args(start, nr_pages, gup_flags, pages, false, true);
+
+	if (err)
+		return err;
+	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_GET, pages);
+}
+
+long pm_pin_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			    unsigned gup_flags, struct pm_page **pages)
+{
+	long err = gup_check_args(start, nr_pages, gup_flags, pages, true, true);
+
+	if (err)
+		return err;
+	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
+}
+
+/* ---- release ---- */
+
+void pm_put_page(struct pm_page *page)
+{
+	if (page)
+		pm__gup_put_folio(page_folio(page), 1, FOLL_GET);
+}
+
+void pm_unpin_user_page(struct pm_page *page)
+{
+	if (!page)
+		return;
+	pm__gup_put_folio(page_folio(page), 1, FOLL_PIN);
+	count_event(page_machine(page), UNPIN_FOLIO_UPDATES, 1);
+}
+
+/* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. */
+static void unpin_dirty(struct pm_folio *folio)
+{
+	if (folio_is_zero(folio) || folio_test(folio, PG_dirty))
+		return;
+	pm__folio_lock(folio);
+	pm__folio_mark_dirty(folio);
+	pm__folio_unlock(folio);
+}
+
+/*
+ * Release @npages pins of @pages: runs of consecutive entries of one folio go in one atomic
+ * update (Linux's gup_folio_next); NULL entries are skipped and end a run.
+ */
+static void unpin_pages(struct pm_page **pages, unsigned long npages, bool make_dirty)
+{
+	struct pm_machine *m = NULL;
+	unsigned long updates = 0;
+	bool per_page;
+
+	if (npages >= (unsigned long)-4095) { /* an errno passed as a count */
+		pm_warn_once(1, "unpin_user_pages: npages looks like an errno");
+		return;
+	}
+	for (unsigned long i = 0; i < npages; i++) {
+		if (pages[i]) {
+			m = page_machine(pages[i]);
+			break;
+		}
+	}
+	if (!m)
+		return;
+	per_page = knob(m, PM_KNOB_UNPIN_PER_PAGE);
+	for (unsigned long i = 0; i < npages;) {
+		struct pm_folio *folio;
+		unsigned long n = 1;
+
+		if (!pages[i]) {
+			i++;
+			continue;
+		}
+		folio = page_folio(pages[i]);
+		if (!per_page)
+			while (i + n < npages && pages[i + n] && page_folio(pages[i + n]) == folio)
+				n++;
+		if (make_dirty)
+			unpin_dirty(folio);
+		pm__gup_put_folio(folio, (int)n, FOLL_PIN);
+		updates++;
+		i += n;
+	}
+	count_event(m, UNPIN_FOLIO_UPDATES, updates);
+}
+
+void pm_unpin_user_pages(struct pm_page **pages, unsigned long npages)
+{
+	if (pages)
+		unpin_pages(pages, npages, false);
+}
+
+void pm_unpin_user_pages_dirty_lock(struct pm_page **pages, unsigned long npages,
+				    bool make_dirty)
+{
+	if (pages)
+		unpin_pages(pages, npages, make_dirty);
+}
+
+/*
+ * Release one pin on each of @npages physically contiguous pages: the range is cut into
+ * (folio, count) pieces by arithmetic on the descriptors, one atomic update per piece.
+ */
+void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npages,
+					 bool make_dirty)
+{
+	struct pm_machine *m;
+	unsigned long updates = 0;
+	bool per_page;
+
+	if (!page || !npages)
+		return;
+	m = page_machine(page);
+	per_page = knob(m, PM_KNOB_UNPIN_PER_PAGE);
+	for (unsigned long i = 0; i < npages;) {
+		struct pm_page *p = page + i;
+		struct pm_folio *folio = page_folio(p);
+		unsigned long n = 1;
+
+		if (folio_test_large(folio) && !per_page)
+			n = min(npages - i,
+				folio_nr_pages(folio) - (unsigned long)(p - &folio->page));
+		if (make_dirty)
+			unpin_dirty(folio);
+		pm__gup_put_folio(folio, (int)n, FOLL_PIN);
+		updates++;
+		i += n;
+	}
+	count_event(m, UNPIN_FOLIO_UPDATES, updates);
+}

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gup_fast.c - the lockless page-table walk of get_user_pages_fast / pin_user_pages_fast.
+ *
+ * The 2008 fast_gup takes references on the pages of the caller's address space without
+ * mmap_lock, the way the CPU's own page walker reaches them: entries are read with single
+ * atomic loads, and nothing is locked. Whatever it cannot handle - an empty or non-present
+ * entry, a missing permission, the zero page, a page that must be unshared first - stops the
+ * walk, and the caller continues from there with the slow path, keeping what was taken (so
+ * the result is always a contiguous prefix of the range).
+ *
+ * Why this is safe. Linux's walker disables interrupts, which holds off the IPIs that page
+ * table freeing and THP splitting wait for. User space has no such thing, so pinmm uses RCU
+ * for the tables and speculative references for the pages:
+ *
+ *  1. Tables stay valid memory. The walk runs inside pm_rcu_read_lock(). Page-table pages are
+ *     freed only through pm_call_rcu() after being unlinked (pgtable.c), so every table the
+ *     walker reaches through an entry it loaded stays allocated (maybe stale) until the walk
+ *     ends. Tables are published with release stores and loaded with acquire, so a table is
+ *     seen initialised or not at all.
+ *
+ *  2. Pages: add-unless-zero, then re-validate. For a present, user-accessible, permitted,
+ *     non-special entry the walker takes a speculative reference on the page's folio with
+ *     pm__folio_try_get (a compare-and-swap that refuses a zero count and refuses overflow).
+ *     struct pm_page memory is type-stable (never freed while the machine lives), so this is
+ *     safe whatever the frame has become meanwhile. Then, with the reference held, it
+ *     re-reads the PMD and the PTE (with sequentially consistent loads after the CAS): if
+ *     either changed it drops the reference and stops. Cases:
+ *     - munmap / MADV_DONTNEED / truncation cleared the PTE (atomic exchange under the PTL)
+ *       before our re-read: we see the change and back off. If the page's last reference went
+ *       with it, our try_get either failed (count already zero) or our reference kept the
+ *       folio alive until we dropped it - and dropping it frees it properly, so nothing leaks.
+ *     - The entry was cleared after our re-read: then we took the reference while the page was
+ *       still mapped - the pin is simply older than the munmap, which is legal; the page stays
+ *       allocated until the pin is released. No page is ever freed under a pin.
+ *     - The frame was freed and reused between our load and our try_get: our reference is on
+ *       whatever the frame is now; page_folio() is re-checked after try_get and the PTE re-read
+ *       shows the change (a cleared or different entry), so we back off. If the very same
+ *       value was written back (the frame mapped again at the same address, an ABA), the page
+ *       we hold *is* the one mapped there now, which is a correct answer.
+ *     - mprotect removed write permission (or access) after our load: the re-read sees the new
+ *       value and we back off.
+ *     - A THP split replaced the PMD leaf by a PTE table (pm__split_huge_pmd_locked): the PMD
+ *       re-read differs, we back off; the folio is never split, so the reference we dropped
+ *       was a valid one. A PTE table freed under us (munmap) shows as a changed PMD, and RCU
+ *       kept it readable until then.
+ *  3. Pins vs fork. A fork write-protects the parent's anonymous pages so that parent and
+ *     child share them, except pages that may be pinned, which it copies (fork.c). Its "may
+ *     be pinned" test and our pin race: we could pin a page right after fork tested it and
+ *     before it write-protected it. So fork makes mm->write_protect_seq odd while it copies;
+ *     a FOLL_PIN walk samples it first (odd: go slow), and after the walk re-reads it behind
+ *     a full barrier: if it moved, everything pinned is released and the slow path - which
+ *     waits for fork's mmap_lock - redoes the range. The barrier pairs with fork's full
+ *     barrier between making the count odd and reading the first refcount (store-buffering:
+ *     either fork sees our pin, or we see its count).
+ *  4. Read-only pins of anonymous pages must land on exclusive pages (gup_must_unshare): the
+ *     AnonExclusive bit is read after the reference is taken and the entry re-validated; a
+ *     page that is not exclusive goes to the slow path, which unshares it first.
+ *
+ * Nothing here writes shared memory other than the folio's own counts: the per-thread
+ * counters are the caller's (gup.c), and the has-pinned flag is tested before it is set.
+ */
+#include "internal.h"
+
+/*
+ * try_grab_folio_fast() - a speculative reference of kind @flags, @refs pages, on the folio of
+ * @page. Return: the folio, or NULL (free, being freed, overflow, or no longer this page's).
+ */
+static struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs, unsigned flags)
+{
+	struct pm_folio *folio = page_folio(page);
+	int amount = refs;
+
+	if (unlikely(page_test(&folio->page, PG_zero)))
+		return NULL;
+	if ((flags & FOLL_PIN) && !folio_test_large(folio))
+		amount = refs * GUP_PIN_COUNTING_BIAS; /* one CAS instead of get + add */
+	if (!pm__folio_try_get(folio, amount))
+		return NULL;
+	if (unlikely(page_folio(page) != folio)) {
+		folio_put_refs(folio, amount);
+		return NULL;
+	}
+	if (flags & FOLL_PIN) {
+		if (folio_test_large(folio))
+			atomic_add_mb(&folio->page.xpincount, refs);
+		count_event(page_machine(page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
+	}
+	return folio;
+}
+
+/* Walk one PTE table's entries for [addr, end). Return: pages taken; stops at the first miss. */
+static unsigned long gup_fast_pte_range(struct pm_machine *m, pm_entry_t *pmdp, pmd_t pmd,
+					unsigned long addr, unsigned long end, unsigned flags,
+					struct pm_page **pages)
+{
+	pm_entry_t *ptep = &entry_table(m, pmd.val)[pte_index(addr)];
+	unsigned long nr = 0;
+
+	for (; addr < end; addr += PAGE_SIZE, ptep++) {
+		pte_t pte = ptep_get(ptep);
+		struct pm_folio *folio;
+		struct pm_page *page;
+
+		if (!pte_present(pte) || !pte_user(pte) || pte_special(pte))
+			break;
+		if ((flags & FOLL_WRITE) && !pte_write(pte))
+			break;
+		page = pfn_to_page(m, pte_pfn(pte));
+		folio = try_grab_folio_fast(page, 1, flags);
+		if (!folio)
+			break;
+		if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) ||
+			     !pte_same(ptep_get_mb(ptep), pte))) {
+			pm__gup_put_folio(folio, 1, flags);
+			break;
+		}
+		if (!pte_write(pte) && pm__gup_must_unshare(NULL, flags, page)) {
+			pm__gup_put_folio(folio, 1, flags);
+			break;
+		}
+		pages[nr++] = page;
+	}
+	return nr;
+}
+
+/* A 2 MiB leaf: all its references in one atomic add on the folio. */
+static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, pmd_t pmd,
+				       unsigned long addr, unsigned long end, unsigned flags,
+				       struct pm_page **pages)
+{
+	struct pm_page *head = pfn_to_page(m, pmd_pfn(pmd));
+	struct pm_page *page = head + ((addr & ~PMD_MASK) >> PAGE_SHIFT);
+	int refs = (int)((end - addr) >> PAGE_SHIFT);
+	struct pm_folio *folio;
+
+	if (!pmd_user(pmd) || ((flags & FOLL_WRITE) && !pmd_write(pmd)))
+		return 0;
+	folio = try_grab_folio_fast(head, refs, flags);
+	if (!folio)
+		return 0;
+	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd))) {
+		pm__gup_put_folio(folio, refs, flags);
+		return 0;
+	}
+	if (!pmd_write(pmd) && pm__gup_must_unshare(NULL, flags, head)) {
+		pm__gup_put_folio(folio, refs, flags);
+		return 0;
+	}
+	for (int i = 0; i < refs; i++)
+		pages[i] = page + i;
+	return (unsigned long)refs;
+}
+
+/* Walk [start, end) from the PGD; stop at the first thing the fast path cannot take. */
+static unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned long end,
+				   unsigned flags, struct pm_page **pages)
+{
+	struct pm_machine *m = mm->m;
+	unsigned long addr = start, nr = 0;
+
+	while (addr < end) {
+		uint64_t e = atomic_load_acquire(&mm->pgd[pgd_index(addr)]);
+		pm_entry_t *pud, *pmdp;
+		unsigned long next, got;
+		pmd_t pmd;
+
+		if (!(e & _PAGE_PRESENT))
+			break;
+		pud = entry_table(m, e);
+		e = atomic_load_acquire(&pud[pud_index(addr)]);
+		if (!(e & _PAGE_PRESENT))
+			break;
+		pmdp = &entry_table(m, e)[pmd_index(addr)];
+		pmd = pmdp_get(pmdp);
+		next = span_end(addr, end, PMD_SIZE);
+		if (pmd_leaf(pmd))
+			got = gup_fast_pmd_leaf(m, pmdp, pmd, addr, next, flags, pages + nr);
+		else if (pmd_table(pmd))
+			got = gup_fast_pte_range(m, pmdp, pmd, addr, next, flags, pages + nr);
+		else
+			break;
+		nr += got;
+		if (got != (next - addr) >> PAGE_SHIFT)
+			break;
+		addr = next;
+	}
+	return nr;
+}
+
+/**
+ * pm__gup_fast_walk() - take references on the pages mapped at [@start, @end) without
+ * mmap_lock, stopping at the first page it cannot take.
+ * @flags: FOLL_GET or FOLL_PIN, plus FOLL_WRITE / FOLL_LONGTERM.
+ * Return: the number of pages taken from @start (possibly 0).
+ */
+unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned long end,
+				unsigned flags, struct pm_page **pages)
+{
+	unsigned seq = 0;
+	unsigned long nr;
+
+	if (flags & FOLL_PIN) {
+		seq = atomic_load_acquire(&mm->xwrite_protect_seq);
+		if (seq & 1)
+			return 0; /* fork is write-protecting right now */
+	}
+	pm_rcu_read_lock();
+	nr = gup_fast_walk(mm, start, end, flags, pages);
+	pm_rcu_read_unlock();
+
+	if ((flags & FOLL_PIN) && nr) {
+		pm_smp_mb(); /* pairs with fork's barrier after it made the sequence odd */
+		if (unlikely(atomic_load_relaxed(&mm->xwrite_protect_seq) != seq)) {
+			for (unsigned long i = 0; i < nr; i++)
+				pm__gup_put_folio(page_folio(pages[i]), 1, flags);
+			return 0;
+		}
+	}
+	return nr;
+}

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rcu.c - thread registration for liburcu, and the ThreadSanitizer stand-in (see rcu.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <pinmm/machine.h>
+#include "lib/rcu.h"
+
+__thread bool pm__rcu_registered;
+#if PM_TSAN
+_Atomic unsigned long pm__tsan_fence;
+#endif
+static pthread_key_t rcu_key;
+static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
+
+#if !PM_TSAN
+
+static void rcu_thread_exit(void *arg)
+{
+	(void)arg;
+	if (pm__rcu_registered) {
+		urcu_memb_unregister_thread();
+		pm__rcu_registered = false;
+	}
+}
+
+static void rcu_key_init(void)
+{
+	if (pthread_key_create(&rcu_key, rcu_thread_exit))
+		abort();
+}
+
+void pm__rcu_register_thread(void)
+{
+	pthread_once(&rcu_once, rcu_key_init);
+	urcu_memb_register_thread();
+	pm__rcu_registered = true;
+	/* Any non-NULL value makes the destructor run at thread exit. */
+	pthread_setspecific(rcu_key, (void *)1);
+}
+
+void pm_call_rcu(struct pm_rcu_head *head, void (*func)(struct pm_rcu_head *))
+{
+	pm_rcu_ensure_registered();
+	urcu_memb_call_rcu(head, func);
+}
+
+void pm_synchronize_rcu(void)
+{
+	pm_rcu_ensure_registered();
+	urcu_memb_synchronize_rcu();
+}
+
+void pm_rcu_barrier(void)
+{
+	pm_rcu_ensure_registered();
+	urcu_memb_barrier();
+}
+
+#else /* PM_TSAN */
+
+/*
+ * The stand-in. Readers hold gp_lock shared (outermost section only); a grace period is one
+ * write acquisition, which cannot succeed while any reader is inside. Callbacks queue on
+ * cb_list and a helper thread runs them after a grace period. TSan sees the rwlock's
+ * happens-before edges, which is the whole point.
+ */
+static pthread_rwlock_t gp_lock = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t cb_mutex = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cb_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cb_done_cond = PTHREAD_COND_INITIALIZER;
+static struct pm_rcu_head *cb_list;
+static unsigned long cb_queued, cb_done;
+static bool cb_thread_started;
+static __thread unsigned rcu_nesting;
+
+static void rcu_thread_exit(void *arg)
+{
+	(void)arg;
+	pm__rcu_registered = false;
+}
+
+static void rcu_key_init(void)
+{
+	if (pthread_key_create(&rcu_key, rcu_thread_exit))
+		abort();
+}
+
+void pm__rcu_register_thread(void)
+{
+	pthread_once(&rcu_once, rcu_key_init);
+	pm__rcu_registered = true;
+	pthread_setspecific(rcu_key, (void *)1);
+}
+
+void pm_rcu_read_lock(void)
+{
+	if (rcu_nesting++ == 0)
+		pthread_rwlock_rdlock(&gp_lock);
+}
+
+void pm_rcu_read_unlock(void)
+{
+	if (--rcu_nesting == 0)
+		pthread_rwlock_unlock(&gp_lock);
+}
+
+void pm_synchronize_rcu(void)
+{
+	pthread_rwlock_wrlock(&gp_lock);
+	pthread_rwlock_unlock(&gp_lock);
+}
+
+static void *cb_thread(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&cb_mutex);
+	for (;;) {
+		struct pm_rcu_head *list;
+		unsigned long n = 0;
+
+		while (!cb_list)
+			pthread_cond_wait(&cb_cond, &cb_mutex);
+		list = cb_list;
+		cb_list = NULL;
+		pthread_mutex_unlock(&cb_mutex);
+
+		pm_synchronize_rcu();
+		while (list) {
+			struct pm_rcu_head *next = list->next;
+
+			list->func(list);
+			list = next;
+			n++;
+		}
+
+		pthread_mutex_lock(&cb_mutex);
+		cb_done += n;
+		pthread_cond_broadcast(&cb_done_cond);
+	}
+	return NULL;
+}
+
+void pm_call_rcu(struct pm_rcu_head *head, void (*func)(struct pm_rcu_head *))
+{
+	head->func = func;
+	pthread_mutex_lock(&cb_mutex);
+	if (!cb_thread_started) {
+		pthread_t t;
+		pthread_attr_t attr;
+
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&t, &attr, cb_thread, NULL))
+			abort();
+		pthread_attr_destroy(&attr);
+		cb_thread_started = true;
+	}
+	head->next = cb_list;
+	cb_list = head;
+	cb_queued++;
+	pthread_cond_signal(&cb_cond);
+	pthread_mutex_unlock(&cb_mutex);
+}
+
+void pm_rcu_barrier(void)
+{
+	pthread_mutex_lock(&cb_mutex);
+	unsigned long target = cb_queued;
+
+	while (cb_done < target)
+		pthread_cond_wait(&cb_done_cond, &cb_mutex);
+	pthread_mutex_unlock(&cb_mutex);
+}
+
+#endif /* PM_TSAN */

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * machine.c - a machine's life (arena, descriptors, zero page), its registry of address spaces
+ * and shmem objects, per-thread event counters, failure injection.
+ *
+ * Counters. Each thread that counts an event on a machine gets its own struct pm_stat_block
+ * (a cache-line-aligned array of counters) on the machine's list; only that thread writes it,
+ * with plain relaxed stores, and pm_machine_stats() sums every block. A thread finds its block
+ * through a four-entry thread-local cache keyed by the machine's id, which is never reused,
+ * so a stale entry for a destroyed machine can never match a new one. When a thread exits its
+ * blocks are marked free (their counts stay, they are sums) and a later thread reuses them.
+ *
+ * Machine lookup from a page. pm_put_page() and the unpin family get a bare page; the page's
+ * descriptor carries the machine's slot in pm__machines[], so the lookup is one load.
+ */
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct pm_machine *_Atomic pm__machines[PM_MAX_MACHINES];
+static pthread_mutex_t machines_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t machines_next_id = 1; /* under machines_lock */
+
+__thread struct pm_stat_tls pm__stat_tls[4];
+static pthread_key_t stat_key;
+static pthread_once_t stat_key_once = PTHREAD_ONCE_INIT;
+
+void pm__die(const char *file, int line, const char *func, const char *msg)
+{
+	fprintf(stderr, "pinmm: %s at %s:%d (%s)\n", msg, file, line, func);
+	fflush(stderr);
+	abort();
+}
+
+/* ---- failure injection and metadata allocation ---- */
+
+bool pm__should_fail(struct pm_machine *m)
+{
+	long n = atomic_load_relaxed(&m->xfail_nth);
+
+	if (likely(n <= 0))
+		return false;
+	n = atomic_sub_mb(&m->xfail_nth, 1);
+	if (n == 1) {
+		count_event(m, ALLOC_FAILURES, 1);
+		return true;
+	}
+	return false;
+}
+
+void pm_fail_nth(struct pm_machine *m, long n)
+{
+	atomic_store_mb(&m->xfail_nth, n > 0 ? n : 0);
+}
+
+void *pm__kmalloc(struct pm_machine *m, size_t size)
+{
+	if (pm__should_fail(m))
+		return NULL;
+	return malloc(size);
+}
+
+void *pm__kzalloc(struct pm_machine *m, size_t size)
+{
+	if (pm__should_fail(m))
+		return NULL;
+	return calloc(1, size);
+}
+
+/* ---- per-thread counters ---- */
+
+/* Mark @block free for reuse if machine @id still exists. */
+static void stat_block_release(uint64_t id, struct pm_stat_block *block)
+{
+	pthread_mutex_lock(&machines_lock);
+	for (unsigned i = 0; i < PM_MAX_MACHINES; i++) {
+		struct pm_machine *m = atomic_load_relaxed(&pm__machines[i]);
+
+		if (m && m->id == id) {
+			pthread_mutex_lock(&m->lock);
+			block->in_use = false;
+			pthread_mutex_unlock(&m->lock);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&machines_lock);
+}
+
+static void stat_thread_exit(void *arg)
+{
+	(void)arg;
+	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++) {
+		if (pm__stat_tls[i].id && pm__stat_tls[i].block)
+			stat_block_release(pm__stat_tls[i].id, pm__stat_tls[i].block);
+		pm__stat_tls[i].id = 0;
+		pm__stat_tls[i].block = NULL;
+	}
+}
+
+static void stat_key_init(void)
+{
+	if (pthread_key_create(&stat_key, stat_thread_exit))
+		pm_die("pthread_key_create");
+}
+
+struct pm_stat_block *pm__stat_block_slow(struct pm_machine *m)
+{
+	struct pm_stat_tls hit = { 0 };
+	unsigned i, last = ARRAY_SIZE(pm__stat_tls) - 1;
+
+	for (i = 1; i < ARRAY_SIZE(pm__stat_tls); i++) {
+		if (pm__stat_tls[i].id == m->id) {
+			hit = pm__stat_tls[i];
+			last = i;
+			break;
+		}
+	}
+
+	if (!hit.id) {
+		struct pm_stat_block *b = NULL;
+		struct pm_list *pos;
+
+		pthread_once(&stat_key_once, stat_key_init);
+		pthread_mutex_lock(&m->lock);
+		pm_list_for_each(pos, &m->stat_blocks) {
+			struct pm_stat_block *c = pm_list_entry(pos, struct pm_stat_block, link);
+
+			if (!c->in_use) {
+				b = c;
+				break;
+			}
+		}
+		if (!b && !posix_memalign((void **)&b, PM_CACHELINE, sizeof(*b))) {
+			memset(b, 0, sizeof(*b));
+			pm_list_add_tail(&b->link, &m->stat_blocks);
+		}
+		if (b)
+			b->in_use = true;
+		pthread_mutex_unlock(&m->lock);
+		if (!b)
+			return &m->shared_stats;
+		pthread_setspecific(stat_key, (void *)1);
+		hit.id = m->id;
+		hit.block = b;
+		/* Evict the least recently used entry. */
+		if (pm__stat_tls[last].id && pm__stat_tls[last].block)
+			stat_block_release(pm__stat_tls[last].id, pm__stat_tls[last].block);
+	}
+	/* Move to the front. */
+	memmove(&pm__stat_tls[1], &pm__stat_tls[0], last * sizeof(pm__stat_tls[0]));
+	pm__stat_tls[0] = hit;
+	return hit.block;
+}
+
+void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
+{
+	unsigned long sum[PM_NR_STATS];
+	struct pm_list *pos;
+
+	for (unsigned i = 0; i < PM_NR_STATS; i++)
+		sum[i] = atomic_load_relaxed(&m->shared_stats.v[i]);
+	pthread_mutex_lock(&m->lock);
+	pm_list_for_each(pos, &m->stat_blocks) {
+		struct pm_stat_block *b = pm_list_entry(pos, struct pm_stat_block, link);
+
+		for (unsigned i = 0; i < PM_NR_STATS; i++)
+			sum[i] += atomic_load_relaxed(&b->v[i]);
+	}
+	pthread_mutex_unlock(&m->lock);
+	memcpy(out, sum, sizeof(*out));
+}
+
+/* ---- machine life ---- */
+
+struct pm_machine *pm_machine_create(const struct pm_config *cfg)
+{
+	struct pm_config c = cfg ? *cfg : (struct pm_config){ 0 };
+	struct pm_machine *m;
+	size_t desc_len;
+	long ncpu;
+	int err = ENOMEM;
+
+	if (!c.mem_bytes)
+		c.mem_bytes = 1UL << 30;
+	if (c.mem_bytes % PMD_SIZE || (c.knobs & ~PM_KNOB_ALL) ||
+	    c.mem_bytes / PAGE_SIZE > (1UL << 40)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (posix_memalign((void **)&m, PM_CACHELINE, sizeof(*m))) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(m, 0, sizeof(*m));
+	m->knobs = c.knobs;
+	m->nr_pages = c.mem_bytes / PAGE_SIZE;
+	ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	m->nr_cpus = ncpu > 0 ? (unsigned)ncpu : 1;
+	pthread_mutex_init(&m->lock, NULL);
+	pm_list_init(&m->mms);
+	pm_list_init(&m->shmems);
+	pm_list_init(&m->stat_blocks);
+	pm_spin_init(&m->zone_lock);
+
+	/* The arena: 2 MiB aligned so that order-9 blocks are THP-aligned frames. */
+	m->arena_map_len = c.mem_bytes + PMD_SIZE;
+	m->arena_map = mmap(NULL, m->arena_map_len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m->arena_map == MAP_FAILED)
+		goto fail_free;
+	m->arena = (char *)ALIGN_UP((uintptr_t)m->arena_map, PMD_SIZE);
+	madvise(m->arena, c.mem_bytes, MADV_HUGEPAGE); /* host THP, if it will */
+
+	desc_len = m->nr_pages * sizeof(struct pm_page);
+	m->pages = mmap(NULL, desc_len, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m->pages == MAP_FAILED)
+		goto fail_arena;
+	if (posix_memalign((void **)&m->pcp, PM_CACHELINE, m->nr_cpus * sizeof(*m->pcp)))
+		goto fail_pages;
+
+	pthread_mutex_lock(&machines_lock);
+	err = EMFILE;
+	for (unsigned i = 1; i < PM_MAX_MACHINES; i++) {
+		if (!atomic_load_relaxed(&pm__machines[i])) {
+			m->slot = (uint16_t)i;
+			m->id = machines_next_id++;
+			atomic_store_release(&pm__machines[i], m);
+			err = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&machines_lock);
+	if (err)
+		goto fail_pcp;
+
+	if (pm__page_alloc_init(m))
+		goto fail_slot;
+
+	m->zero_page = pm__alloc_frames(m, 0, PM_ALLOC_ZERO);
+	if (!m->zero_page)
+		goto fail_slot;
+	atomic_store_relaxed(&m->zero_page->xflags, PGF(PG_zero));
+	atomic_store_relaxed(&m->zero_page->xrefcount, 1);
+	return m;
+
+fail_slot:
+	err = ENOMEM;
+	pthread_mutex_lock(&machines_lock);
+	atomic_store_relaxed(&pm__machines[m->slot], NULL);
+	pthread_mutex_unlock(&machines_lock);
+fail_pcp:
+	free(m->pcp);
+fail_pages:
+	munmap(m->pages, desc_len);
+fail_arena:
+	munmap(m->arena_map, m->arena_map_len);
+fail_free:
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+	errno = err;
+	return NULL;
+}
+
+void pm_machine_destroy(struct pm_machine *m)
+{
+	struct pm_list *pos, *n;
+
+	if (!m)
+		return;
+	pm_rcu_barrier();
+	if (!pm_list_empty(&m->mms) || !pm_list_empty(&m->shmems))
+		fprintf(stderr, "pinmm: pm_machine_destroy: address spaces or shmem objects "
+				"are still alive; their memory goes with the machine\n");
+
+	pthread_mutex_lock(&machines_lock);
+	atomic_store_relaxed(&pm__machines[m->slot], NULL);
+	pthread_mutex_lock(&m->lock);
+	pm_list_for_each_safe(pos, n, &m->stat_blocks)
+		free(pm_list_entry(pos, struct pm_stat_block, link));
+	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&machines_lock);
+
+	/* Stale thread-local entries of this thread must not be released again later. */
+	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++)
+		if (pm__stat_tls[i].id == m->id)
+			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
+
+	pm__page_alloc_fini(m);
+	free(m->pcp);
+	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
+	munmap(m->arena_map, m->arena_map_len);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+size_t pm_machine_free_pages(struct pm_machine *m)
+{
+	return pm__nr_free_frames(m);
+}
+
+size_t pm_machine_total_pages(struct pm_machine *m)
+{
+	return m->nr_pages;
+}
+
+unsigned pm_machine_knobs(struct pm_machine *m)
+{
+	return m->knobs;
+}
+
+int pm_machine_check(struct pm_machine *m)
+{
+	return pm__check_machine(m);
+}
+
+const char *pm_strerror(long err)
+{
+	switch (-err) {
+	case 0: return "success";
+	case EINVAL: return "invalid argument";
+	case EFAULT: return "bad address (no mapping, no permission, or beyond the object)";
+	case ENOMEM: return "out of memory";
+	case EOVERFLOW: return "range overflows";
+	case EPERM: return "operation not permitted";
+	case EBADF: return "no file to map";
+	case EEXIST: return "range already mapped";
+	case EAGAIN: return "try again";
+	case EBUSY: return "busy";
+	case EUCLEAN: return "invariant violated";
+	case ENOSPC: return "no space";
+	default: return strerror((int)-err);
+	}
+}

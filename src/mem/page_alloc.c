@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+/*
+ * page_alloc.c - the buddy allocator for orders 0..9 and its per-CPU caches of free frames.
+ *
+ * Ownership. A free frame is either the head of a free block on free_area[order] (PG_buddy,
+ * order in page->order, linked through page->lru) under zone_lock, or a single frame in a
+ * per-CPU cache (PG_pcp) under that cache's lock. Nothing else touches a free frame's list
+ * link. Speculative readers (GUP-fast) may still load xflags, xcompound_head and xrefcount of
+ * a free frame: xrefcount is 0, so their add-unless-zero fails, which is why frees reset the
+ * refcount before the frame is published as free.
+ *
+ * Per-CPU caches. Order-0 allocations and frees, by far the most common (every 4 KiB fault),
+ * go to the cache of the CPU the thread runs on (sched_getcpu), refilled from and drained to
+ * the buddy lists PCP_BATCH frames at a time. Each cache has its own lock, so threads on
+ * different CPUs never share a lock in the common case; a thread that migrates mid-operation
+ * merely takes another CPU's lock, which stays correct.
+ *
+ * Invariant (F): pm__nr_free_frames() = sum(nr_free[o] << o) + sum(pcp[c].count).
+ */
+#include <sched.h>
+
+#include "internal.h"
+
+static void set_free_block(struct pm_page *page, unsigned order)
+{
+	page->order = (uint8_t)order;
+	atomic_store_relaxed(&page->xflags, PGF(PG_buddy));
+}
+
+/* Caller holds zone_lock. */
+static void add_to_free_area(struct pm_machine *m, struct pm_page *page, unsigned order)
+{
+	set_free_block(page, order);
+	pm_list_add(&page->lru, &m->free_area[order]);
+	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) + 1);
+}
+
+/* Caller holds zone_lock. */
+static void del_from_free_area(struct pm_machine *m, struct pm_page *page, unsigned order)
+{
+	pm_list_del(&page->lru);
+	atomic_store_relaxed(&page->xflags, 0);
+	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) - 1);
+}
+
+/* Take a block of @order, splitting a larger one if needed. Caller holds zone_lock. */
+static struct pm_page *rmqueue(struct pm_machine *m, unsigned order)
+{
+	for (unsigned o = order; o <= PM_MAX_ORDER; o++) {
+		struct pm_page *page;
+
+		if (pm_list_empty(&m->free_area[o]))
+			continue;
+		page = pm_list_first_entry(&m->free_area[o], struct pm_page, lru);
+		del_from_free_area(m, page, o);
+		while (o > order) {
+			o--;
+			add_to_free_area(m, page + (1UL << o), o);
+		}
+		page->order = 0;
+		return page;
+	}
+	return NULL;
+}
+
+/* Give a block back, merging with its buddies. Caller holds zone_lock. */
+static void free_one(struct pm_machine *m, struct pm_page *page, unsigned order)
+{
+	unsigned long pfn = page_to_pfn(m, page);
+
+	while (order < PM_MAX_ORDER) {
+		unsigned long buddy_pfn = pfn ^ (1UL << order);
+		struct pm_page *buddy;
+
+		if (buddy_pfn >= m->nr_pages)
+			break;
+		buddy = pfn_to_page(m, buddy_pfn);
+		if (!page_test(buddy, PG_buddy) || buddy->order != order)
+			break;
+		del_from_free_area(m, buddy, order);
+		pfn &= ~(1UL << order);
+		order++;
+	}
+	add_to_free_area(m, pfn_to_page(m, pfn), order);
+}
+
+int pm__page_alloc_init(struct pm_machine *m)
+{
+	for (unsigned o = 0; o <= PM_MAX_ORDER; o++) {
+		pm_list_init(&m->free_area[o]);
+		atomic_store_relaxed(&m->xnr_free[o], 0);
+	}
+	for (unsigned c = 0; c < m->nr_cpus; c++) {
+		pm_spin_init(&m->pcp[c].lock);
+		atomic_store_relaxed(&m->pcp[c].xcount, 0);
+		pm_list_init(&m->pcp[c].list);
+	}
+	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn++)
+		m->pages[pfn].mslot = m->slot;
+	pm_spin_lock(&m->zone_lock);
+	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn += 1UL << PM_MAX_ORDER)
+		add_to_free_area(m, pfn_to_page(m, pfn), PM_MAX_ORDER);
+	pm_spin_unlock(&m->zone_lock);
+	return 0;
+}
+
+void pm__page_alloc_fini(struct pm_machine *m)
+{
+	(void)m; /* the arena and the descriptors go with the machine */
+}
+
+static struct pm_pcp *this_cpu_pcp(struct pm_machine *m)
+{
+	int cpu = sched_getcpu();
+
+	return &m->pcp[cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0];
+}
+
+static struct pm_page *pcp_alloc(struct pm_machine *m)
+{
+	struct pm_pcp *pcp = this_cpu_pcp(m);
+	struct pm_page *page = NULL;
+
+	pm_spin_lock(&pcp->lock);
+	if (pm_list_empty(&pcp->list)) {
+		int n = 0;
+
+		pm_spin_lock(&m->zone_lock);
+		while (n < PCP_BATCH) {
+			struct pm_page *p = rmqueue(m, 0);
+
+			if (!p)
+				break;
+			atomic_store_relaxed(&p->xflags, PGF(PG_pcp));
+			pm_list_add_tail(&p->lru, &pcp->list);
+			n++;
+		}
+		pm_spin_unlock(&m->zone_lock);
+		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) + n);
+	}
+	if (!pm_list_empty(&pcp->list)) {
+		page = pm_list_first_entry(&pcp->list, struct pm_page, lru);
+		pm_list_del(&page->lru);
+		atomic_store_relaxed(&page->xflags, 0);
+		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) - 1);
+	}
+	pm_spin_unlock(&pcp->lock);
+	return page;
+}
+
+static void pcp_free(struct pm_machine *m, struct pm_page *page)
+{
+	struct pm_pcp *pcp = this_cpu_pcp(m);
+
+	pm_spin_lock(&pcp->lock);
+	atomic_store_relaxed(&page->xflags, PGF(PG_pcp));
+	pm_list_add(&page->lru, &pcp->list);
+	if (atomic_load_relaxed(&pcp->xcount) + 1 > PCP_HIGH) {
+		/* Drain the coldest batch back to the buddy lists. */
+		pm_spin_lock(&m->zone_lock);
+		for (int i = 0; i < PCP_BATCH; i++) {
+			struct pm_page *p = pm_list_entry(pcp->list.prev, struct pm_page, lru);
+
+			pm_list_del(&p->lru);
+			free_one(m, p, 0);
+		}
+		pm_spin_unlock(&m->zone_lock);
+		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) + 1 - PCP_BATCH);
+	} else {
+		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) + 1);
+	}
+	pm_spin_unlock(&pcp->lock);
+}
+
+/**
+ * pm__alloc_frames() - allocate 2^@order contiguous, naturally aligned frames.
+ * @flags: PM_ALLOC_ZERO to zero them.
+ *
+ * The descriptors come back with refcount 0, no flags, order 0; the caller makes them a folio
+ * or a page table. Context: any; takes the per-CPU cache lock and/or zone_lock.
+ * Return: the first frame, or NULL (out of memory or injected failure).
+ */
+struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags)
+{
+	struct pm_page *page;
+
+	if (pm__should_fail(m))
+		return NULL;
+	if (order == 0) {
+		page = pcp_alloc(m);
+	} else {
+		pm_spin_lock(&m->zone_lock);
+		page = rmqueue(m, order);
+		pm_spin_unlock(&m->zone_lock);
+	}
+	if (unlikely(!page)) {
+		count_event(m, ALLOC_FAILURES, 1);
+		return NULL;
+	}
+	if (flags & PM_ALLOC_ZERO)
+		memset(page_address(m, page), 0, PAGE_SIZE << order);
+	return page;
+}
+
+/**
+ * pm__free_frames() - give back frames that nobody references any more.
+ *
+ * In debug builds the frames are poisoned and their generation counts bumped, so that a
+ * stale user (a pin released twice, a walker that kept a pointer) reads garbage it can detect.
+ */
+void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
+{
+	for (unsigned long i = 0; i < (1UL << order); i++) {
+		pm_assert(atomic_load_relaxed(&page[i].xrefcount) == 0);
+		pm_assert(atomic_load_relaxed(&page[i].xmapcount) == 0);
+		atomic_store_relaxed(&page[i].xcompound_head, 0);
+		atomic_store_relaxed(&page[i].xflags, 0);
+#if PM_DEBUG >= 1
+		atomic_add_relaxed(&page[i].xgen, 1);
+#endif
+	}
+#if PM_DEBUG >= 1
+	memset(page_address(m, page), PM_POISON_FREE, PAGE_SIZE << order);
+#endif
+	if (order == 0) {
+		pcp_free(m, page);
+	} else {
+		pm_spin_lock(&m->zone_lock);
+		free_one(m, page, order);
+		pm_spin_unlock(&m->zone_lock);
+	}
+}
+
+size_t pm__nr_free_frames(struct pm_machine *m)
+{
+	size_t n = 0;
+
+	for (unsigned o = 0; o <= PM_MAX_ORDER; o++)
+		n += atomic_load_relaxed(&m->xnr_free[o]) << o;
+	for (unsigned c = 0; c < m->nr_cpus; c++)
+		n += (size_t)atomic_load_relaxed(&m->pcp[c].xcount);
+	return n;
+}
+
+/* For the checker: is @page the head of a free block (and of which order)? */
+bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsigned *order)
+{
+	unsigned long f = atomic_load_relaxed(&page->xflags);
+
+	(void)m;
+	if (f & PGF(PG_buddy)) {
+		*order = page->order;
+		return true;
+	}
+	if (f & PGF(PG_pcp)) {
+		*order = 0;
+		return true;
+	}
+	return false;
+}

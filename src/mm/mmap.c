@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mmap.c - pm_mmap, pm_munmap, pm_mprotect and pm_madvise.
+ *
+ * All four validate their arguments first (Linux's errors, see include/pinmm/mm.h), then work
+ * under mmap_lock: for write when they change the VMA set or VMA flags, for read for
+ * MADV_DONTNEED, which only zaps. Changes that may need memory (a VMA split, a PMD split at a
+ * boundary) are made before anything destructive, so a failure leaves the address space as
+ * it was - at most with a VMA split in two, which changes nothing observable.
+ *
+ * A PMD leaf (a PMD-mapped THP) always lies inside one VMA: pm__split_vma splits the leaf when
+ * it splits the VMA inside it.
+ */
+#include "internal.h"
+
+#define PM_MAP_KNOWN (PM_MAP_SHARED | PM_MAP_PRIVATE | PM_MAP_FIXED | PM_MAP_ANONYMOUS | \
+		      PM_MAP_POPULATE | PM_MAP_FIXED_NOREPLACE)
+#define PM_PROT_KNOWN (PM_PROT_READ | PM_PROT_WRITE)
+
+static unsigned long prot_to_vm(int prot)
+{
+	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0);
+}
+
+/* Split the PMD leaf that straddles @addr, if there is one. Context: mmap_lock held. */
+int pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr)
+{
+	pm_entry_t *pmdp;
+
+	if (!(addr & ~PMD_MASK))
+		return 0;
+	pmdp = pm__pmd_lookup(mm, addr);
+	if (!pmdp || !pmd_leaf(pmdp_get(pmdp)))
+		return 0;
+	return pm__split_huge_pmd(mm, pmdp, addr & PMD_MASK);
+}
+
+/* ---- finding a free range ---- */
+
+static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
+{
+	return addr >= PM_USER_MIN && addr <= PM_TASK_SIZE - len &&
+	       !pm__find_vma_intersection(mm, addr, addr + len);
+}
+
+/*
+ * Top-down search below mmap_base for @len bytes aligned to @align, then bottom-up above it
+ * (Linux's fallback). Context: mmap_lock held for write.
+ */
+static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			      unsigned long align)
+{
+	unsigned long base = mm->mmap_base;
+
+	if (hint) {
+		hint = ALIGN_UP(hint, PAGE_SIZE);
+		if (hint && range_free(mm, hint, len))
+			return (long)hint;
+	}
+	for (int i = (int)mm->nr_vmas; i >= 0; i--) {
+		unsigned long hi = i == (int)mm->nr_vmas ? base : min(mm->vmas[i]->start, base);
+		unsigned long lo = i == 0 ? PM_USER_MIN : mm->vmas[i - 1]->end;
+		unsigned long a;
+
+		if (lo >= base)
+			continue;
+		if (hi < len || hi - len < lo)
+			continue;
+		a = ALIGN_DOWN(hi - len, align);
+		if (a >= lo)
+			return (long)a;
+	}
+	for (unsigned i = (unsigned)pm__vma_index(mm, base); i <= mm->nr_vmas; i++) {
+		unsigned long lo = i == 0 ? base : max(mm->vmas[i - 1]->end, base);
+		unsigned long hi = i == mm->nr_vmas ? PM_TASK_SIZE : mm->vmas[i]->start;
+		unsigned long a = ALIGN_UP(lo, align);
+
+		if (a < hi && hi - a >= len)
+			return (long)a;
+	}
+	return -ENOMEM;
+}
+
+/* ---- munmap ---- */
+
+/*
+ * do_munmap() - unmap [@start, @end). Context: mmap_lock held for write.
+ * Return: 0, or -ENOMEM (a split failed; nothing was unmapped).
+ */
+static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_vma *vma = pm__find_vma_intersection(mm, start, end);
+	unsigned first, last;
+	int err;
+
+	if (!vma)
+		return 0;
+	if (vma->start < start) {
+		err = pm__split_vma(mm, vma, start);
+		if (err)
+			return err;
+	}
+	vma = pm__find_vma(mm, end - 1);
+	if (vma && vma->start < end && vma->end > end) {
+		err = pm__split_vma(mm, vma, end);
+		if (err)
+			return err;
+	}
+
+	/* Detach: off the i_mmap lists first, so truncation stops walking them. */
+	first = (unsigned)pm__vma_index(mm, start);
+	last = first;
+	while (last < mm->nr_vmas && mm->vmas[last]->start < end)
+		pm__vma_unlink_file(mm->vmas[last++]);
+	for (unsigned i = first; i < last; i++)
+		pm__zap_range(mm, mm->vmas[i]->start, mm->vmas[i]->end);
+	for (unsigned i = first; i < last; i++)
+		pm__vma_free(mm->vmas[i]);
+	memmove(&mm->vmas[first], &mm->vmas[last], (mm->nr_vmas - last) * sizeof(mm->vmas[0]));
+	mm->nr_vmas -= last - first;
+	pm__free_pgtables(mm, start, end);
+	return 0;
+}
+
+int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
+{
+	unsigned long end;
+	int err;
+
+	if ((addr & ~PAGE_MASK) || !len || addr > PM_TASK_SIZE)
+		return -EINVAL;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	if (!len || len > PM_TASK_SIZE - addr)
+		return -EINVAL;
+	end = addr + len;
+	mmap_write_lock(mm);
+	err = do_munmap(mm, addr, end);
+	mmap_write_unlock(mm);
+	return err;
+}
+
+/* ---- mmap ---- */
+
+long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int flags,
+	     struct pm_shmem *file, size_t offset)
+{
+	unsigned long vm_flags, align = PAGE_SIZE, pgoff;
+	int type = flags & (PM_MAP_SHARED | PM_MAP_PRIVATE);
+	struct pm_vma *vma;
+	long ret;
+
+	if (!len)
+		return -EINVAL;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	if (!len)
+		return -EINVAL;
+	if ((prot & ~PM_PROT_KNOWN) || (flags & ~PM_MAP_KNOWN) ||
+	    (type != PM_MAP_SHARED && type != PM_MAP_PRIVATE) || (offset & ~PAGE_MASK))
+		return -EINVAL;
+	if (flags & PM_MAP_ANONYMOUS) {
+		if (file)
+			return -EINVAL;
+	} else if (!file) {
+		return -EBADF;
+	}
+	if (len > PM_TASK_SIZE - PM_USER_MIN)
+		return -ENOMEM;
+	if (offset + len < offset)
+		return -EOVERFLOW;
+	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
+		if (addr & ~PAGE_MASK)
+			return -EINVAL;
+		if (addr < PM_USER_MIN)
+			return -EPERM;
+		if (addr > PM_TASK_SIZE - len)
+			return -ENOMEM;
+	}
+
+	vm_flags = prot_to_vm(prot) | VM_MAYREAD | VM_MAYWRITE;
+	if (type == PM_MAP_SHARED)
+		vm_flags |= VM_SHARED | VM_MAYSHARE;
+	pgoff = offset >> PAGE_SHIFT;
+
+	/* MAP_SHARED|MAP_ANONYMOUS is backed by an internal shmem object, as in Linux. */
+	if ((flags & PM_MAP_ANONYMOUS) && type == PM_MAP_SHARED) {
+		file = pm__shmem_create_internal(mm->m, len);
+		if (!file)
+			return -ENOMEM;
+		pgoff = 0;
+	} else if (file) {
+		pm__shmem_get(file);
+	} else if (!(len & ~PMD_MASK)) {
+		/* Anonymous lengths that are multiples of 2 MiB get THP alignment (6.12+). */
+		align = PMD_SIZE;
+	}
+
+	vma = pm__vma_alloc(mm);
+	if (!vma) {
+		if (file)
+			pm_shmem_put(file);
+		return -ENOMEM;
+	}
+	vma->flags = vm_flags;
+	vma->file = file;
+	vma->pgoff = pgoff;
+
+	mmap_write_lock(mm);
+	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
+		ret = (long)addr;
+		if (pm__find_vma_intersection(mm, addr, addr + len)) {
+			if (flags & PM_MAP_FIXED_NOREPLACE)
+				ret = -EEXIST;
+			else if (do_munmap(mm, addr, addr + len))
+				ret = -ENOMEM;
+		}
+	} else {
+		ret = get_unmapped_area(mm, addr, len, align);
+	}
+	if (ret < 0)
+		goto fail;
+	vma->start = (unsigned long)ret;
+	vma->end = vma->start + len;
+	if (pm__vma_insert(mm, vma)) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	pm__vma_link_file(vma);
+	pm__vma_try_merge(mm, vma);
+	mmap_write_unlock(mm);
+
+	if (flags & PM_MAP_POPULATE) {
+		/* Faults in everything; failures are not mmap's (Linux ignores them too). */
+		unsigned gflags = ((vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE) ? FOLL_WRITE : 0;
+
+		if (vm_flags & (VM_READ | VM_WRITE))
+			pm__gup_slow(mm, (unsigned long)ret, len >> PAGE_SHIFT, gflags, NULL);
+	}
+	return ret;
+
+fail:
+	mmap_write_unlock(mm);
+	vma->file = NULL;
+	pm__vma_free(vma);
+	if (file)
+		pm_shmem_put(file);
+	return ret;
+}
+
+/* ---- mprotect ---- */
+
+/* May a present mapping of @page become writable under @vm_flags without a fault? */
+static bool can_change_writable(unsigned long vm_flags, struct pm_page *page, bool special)
+{
+	if (!(vm_flags & VM_WRITE) || special)
+		return false;
+	if (vm_flags & VM_SHARED)
+		return true;
+	return folio_test_anon(page_folio(page)) && page_anon_exclusive(page);
+}
+
+static uint64_t prot_bits(unsigned long vm_flags)
+{
+	return (vm_flags & (VM_READ | VM_WRITE)) ? _PAGE_USER : 0;
+}
+
+static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
+			     unsigned long end, unsigned long vm_flags)
+{
+	struct pm_spinlock *ptl;
+	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
+
+	if (!ptep)
+		return;
+	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
+		pte_t pte = ptep_get(ptep);
+		uint64_t v;
+
+		if (!pte_present(pte))
+			continue;
+		v = pte.val & ~(_PAGE_USER | _PAGE_RW);
+		v |= prot_bits(vm_flags);
+		if (can_change_writable(vm_flags, pfn_to_page(mm->m, pte_pfn(pte)), pte_special(pte)))
+			v |= _PAGE_RW | _PAGE_DIRTY;
+		/* Dropping write needs no exchange: a racing walker re-checks the entry. */
+		set_pte(ptep, (pte_t){ v });
+	}
+	pm_spin_unlock(ptl);
+}
+
+/* Change the protection of [start, end), which lies inside one VMA. */
+static void change_protection(struct pm_mm *mm, unsigned long start, unsigned long end,
+			      unsigned long vm_flags)
+{
+	for (unsigned long a = start; a < end;) {
+		unsigned long next = span_end(a, end, PMD_SIZE);
+		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
+		pmd_t pmd;
+
+		if (!pmdp) {
+			a = span_end(a, end, PUD_SIZE);
+			continue;
+		}
+		pmd = pmdp_get(pmdp);
+		if (pmd_leaf(pmd)) {
+			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+			uint64_t v;
+
+			pm_assert(!(a & ~PMD_MASK) && next - a == PMD_SIZE);
+			pm_spin_lock(pml);
+			pmd = pmdp_get(pmdp);
+			v = pmd.val & ~(_PAGE_USER | _PAGE_RW);
+			v |= prot_bits(vm_flags);
+			if (can_change_writable(vm_flags, pfn_to_page(mm->m, pmd_pfn(pmd)), false))
+				v |= _PAGE_RW | _PAGE_DIRTY;
+			set_pmd(pmdp, (pmd_t){ v });
+			pm_spin_unlock(pml);
+		} else if (pmd_table(pmd)) {
+			change_pte_range(mm, pmdp, a, next, vm_flags);
+		}
+		a = next;
+	}
+}
+
+int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
+{
+	unsigned long end, tmp;
+	struct pm_vma *vma;
+	int err = 0;
+
+	if ((start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
+		return -EINVAL;
+	if (!len)
+		return 0;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	end = start + len;
+	if (!len || end <= start)
+		return -ENOMEM;
+
+	mmap_write_lock(mm);
+	vma = pm__find_vma(mm, start);
+	if (!vma || vma->start > start) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (tmp = start; tmp < end;) {
+		unsigned long newflags;
+
+		vma = pm__find_vma(mm, tmp);
+		if (!vma || vma->start > tmp) {
+			err = -ENOMEM; /* a hole: what came before it stays changed, as in Linux */
+			break;
+		}
+		if (vma->start < tmp) {
+			err = pm__split_vma(mm, vma, tmp);
+			if (err)
+				break;
+			vma = pm__find_vma(mm, tmp);
+		}
+		if (vma->end > end) {
+			err = pm__split_vma(mm, vma, end);
+			if (err)
+				break;
+		}
+		newflags = (vma->flags & ~(VM_READ | VM_WRITE)) | prot_to_vm(prot);
+		if (newflags != vma->flags) {
+			vma->flags = newflags;
+			change_protection(mm, vma->start, vma->end, newflags);
+		}
+		tmp = vma->end;
+		pm__vma_try_merge(mm, vma);
+	}
+out:
+	mmap_write_unlock(mm);
+	return err;
+}
+
+/* ---- madvise ---- */
+
+static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned long end,
+			     int advice)
+{
+	unsigned long tmp = start;
+	bool hole = false;
+	int err = 0;
+
+	while (tmp < end) {
+		struct pm_vma *vma = pm__find_vma(mm, tmp);
+		unsigned long newflags;
+
+		if (!vma || vma->start >= end) {
+			hole = true;
+			break;
+		}
+		if (vma->start > tmp)
+			hole = true;
+		if (vma->start < tmp) {
+			err = pm__split_vma(mm, vma, tmp);
+			if (err)
+				return err;
+			vma = pm__find_vma(mm, tmp);
+		}
+		if (vma->end > end) {
+			err = pm__split_vma(mm, vma, end);
+			if (err)
+				return err;
+		}
+		newflags = vma->flags;
+		switch (advice) {
+		case PM_MADV_HUGEPAGE:
+			newflags = (newflags & ~VM_NOHUGEPAGE) | VM_HUGEPAGE;
+			break;
+		case PM_MADV_NOHUGEPAGE:
+			newflags = (newflags & ~VM_HUGEPAGE) | VM_NOHUGEPAGE;
+			break;
+		case PM_MADV_DONTFORK:
+			newflags |= VM_DONTCOPY;
+			break;
+		case PM_MADV_DOFORK:
+			newflags &= ~VM_DONTCOPY;
+			break;
+		}
+		vma->flags = newflags;
+		tmp = vma->end;
+		pm__vma_try_merge(mm, vma);
+	}
+	return hole ? -ENOMEM : 0;
+}
+
+static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	unsigned long tmp = start;
+	bool hole = false;
+
+	while (tmp < end) {
+		struct pm_vma *vma = pm__find_vma(mm, tmp);
+		unsigned long s, e;
+		int err;
+
+		if (!vma || vma->start >= end) {
+			hole = true;
+			break;
+		}
+		if (vma->start > tmp)
+			hole = true;
+		s = max(vma->start, tmp);
+		e = min(vma->end, end);
+		err = pm__zap_range(mm, s, e);
+		if (err)
+			return err;
+		tmp = e;
+	}
+	return hole ? -ENOMEM : 0;
+}
+
+int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
+{
+	unsigned long end;
+	int err;
+
+	if (start & ~PAGE_MASK)
+		return -EINVAL;
+	switch (advice) {
+	case PM_MADV_DONTNEED:
+	case PM_MADV_HUGEPAGE:
+	case PM_MADV_NOHUGEPAGE:
+	case PM_MADV_DONTFORK:
+	case PM_MADV_DOFORK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!len)
+		return 0;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	end = start + len;
+	if (!len || end < start)
+		return -EINVAL;
+	if (end > PM_TASK_SIZE)
+		return -ENOMEM;
+
+	if (advice == PM_MADV_DONTNEED) {
+		mmap_read_lock(mm);
+		err = madvise_dontneed(mm, start, end);
+		mmap_read_unlock(mm);
+	} else {
+		mmap_write_lock(mm);
+		err = madvise_vma_flags(mm, start, end, advice);
+		mmap_write_unlock(mm);
+	}
+	return err;
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+/*
+ * zap.c - removing mappings: the zap of munmap, MADV_DONTNEED, shmem truncation and teardown.
+ *
+ * Each PTE is cleared with an atomic exchange under its table's PTL, and the page's mapping
+ * reference is dropped right after; the folio is freed when that was its last reference. There
+ * is no TLB to shoot down: pm_access copies under the PTL, so it finishes before the PTE is
+ * cleared or sees it gone, and GUP-fast holds a real reference on anything it returns, taken
+ * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
+ * outlives its mappings until its last unpin.
+ *
+ * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock; one it covers
+ * partly is split into a PTE table first (which needs a page: -ENOMEM). munmap and mprotect
+ * split at their boundaries before changing anything, so their zaps never fail.
+ *
+ * Context: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
+ * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive.
+ */
+#include "internal.h"
+
+static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
+			  unsigned long end)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
+
+	if (!ptep)
+		return;
+	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
+		pte_t pte = ptep_get(ptep);
+		struct pm_page *page;
+
+		if (pte_none(pte))
+			continue;
+		pte = ptep_get_and_clear(ptep);
+		if (!pte_present(pte) || pte_special(pte))
+			continue;
+		page = pfn_to_page(m, pte_pfn(pte));
+		if (pte_dirty(pte))
+			pm__folio_mark_dirty(page_folio(page));
+		atomic_sub_relaxed(&page->xmapcount, 1);
+		folio_put(page_folio(page));
+	}
+	pm_spin_unlock(ptl);
+}
+
+/* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
+static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	struct pm_folio *folio;
+	pmd_t pmd;
+
+	pm_spin_lock(pml);
+	pmd = pmdp_get(pmdp);
+	if (!pmd_leaf(pmd)) {
+		pm_spin_unlock(pml);
+		return false;
+	}
+	pmdp_get_and_clear(pmdp);
+	pm_spin_unlock(pml);
+	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	folio_put(folio);
+	return true;
+}
+
+/**
+ * pm__zap_range() - remove every mapping in [@start, @end) of @mm.
+ * Return: 0, or -ENOMEM if a partly covered 2 MiB leaf could not be split (the zap stops
+ * there; what came before it is zapped).
+ */
+int pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	for (unsigned long a = start; a < end;) {
+		unsigned long next = span_end(a, end, PMD_SIZE);
+		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
+		pmd_t pmd;
+
+		if (!pmdp) {
+			/* No PMD table: skip to the next PUD span. */
+			a = span_end(a, end, PUD_SIZE);
+			continue;
+		}
+		pmd = pmdp_get(pmdp);
+		if (pmd_leaf(pmd)) {
+			if (!(a & ~PMD_MASK) && next - a == PMD_SIZE) {
+				if (!zap_huge_pmd(mm, pmdp))
+					continue; /* changed under us: look again */
+			} else {
+				int err = pm__split_huge_pmd(mm, pmdp, a & PMD_MASK);
+
+				if (err)
+					return err;
+				continue;
+			}
+		} else if (pmd_table(pmd)) {
+			zap_pte_range(mm, pmdp, a, next);
+		}
+		a = next;
+	}
+	return 0;
+}

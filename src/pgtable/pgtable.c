@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pgtable.c - four-level page tables: allocation, publication, lookup, locking and freeing.
+ *
+ * Layout. x86-64 with 4 levels and 48-bit addresses: PGD (bits 39-47), PUD (30-38), PMD
+ * (21-29), PTE (12-20); each table is one 4 KiB frame of 512 64-bit entries taken from the
+ * machine's arena. An upper entry holds the next table's pfn | PRESENT|RW|USER|ACCESSED; a PMD
+ * entry is either such a table pointer or a 2 MiB leaf (PSE) mapping an order-9 folio.
+ *
+ * Locks (Linux's split page-table locks). mm->page_table_lock serialises populating PGD and PUD
+ * entries. Each PMD table page's descriptor holds that table's PMD lock, which serialises
+ * installing or clearing entries in it (a PTE table, a THP leaf, a split). Each PTE table
+ * page's descriptor holds its PTL, which serialises changes to its 512 PTEs.
+ *
+ * Why lockless walkers are safe (GUP-fast, pm_access, shmem truncation's zaps):
+ *  1. Publication. A table is zeroed while private, then stored into its parent with a release
+ *     store under the parent's lock, after re-checking that the slot is still empty (a racing
+ *     allocator frees its unpublished copy at once). A walker loads every entry with acquire,
+ *     so it sees an initialised table or none.
+ *  2. Lifetime. Tables are freed only by pm__free_pgtables() (munmap, mm teardown), which runs
+ *     under mmap_lock for write, after the VMAs covering them are gone and their entries are
+ *     zapped. It clears the parent entry under the parent's lock - and, for a PTE table, under
+ *     the table's own PTL as well - and hands the frame to pm_call_rcu(). A walker runs inside
+ *     pm_rcu_read_lock(), so any table it reached through an entry it loaded stays valid
+ *     memory until it leaves: it may read stale entries, never freed or reused memory.
+ *  3. Staleness. A walker that acts on what it read re-validates: GUP-fast re-reads the PMD and
+ *     PTE after taking its speculative reference (gup_fast.c); a walker that locks a PTE table
+ *     (pm__pte_offset_map_lock) re-reads the PMD after taking the PTL and retries if it changed,
+ *     so nobody ever writes into, or copies through, a table that has been unlinked. This is
+ *     why the free path takes the PTL: after it, every later locker sees the PMD cleared.
+ *  4. A table never changes level or owner while it is reachable, and entries are single
+ *     64-bit words written atomically, so a walker never sees a torn entry.
+ * Holders of mmap_lock (read) need no RCU: tables are freed only under the write side.
+ */
+#include "internal.h"
+
+static void table_init(struct pm_page *page, int level)
+{
+	atomic_store_relaxed(&page->xflags, PGF(PG_table));
+	pm_spin_init(&page->ptl);
+	page->level = level;
+}
+
+static pm_entry_t *table_alloc(struct pm_machine *m, int level)
+{
+	struct pm_page *page = pm__alloc_frames(m, 0, PM_ALLOC_ZERO);
+
+	if (!page)
+		return NULL;
+	table_init(page, level);
+	count_event(m, PGTABLE_ALLOCS, 1);
+	return page_address(m, page);
+}
+
+/* Free a table that was never published (or that nobody can reach any more). */
+static void table_free_now(struct pm_machine *m, pm_entry_t *table)
+{
+	struct pm_page *page = table_page(m, table);
+
+	atomic_store_relaxed(&page->xflags, 0);
+	pm__free_frames(m, page, 0);
+}
+
+static void table_free_rcu_cb(struct pm_rcu_head *head)
+{
+	struct pm_page *page = container_of(head, struct pm_page, rcu);
+	struct pm_machine *m = page_machine(page);
+
+	atomic_store_relaxed(&page->xflags, 0);
+	pm__free_frames(m, page, 0);
+}
+
+/* Free an unlinked table once every walker that may have reached it has left. */
+static void table_free_rcu(struct pm_machine *m, pm_entry_t *table)
+{
+	struct pm_page *page = table_page(m, table);
+
+#if PM_DEBUG >= 2
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
+		pm_bug_on(atomic_load_relaxed(&table[i]) != 0);
+#endif
+	count_event(m, PGTABLE_FREES, 1);
+	pm_call_rcu(&page->rcu, table_free_rcu_cb);
+}
+
+pm_entry_t *pm__pgd_alloc(struct pm_machine *m)
+{
+	return table_alloc(m, 4);
+}
+
+void pm__pgd_free(struct pm_machine *m, pm_entry_t *pgd)
+{
+	table_free_rcu(m, pgd);
+}
+
+pm_entry_t *pm__pte_alloc_one(struct pm_machine *m)
+{
+	return table_alloc(m, 1);
+}
+
+void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table)
+{
+	table_free_now(m, table);
+}
+
+/* Load the table an upper-level slot points to, or NULL. */
+static pm_entry_t *next_table(struct pm_machine *m, pm_entry_t *slot)
+{
+	uint64_t e = atomic_load_acquire(slot);
+
+	return (e & _PAGE_PRESENT) ? entry_table(m, e) : NULL;
+}
+
+/**
+ * pm__pmd_lookup() - the PMD slot for @addr, or NULL if an upper table is missing.
+ * Context: mmap_lock held, or inside pm_rcu_read_lock().
+ */
+pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
+{
+	pm_entry_t *pud, *pmd;
+
+	pud = next_table(mm->m, &mm->pgd[pgd_index(addr)]);
+	if (!pud)
+		return NULL;
+	pmd = next_table(mm->m, &pud[pud_index(addr)]);
+	if (!pmd)
+		return NULL;
+	return &pmd[pmd_index(addr)];
+}
+
+/* Populate @slot (a PGD or PUD entry) with a new table of @level if it is empty. */
+static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
+{
+	pm_entry_t *table = next_table(mm->m, slot), *new;
+
+	if (table)
+		return table;
+	new = table_alloc(mm->m, level);
+	if (!new)
+		return NULL;
+	pm_spin_lock(&mm->page_table_lock);
+	table = next_table(mm->m, slot);
+	if (!table) {
+		atomic_store_release(slot, (virt_to_pfn(mm->m, new) << PAGE_SHIFT) | _PAGE_TABLE);
+		table = new;
+		new = NULL;
+	}
+	pm_spin_unlock(&mm->page_table_lock);
+	if (new)
+		table_free_now(mm->m, new);
+	return table;
+}
+
+/**
+ * pm__pmd_alloc() - the PMD slot for @addr, allocating the PUD and PMD tables on the way.
+ * Context: mmap_lock held (read or write).
+ * Return: the slot, or NULL when memory ran out.
+ */
+pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
+{
+	pm_entry_t *pud, *pmd;
+
+	pud = populate_upper(mm, &mm->pgd[pgd_index(addr)], 3);
+	if (!pud)
+		return NULL;
+	pmd = populate_upper(mm, &pud[pud_index(addr)], 2);
+	if (!pmd)
+		return NULL;
+	return &pmd[pmd_index(addr)];
+}
+
+struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	return &table_page(mm->m, pmdp)->ptl;
+}
+
+/**
+ * pm__pte_alloc() - make sure *@pmdp points to a PTE table, allocating it outside any lock.
+ * Context: mmap_lock held.
+ * Return: 0 (a table is there, or a THP leaf is: the caller re-reads), -ENOMEM.
+ */
+int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_spinlock *pml;
+	pm_entry_t *new;
+
+	if (!pmd_none(pmdp_get(pmdp)))
+		return 0;
+	new = table_alloc(mm->m, 1);
+	if (!new)
+		return -ENOMEM;
+	pml = pm__pmd_lockptr(mm, pmdp);
+	pm_spin_lock(pml);
+	if (pmd_none(pmdp_get(pmdp))) {
+		set_pmd(pmdp, (pmd_t){ (virt_to_pfn(mm->m, new) << PAGE_SHIFT) | _PAGE_TABLE });
+		new = NULL;
+	}
+	pm_spin_unlock(pml);
+	if (new)
+		table_free_now(mm->m, new);
+	return 0;
+}
+
+/**
+ * pm__pte_offset_map_lock() - lock the PTE table under *@pmdp and return @addr's slot in it.
+ *
+ * Re-reads the PMD after taking the PTL and retries if it changed, so the caller never works
+ * in a table that was unlinked meanwhile. Context: mmap_lock held or pm_rcu_read_lock().
+ * Return: the slot with *@ptlp locked, or NULL if *@pmdp is not a PTE table.
+ */
+pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				    struct pm_spinlock **ptlp)
+{
+	for (;;) {
+		pmd_t pmd = pmdp_get(pmdp);
+		pm_entry_t *table;
+		struct pm_spinlock *ptl;
+
+		if (!pmd_table(pmd))
+			return NULL;
+		table = entry_table(mm->m, pmd.val);
+		ptl = &table_page(mm->m, table)->ptl;
+		pm_spin_lock(ptl);
+		if (likely(pmd_same(pmd, pmdp_get(pmdp)))) {
+			*ptlp = ptl;
+			return &table[pte_index(addr)];
+		}
+		pm_spin_unlock(ptl);
+	}
+}
+
+static bool table_empty(pm_entry_t *table)
+{
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
+		if (atomic_load_relaxed(&table[i]))
+			return false;
+	return true;
+}
+
+/* Free the PTE tables under one PMD table whose 2 MiB span no VMA intersects. */
+static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long base,
+			    unsigned long start, unsigned long end)
+{
+	struct pm_spinlock *pml = &table_page(mm->m, pmdt)->ptl;
+
+	for (unsigned long a = start; a < end; a = span_end(a, end, PMD_SIZE)) {
+		pm_entry_t *pmdp = &pmdt[pmd_index(a)];
+		unsigned long s = a & PMD_MASK;
+		pmd_t pmd = pmdp_get(pmdp);
+		pm_entry_t *pte;
+		struct pm_spinlock *ptl;
+
+		if (!pmd_table(pmd) || pm__find_vma_intersection(mm, s, s + PMD_SIZE))
+			continue;
+		pte = entry_table(mm->m, pmd.val);
+		ptl = &table_page(mm->m, pte)->ptl;
+		pm_spin_lock(pml);
+		pm_spin_lock(ptl);
+		set_pmd(pmdp, (pmd_t){ 0 });
+		pm_spin_unlock(ptl);
+		pm_spin_unlock(pml);
+		table_free_rcu(mm->m, pte);
+	}
+	(void)base;
+}
+
+/**
+ * pm__free_pgtables() - free the page tables in [@start, @end) that no VMA needs any more.
+ *
+ * A table is freed when no VMA intersects the whole span it covers (2 MiB for a PTE table,
+ * 1 GiB for a PMD table, 512 GiB for a PUD table); its entries were zapped with the VMAs.
+ * Context: mmap_lock held for write, the VMAs already removed.
+ */
+void pm__free_pgtables(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_machine *m = mm->m;
+
+	for (unsigned long g = start; g < end; g = span_end(g, end, PGDIR_SIZE)) {
+		pm_entry_t *pgdp = &mm->pgd[pgd_index(g)];
+		pm_entry_t *pud = next_table(m, pgdp);
+		unsigned long gend = span_end(g, end, PGDIR_SIZE);
+
+		if (!pud)
+			continue;
+		for (unsigned long u = g; u < gend; u = span_end(u, gend, PUD_SIZE)) {
+			pm_entry_t *pudp = &pud[pud_index(u)];
+			pm_entry_t *pmd = next_table(m, pudp);
+			unsigned long uend = span_end(u, gend, PUD_SIZE);
+			unsigned long us = u & PUD_MASK;
+
+			if (!pmd)
+				continue;
+			free_pte_tables(mm, pmd, us, u, uend);
+			if (pm__find_vma_intersection(mm, us, us + PUD_SIZE) || !table_empty(pmd))
+				continue;
+			pm_spin_lock(&mm->page_table_lock);
+			atomic_store_release(pudp, 0);
+			pm_spin_unlock(&mm->page_table_lock);
+			table_free_rcu(m, pmd);
+		}
+		{
+			unsigned long gs = g & PGDIR_MASK;
+
+			if (pm__find_vma_intersection(mm, gs, gs + PGDIR_SIZE) || !table_empty(pud))
+				continue;
+			pm_spin_lock(&mm->page_table_lock);
+			atomic_store_release(pgdp, 0);
+			pm_spin_unlock(&mm->page_table_lock);
+			table_free_rcu(m, pud);
+		}
+	}
+}
