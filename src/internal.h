@@ -109,7 +109,7 @@ enum pm_pageflag {
 	PG_dirty,	   /* folio contents differ from their backing (shmem: always fine) */
 	PG_head,	   /* first page of a large folio */
 	PG_anon_exclusive, /* per page: mapped by exactly one address space, may be pinned */
-	PG_buddy,	   /* free block head on a buddy list (order in page->order) */
+	PG_buddy,	   /* free block head on a buddy list (order in page->xorder) */
 	PG_pcp,		   /* free frame in a per-CPU cache */
 	PG_table,	   /* a page-table page */
 	PG_zero,	   /* the machine's shared zero page */
@@ -132,7 +132,7 @@ struct pm_page {
 	_Atomic int xmapcount;		  /* PTE mappings of this page */
 	_Atomic int xpincount;		  /* head of a large folio: outstanding pins */
 	_Atomic int xentire_mapcount;	  /* head of a large folio: PMD mappings */
-	uint8_t order;			  /* folio order (head), or free block order (buddy) */
+	_Atomic uint8_t xorder;		  /* folio order (head), or free block order (buddy) */
 	uint8_t pad;
 	uint16_t mslot;			  /* index of the owning machine in pm__machines[] */
 	_Atomic uint32_t xgen;		  /* bumped each time the frame is freed (debug) */
@@ -299,17 +299,17 @@ static inline struct pm_page *folio_page(struct pm_folio *folio, unsigned long n
 
 static inline unsigned folio_order(const struct pm_folio *folio)
 {
-	return folio->page.order;
+	return atomic_load_relaxed(&((struct pm_folio *)folio)->page.xorder);
 }
 
 static inline unsigned long folio_nr_pages(const struct pm_folio *folio)
 {
-	return 1UL << folio->page.order;
+	return 1UL << folio_order(folio);
 }
 
 static inline bool folio_test_large(const struct pm_folio *folio)
 {
-	return folio->page.order != 0;
+	return folio_order(folio) != 0;
 }
 
 static inline bool folio_test(const struct pm_folio *folio, enum pm_pageflag bit)

@@ -26,7 +26,7 @@ struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned 
 	if (!page)
 		return NULL;
 	folio = (struct pm_folio *)page;
-	page->order = (uint8_t)order;
+	atomic_store_relaxed(&page->xorder, (uint8_t)order);
 	page->mapping = NULL;
 	page->index = 0;
 	atomic_store_relaxed(&page->xpincount, 0);

@@ -3,7 +3,7 @@
  * page_alloc.c - the buddy allocator for orders 0..9 and its per-CPU caches of free frames.
  *
  * Ownership. A free frame is either the head of a free block on free_area[order] (PG_buddy,
- * order in page->order, linked through page->lru) under zone_lock, or a single frame in a
+ * order in page->xorder, linked through page->lru) under zone_lock, or a single frame in a
  * per-CPU cache (PG_pcp) under that cache's lock. Nothing else touches a free frame's list
  * link. Speculative readers (GUP-fast) may still load xflags, xcompound_head and xrefcount of
  * a free frame: xrefcount is 0, so their add-unless-zero fails, which is why frees reset the
@@ -23,7 +23,7 @@
 
 static void set_free_block(struct pm_page *page, unsigned order)
 {
-	page->order = (uint8_t)order;
+	atomic_store_relaxed(&page->xorder, (uint8_t)order);
 	atomic_store_relaxed(&page->xflags, PGF(PG_buddy));
 }
 
@@ -57,7 +57,7 @@ static struct pm_page *rmqueue(struct pm_machine *m, unsigned order)
 			o--;
 			add_to_free_area(m, page + (1UL << o), o);
 		}
-		page->order = 0;
+		atomic_store_relaxed(&page->xorder, 0);
 		return page;
 	}
 	return NULL;
@@ -75,7 +75,7 @@ static void free_one(struct pm_machine *m, struct pm_page *page, unsigned order)
 		if (buddy_pfn >= m->nr_pages)
 			break;
 		buddy = pfn_to_page(m, buddy_pfn);
-		if (!page_test(buddy, PG_buddy) || buddy->order != order)
+		if (!page_test(buddy, PG_buddy) || atomic_load_relaxed(&buddy->xorder) != order)
 			break;
 		del_from_free_area(m, buddy, order);
 		pfn &= ~(1UL << order);
@@ -249,7 +249,7 @@ bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsigned *ord
 
 	(void)m;
 	if (f & PGF(PG_buddy)) {
-		*order = page->order;
+		*order = atomic_load_relaxed(&page->xorder);
 		return true;
 	}
 	if (f & PGF(PG_pcp)) {
