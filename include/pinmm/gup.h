@@ -103,7 +103,9 @@ PM_API struct pm_page *pm_pfn_to_page(struct pm_machine *m, unsigned long pfn);
 PM_API bool pm_folio_maybe_dma_pinned(struct pm_folio *folio);
 PM_API int pm_folio_ref_count(struct pm_folio *folio);
 PM_API int pm_folio_pincount(struct pm_folio *folio); /* large folios; 0 for small ones */
-PM_API int pm_folio_mapcount(struct pm_folio *folio); /* PTE mappings + PMD mappings * nr */
+/* pm_folio_mapcount(): PTE mappings of its pages plus PMD mappings, a PMD mapping counting
+ * once - Linux's folio_mapcount(). */
+PM_API int pm_folio_mapcount(struct pm_folio *folio);
 PM_API unsigned pm_folio_order(struct pm_folio *folio);
 PM_API bool pm_folio_test_dirty(struct pm_folio *folio);
 PM_API bool pm_folio_test_anon(struct pm_folio *folio);

@@ -21,7 +21,8 @@ extern "C" {
 #endif
 
 /**
- * pm_shmem_create() - a new object of @size bytes (rounded up to a page).
+ * pm_shmem_create() - a new object of @size bytes (its pages cover the size rounded up to a
+ * page; bytes past the size in the last page read as zeros).
  * @max_bytes: most bytes of pages the object may hold, like tmpfs size=; 0 = unlimited. The
  *	limit is exact under concurrent faults; a fault over it fails like SIGBUS.
  *
@@ -34,8 +35,9 @@ PM_API struct pm_shmem *pm_shmem_create(struct pm_machine *m, size_t size, size_
 PM_API void pm_shmem_put(struct pm_shmem *f);
 
 /**
- * pm_shmem_truncate() - set the size, like ftruncate. Shrinking drops the pages beyond the new
- * size from the cache and from every mapping.
+ * pm_shmem_truncate() - set the size in bytes, like ftruncate. Shrinking drops the pages
+ * beyond the new size from the cache and from every mapping, and zeroes the tail of a partial
+ * last page, so that growing again shows zeros there.
  * Return: 0, -EINVAL (size overflows), -ENOMEM.
  */
 PM_API int pm_shmem_truncate(struct pm_shmem *f, size_t size);

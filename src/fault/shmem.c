@@ -56,9 +56,10 @@ struct pm_shmem_node {
 	struct pm_rcu_head rcu;
 };
 
+/* Pages the object's size covers: a partial last page counts. */
 static unsigned long size_pages(struct pm_shmem *f)
 {
-	return atomic_load_acquire(&f->xsize) >> PAGE_SHIFT;
+	return (atomic_load_acquire(&f->xsize) + PAGE_SIZE - 1) >> PAGE_SHIFT;
 }
 
 /* ---- the radix tree ---- */
@@ -309,7 +310,7 @@ static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t ma
 	f->m = m;
 	f->internal = internal;
 	atomic_store_relaxed(&f->xrefs, 1);
-	atomic_store_relaxed(&f->xsize, ALIGN_UP(size, PAGE_SIZE));
+	atomic_store_relaxed(&f->xsize, size);
 	f->max_pages = ALIGN_UP(max_bytes, PAGE_SIZE) >> PAGE_SHIFT;
 	pm_spin_init(&f->tree_lock);
 	pm_spin_init(&f->info_lock);
@@ -627,19 +628,41 @@ static void unmap_mapping_range(struct pm_shmem *f, unsigned long first)
 	pm__shmem_map_unlock(f);
 }
 
+/*
+ * Zero the bytes from @pos to the end of its page, if that page is in the cache: what lies
+ * beyond the size must read as zeros when the object grows again (truncate_inode_partial_folio).
+ */
+static void zero_partial_page(struct pm_shmem *f, size_t pos)
+{
+	struct pm_folio *folio;
+	size_t off = pos & ~PAGE_MASK;
+
+	if (!off)
+		return;
+	folio = shmem_lookup(f, pos >> PAGE_SHIFT);
+	if (folio) {
+		memset((char *)page_address(f->m, &folio->page) + off, 0, PAGE_SIZE - off);
+		folio_put(folio);
+	}
+}
+
 int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 {
 	unsigned long new_pages, old_pages;
 	struct pm_folio *batch[64];
 	unsigned long idx[64];
+	size_t old_size;
 	unsigned n;
 
 	if (size > SHMEM_MAX_BYTES)
 		return -EINVAL;
 	pthread_mutex_lock(&f->truncate_lock);
+	old_size = atomic_load_relaxed(&f->xsize);
 	old_pages = size_pages(f);
-	new_pages = ALIGN_UP(size, PAGE_SIZE) >> PAGE_SHIFT;
-	atomic_store_mb(&f->xsize, new_pages << PAGE_SHIFT);
+	new_pages = (size + PAGE_SIZE - 1) >> PAGE_SHIFT;
+	atomic_store_mb(&f->xsize, size);
+	if (size != old_size)
+		zero_partial_page(f, min(size, old_size));
 	if (new_pages >= old_pages) {
 		pthread_mutex_unlock(&f->truncate_lock);
 		return 0;

@@ -13,7 +13,9 @@
  * go to the cache of the CPU the thread runs on (sched_getcpu), refilled from and drained to
  * the buddy lists PCP_BATCH frames at a time. Each cache has its own lock, so threads on
  * different CPUs never share a lock in the common case; a thread that migrates mid-operation
- * merely takes another CPU's lock, which stays correct.
+ * merely takes another CPU's lock, which stays correct. An allocation that finds nothing
+ * drains every CPU's cache into the buddy lists and tries once more (drain_all_pages), so
+ * frames cached on another CPU never cause an out-of-memory.
  *
  * Invariant (F): pm__nr_free_frames() = sum(nr_free[o] << o) + sum(pcp[c].count).
  */
@@ -172,6 +174,43 @@ static void pcp_free(struct pm_machine *m, struct pm_page *page)
 	pm_spin_unlock(&pcp->lock);
 }
 
+/*
+ * Give every per-CPU cache back to the buddy lists: before an allocation fails for good, the
+ * frames another CPU keeps cached (or that stop a larger block from merging) must count.
+ */
+static void drain_all_pcp(struct pm_machine *m)
+{
+	for (unsigned c = 0; c < m->nr_cpus; c++) {
+		struct pm_pcp *pcp = &m->pcp[c];
+
+		pm_spin_lock(&pcp->lock);
+		if (!pm_list_empty(&pcp->list)) {
+			pm_spin_lock(&m->zone_lock);
+			while (!pm_list_empty(&pcp->list)) {
+				struct pm_page *p = pm_list_first_entry(&pcp->list, struct pm_page, lru);
+
+				pm_list_del(&p->lru);
+				free_one(m, p, 0);
+			}
+			pm_spin_unlock(&m->zone_lock);
+			atomic_store_relaxed(&pcp->xcount, 0);
+		}
+		pm_spin_unlock(&pcp->lock);
+	}
+}
+
+static struct pm_page *alloc_frames(struct pm_machine *m, unsigned order)
+{
+	struct pm_page *page;
+
+	if (order == 0)
+		return pcp_alloc(m);
+	pm_spin_lock(&m->zone_lock);
+	page = rmqueue(m, order);
+	pm_spin_unlock(&m->zone_lock);
+	return page;
+}
+
 /**
  * pm__alloc_frames() - allocate 2^@order contiguous, naturally aligned frames.
  * @flags: PM_ALLOC_ZERO to zero them.
@@ -186,12 +225,10 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 
 	if (pm__should_fail(m))
 		return NULL;
-	if (order == 0) {
-		page = pcp_alloc(m);
-	} else {
-		pm_spin_lock(&m->zone_lock);
-		page = rmqueue(m, order);
-		pm_spin_unlock(&m->zone_lock);
+	page = alloc_frames(m, order);
+	if (unlikely(!page)) {
+		drain_all_pcp(m);
+		page = alloc_frames(m, order);
 	}
 	if (unlikely(!page)) {
 		count_event(m, ALLOC_FAILURES, 1);

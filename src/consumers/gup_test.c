@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/*
+ * gup_test.c - Linux's mm/gup_test.c as a library call: pm_gup_test(mm, cmd, &gup) does what
+ * ioctl(fd, cmd, &gup) on /sys/kernel/debug/gup_test does to the calling process, so that the
+ * kernel selftest (tools/gup-test.c, built as pinmm-gup-test) and its numbers carry over.
+ *
+ * One command walks [addr, addr + size) in calls of nr_pages_per_call pages, timing the whole
+ * walk (get_delta_usec), then times giving everything back (put_delta_usec). The walk stops at
+ * the first call that fails or comes back short, and size is rewritten to the bytes covered
+ * ("truncated"); a failed call is not an error of the command, as in Linux.
+ *
+ * Differences from the ioctl, all forced by running in user space on a pm_mm:
+ *  - the slow commands do not hold mmap_lock across the walk: each pm_get/pin_user_pages call
+ *    takes it itself, so a concurrent munmap may land between two calls;
+ *  - gup_flags bits that pinmm's GUP does not define, and FOLL_LONGTERM with a get command,
+ *    are -EINVAL up front (Linux's is_valid_gup_args() would fail every call and the ioctl
+ *    would report size 0 instead);
+ *  - the DMA-pinned check and the page dumps print to stderr instead of the kernel log.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include <pinmm/pinmm.h>
+
+#define GUP_TEST_FOLL_FLAGS (PM_FOLL_WRITE | PM_FOLL_FORCE | PM_FOLL_NOFAULT | PM_FOLL_LONGTERM)
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* Does @cmd take FOLL_PIN references (released with the unpin family)? */
+static bool cmd_pins(unsigned cmd, const struct pm_gup_test *gup)
+{
+	switch (cmd) {
+	case PM_PIN_FAST_BENCHMARK:
+	case PM_PIN_BASIC_TEST:
+	case PM_PIN_LONGTERM_BENCHMARK:
+		return true;
+	case PM_DUMP_USER_PAGES_TEST:
+		return gup->test_flags & PM_GUP_TEST_FLAG_DUMP_PAGES_USE_PIN;
+	default:
+		return false;
+	}
+}
+
+static long gup_call(struct pm_mm *mm, unsigned cmd, const struct pm_gup_test *gup,
+		     unsigned long addr, unsigned long nr, struct pm_page **pages)
+{
+	unsigned flags = gup->gup_flags;
+
+	switch (cmd) {
+	case PM_GUP_FAST_BENCHMARK:
+		return pm_get_user_pages_fast(mm, addr, nr, flags, pages);
+	case PM_PIN_FAST_BENCHMARK:
+		return pm_pin_user_pages_fast(mm, addr, nr, flags, pages);
+	case PM_GUP_BASIC_TEST:
+		return pm_get_user_pages(mm, addr, nr, flags, pages);
+	case PM_PIN_BASIC_TEST:
+		return pm_pin_user_pages(mm, addr, nr, flags, pages);
+	case PM_PIN_LONGTERM_BENCHMARK:
+		return pm_pin_user_pages(mm, addr, nr, flags | PM_FOLL_LONGTERM, pages);
+	case PM_DUMP_USER_PAGES_TEST:
+		if (gup->test_flags & PM_GUP_TEST_FLAG_DUMP_PAGES_USE_PIN)
+			return pm_pin_user_pages(mm, addr, nr, flags, pages);
+		return pm_get_user_pages(mm, addr, nr, flags, pages);
+	}
+	return -EINVAL;
+}
+
+/* Untimed: every page a pin command returned must look DMA-pinned (the zero page never is). */
+static void verify_dma_pinned(struct pm_page **pages, unsigned long nr)
+{
+	for (unsigned long i = 0; i < nr; i++) {
+		if (pm_page_is_zero(pages[i]))
+			continue;
+		if (!pm_folio_maybe_dma_pinned(pm_page_folio(pages[i]))) {
+			fprintf(stderr, "pinmm: gup_test: pages[%lu] is NOT dma-pinned\n", i);
+			break;
+		}
+	}
+}
+
+static void dump_page(struct pm_page *page, unsigned index, uint64_t addr)
+{
+	struct pm_folio *folio = pm_page_folio(page);
+
+	fprintf(stderr, "gup_test: ---- page #%u, starting from user virt addr: 0x%" PRIx64 "\n",
+		index, addr);
+	fprintf(stderr,
+		"gup_test: page pfn:%#lx refcount:%d mapcount:%d pincount:%d order:%u%s%s%s\n",
+		pm_page_to_pfn(page), pm_folio_ref_count(folio), pm_folio_mapcount(folio),
+		pm_folio_pincount(folio), pm_folio_order(folio),
+		pm_folio_test_anon(folio) ? " anon" : "",
+		pm_folio_test_dirty(folio) ? " dirty" : "", pm_page_is_zero(page) ? " zero" : "");
+}
+
+/* which_pages[] is 1-based (0 = unused); indices past what was taken are zeroed, as Linux. */
+static void dump_pages_test(struct pm_gup_test *gup, struct pm_page **pages, unsigned long nr)
+{
+	for (unsigned i = 0; i < PM_GUP_TEST_MAX_PAGES_TO_DUMP; i++) {
+		if (gup->which_pages[i] > nr) {
+			fprintf(stderr,
+				"gup_test: ZEROING due to out of range: .which_pages[%u]: %u\n", i,
+				gup->which_pages[i]);
+			gup->which_pages[i] = 0;
+		}
+	}
+	for (unsigned i = 0; i < PM_GUP_TEST_MAX_PAGES_TO_DUMP; i++) {
+		unsigned index = gup->which_pages[i];
+
+		if (index)
+			dump_page(pages[index - 1], index - 1, gup->addr);
+	}
+}
+
+int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
+{
+	unsigned long start, end, addr, next, nr_pages, i = 0;
+	struct pm_page **pages;
+	uint64_t t0, t1;
+	long nr;
+
+	if (cmd < PM_GUP_FAST_BENCHMARK || cmd > PM_DUMP_USER_PAGES_TEST || !mm || !gup)
+		return -EINVAL;
+	if (gup->addr > ULONG_MAX || gup->size > ULONG_MAX)
+		return -EINVAL;
+	start = gup->addr;
+	if (__builtin_add_overflow(start, (unsigned long)gup->size, &end))
+		return -EINVAL;
+	if (gup->gup_flags & ~GUP_TEST_FOLL_FLAGS)
+		return -EINVAL;
+	if ((gup->gup_flags & PM_FOLL_LONGTERM) && !cmd_pins(cmd, gup))
+		return -EINVAL;
+	if (gup->test_flags & ~PM_GUP_TEST_FLAG_DUMP_PAGES_USE_PIN)
+		return -EINVAL;
+
+	nr_pages = gup->size / PM_PAGE_SIZE;
+	pages = calloc(nr_pages ? nr_pages : 1, sizeof(*pages));
+	if (!pages)
+		return -ENOMEM;
+
+	/*
+	 * Each call asks for nr_pages_per_call pages, the last one for what is left. The calls
+	 * never ask for more than size / PAGE_SIZE pages in all, so pages[] cannot overflow.
+	 */
+	nr = gup->nr_pages_per_call;
+	t0 = now_usec();
+	for (addr = start; addr < end; addr = next) {
+		if (nr != (long)gup->nr_pages_per_call)
+			break; /* the previous call came back short */
+		next = addr + nr * PM_PAGE_SIZE;
+		if (next > end || next < addr) {
+			next = end;
+			nr = (next - addr) / PM_PAGE_SIZE;
+		}
+		nr = gup_call(mm, cmd, gup, addr, nr, pages + i);
+		if (nr <= 0)
+			break;
+		i += nr;
+	}
+	t1 = now_usec();
+	gup->get_delta_usec = t1 - t0;
+	gup->size = addr - start;
+	nr_pages = i;
+
+	if (cmd_pins(cmd, gup))
+		verify_dma_pinned(pages, nr_pages);
+	if (cmd == PM_DUMP_USER_PAGES_TEST)
+		dump_pages_test(gup, pages, nr_pages);
+
+	t0 = now_usec();
+	if (cmd_pins(cmd, gup)) {
+		pm_unpin_user_pages(pages, nr_pages);
+	} else {
+		for (i = 0; i < nr_pages; i++)
+			pm_put_page(pages[i]);
+	}
+	t1 = now_usec();
+	gup->put_delta_usec = t1 - t0;
+
+	free(pages);
+	return 0;
+}
