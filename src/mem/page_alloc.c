@@ -99,9 +99,18 @@ int pm__page_alloc_init(struct pm_machine *m)
 	}
 	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn++)
 		m->pages[pfn].mslot = m->slot;
+	/*
+	 * Lowest pfns first: on a fresh machine consecutive allocations then get ascending,
+	 * adjacent frames (a split hands out the lower half and keeps the upper one at the head
+	 * of its list), so THP-backed ranges form long physically contiguous runs, as they tend
+	 * to on a freshly booted kernel.
+	 */
 	pm_spin_lock(&m->zone_lock);
-	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn += 1UL << PM_MAX_ORDER)
+	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn += 1UL << PM_MAX_ORDER) {
 		add_to_free_area(m, pfn_to_page(m, pfn), PM_MAX_ORDER);
+		pm_list_del(&pfn_to_page(m, pfn)->lru);
+		pm_list_add_tail(&pfn_to_page(m, pfn)->lru, &m->free_area[PM_MAX_ORDER]);
+	}
 	pm_spin_unlock(&m->zone_lock);
 	return 0;
 }

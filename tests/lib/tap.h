@@ -38,7 +38,7 @@ static inline void plan_no_plan(void)
 	tap_planned = -1;
 }
 
-static inline void diag(const char *fmt, ...)
+static inline __attribute__((format(printf, 1, 2))) void diag(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -50,7 +50,8 @@ static inline void diag(const char *fmt, ...)
 	fflush(stdout);
 }
 
-static inline bool ok_at(bool cond, const char *file, int line, const char *fmt, ...)
+static inline __attribute__((format(printf, 4, 5))) bool ok_at(bool cond, const char *file,
+								 int line, const char *fmt, ...)
 {
 	va_list ap;
 

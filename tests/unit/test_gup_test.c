@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_gup_test.c - pm_gup_test(), Linux's gup_test ioctl as a call (src/consumers/gup_test.c),
+ * and the pinmm-gup-test tool when the build directory is known ($O, set by tests/run.sh).
+ *
+ * Every command must take and give back exactly what it walked (refcounts, pincounts and the
+ * pin counters return to where they were), report the size it covered with Linux's rules when
+ * the range ends early, and refuse bad commands, ranges and flags with -EINVAL.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sys/wait.h>
+#include <pinmm/pinmm.h>
+
+#include "lib/tap.h"
+
+#define MiB (1UL << 20)
+#define PAGE PM_PAGE_SIZE
+
+static struct pm_machine *m;
+static struct pm_mm *mm;
+
+static const char *const cmd_name[] = {
+	[PM_GUP_FAST_BENCHMARK] = "GUP_FAST_BENCHMARK",
+	[PM_PIN_FAST_BENCHMARK] = "PIN_FAST_BENCHMARK",
+	[PM_PIN_LONGTERM_BENCHMARK] = "PIN_LONGTERM_BENCHMARK",
+	[PM_GUP_BASIC_TEST] = "GUP_BASIC_TEST",
+	[PM_PIN_BASIC_TEST] = "PIN_BASIC_TEST",
+	[PM_DUMP_USER_PAGES_TEST] = "DUMP_USER_PAGES_TEST",
+};
+
+struct counts {
+	struct pm_folio *folio;
+	int ref, pin;
+};
+
+static struct counts *snapshot(unsigned long addr, unsigned long npages)
+{
+	struct counts *c = calloc(npages, sizeof(*c));
+
+	ASSERT_TRUE(c);
+	for (unsigned long i = 0; i < npages; i++) {
+		struct pm_page *page;
+
+		ASSERT_EQ(pm_get_user_pages(mm, addr + i * PAGE, 1, 0, &page), 1);
+		pm_put_page(page);
+		c[i].folio = pm_page_folio(page);
+		c[i].ref = pm_folio_ref_count(c[i].folio);
+		c[i].pin = pm_folio_pincount(c[i].folio);
+	}
+	return c;
+}
+
+static bool counts_equal(const struct counts *c, unsigned long npages)
+{
+	for (unsigned long i = 0; i < npages; i++) {
+		int ref = pm_folio_ref_count(c[i].folio), pin = pm_folio_pincount(c[i].folio);
+
+		if (ref != c[i].ref || pin != c[i].pin) {
+			diag("page %lu: ref %d pin %d, was %d %d", i, ref, pin, c[i].ref, c[i].pin);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool pins_balanced(void)
+{
+	struct pm_stats st;
+
+	pm_machine_stats(m, &st);
+	if (st.nr_foll_pin_acquired != st.nr_foll_pin_released)
+		diag("pins acquired %lu, released %lu", st.nr_foll_pin_acquired,
+		     st.nr_foll_pin_released);
+	return st.nr_foll_pin_acquired == st.nr_foll_pin_released;
+}
+
+static unsigned long map_touched(size_t len, bool thp)
+{
+	long addr = pm_mmap(mm, 0, len, PM_PROT_READ | PM_PROT_WRITE,
+			    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+
+	ASSERT_TRUE(addr > 0);
+	if (thp)
+		ASSERT_EQ(pm_madvise(mm, addr, len, PM_MADV_HUGEPAGE), 0);
+	for (size_t off = 0; off < len; off += PAGE) {
+		char zero = 0;
+
+		ASSERT_EQ(pm_access(mm, addr + off, &zero, 1, 1), 1);
+	}
+	return addr;
+}
+
+static struct pm_gup_test mkgup(unsigned long addr, size_t size, unsigned per_call, unsigned flags)
+{
+	struct pm_gup_test g = { .addr = addr, .size = size, .nr_pages_per_call = per_call,
+				 .gup_flags = flags };
+
+	return g;
+}
+
+static void test_commands(const char *what, unsigned long addr, size_t len)
+{
+	static const unsigned per_call[] = { 1, 64, 512, 100000 };
+	unsigned long npages = len / PAGE;
+	struct counts *c = snapshot(addr, npages);
+
+	for (unsigned cmd = PM_GUP_FAST_BENCHMARK; cmd <= PM_DUMP_USER_PAGES_TEST; cmd++) {
+		bool all = true;
+
+		for (unsigned k = 0; k < 4; k++) {
+			for (unsigned write = 0; write <= 1; write++) {
+				struct pm_gup_test g = mkgup(addr, len, per_call[k], write);
+				int r = pm_gup_test(mm, cmd, &g);
+
+				if (r || g.size != len || !counts_equal(c, npages)) {
+					diag("%s per_call %u write %u: ret %d size %llu",
+					     cmd_name[cmd], per_call[k], write, r,
+					     (unsigned long long)g.size);
+					all = false;
+				}
+			}
+		}
+		ok(all, "%s %s: whole range, counts back", what, cmd_name[cmd]);
+	}
+	{
+		struct pm_gup_test g = mkgup(addr, len, 16, 0);
+
+		g.test_flags = PM_GUP_TEST_FLAG_DUMP_PAGES_USE_PIN;
+		g.which_pages[0] = 1;
+		ok(!pm_gup_test(mm, PM_DUMP_USER_PAGES_TEST, &g) && counts_equal(c, npages),
+		   "%s DUMP_USER_PAGES_TEST with pin: counts back", what);
+	}
+	ok(pins_balanced(), "%s: pins balanced", what);
+	free(c);
+}
+
+/*
+ *  page 0     9 10      15
+ *  [ mapped   ][ hole    ]   range = 16 pages
+ */
+static void test_truncated(void)
+{
+	unsigned long addr = map_touched(16 * PAGE, false);
+	struct counts *c = snapshot(addr, 10);
+	struct pm_gup_test g;
+
+	ASSERT_EQ(pm_munmap(mm, addr + 10 * PAGE, 6 * PAGE), 0);
+	for (unsigned cmd = PM_GUP_FAST_BENCHMARK; cmd <= PM_DUMP_USER_PAGES_TEST; cmd++) {
+		g = mkgup(addr, 16 * PAGE, 1, PM_FOLL_WRITE);
+		is_int(pm_gup_test(mm, cmd, &g), 0, "%s over a hole: 0", cmd_name[cmd]);
+		is_int(g.size, 10 * PAGE, "%s one page a call: size truncated to 10 pages",
+		       cmd_name[cmd]);
+	}
+	/* Linux counts a short call's whole chunk: 4 + 4 + (2 of 4) -> 12 pages. */
+	g = mkgup(addr, 16 * PAGE, 4, 0);
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), 0, "4 a call: 0");
+	is_int(g.size, 12 * PAGE, "4 a call: size covers the short call's chunk, as Linux");
+	/* ... and a single short call that reaches the end is not truncated at all. */
+	g = mkgup(addr, 16 * PAGE, 16, 0);
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), 0, "16 a call: 0");
+	is_int(g.size, 16 * PAGE, "16 a call: one short call to the end keeps the size, as Linux");
+	/* Starting in the hole: nothing covered, yet not an error. */
+	g = mkgup(addr + 12 * PAGE, 2 * PAGE, 1, 0);
+	is_int(pm_gup_test(mm, PM_GUP_BASIC_TEST, &g), 0, "starting in a hole: 0");
+	is_int(g.size, 0, "starting in a hole: size 0");
+	/* A size that is not a page multiple: the partial page at the end is not taken. */
+	g = mkgup(addr, 3 * PAGE + 100, 1, 0);
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), 0, "size 3 pages + 100: 0");
+	is_int(g.size, 3 * PAGE, "size 3 pages + 100: 3 pages covered");
+	g = mkgup(addr, 8 * PAGE, 0, 0);
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), 0, "0 pages a call: 0");
+	is_int(g.size, 0, "0 pages a call: size 0");
+
+	ok(counts_equal(c, 10) && pins_balanced(), "truncated: counts back, pins balanced");
+	free(c);
+	ASSERT_EQ(pm_munmap(mm, addr, 10 * PAGE), 0);
+}
+
+static void test_dump(void)
+{
+	unsigned long addr = map_touched(10 * PAGE, false);
+	struct pm_gup_test g = mkgup(addr, 10 * PAGE, 3, 0);
+
+	g.which_pages[0] = 1;
+	g.which_pages[1] = 10;
+	g.which_pages[2] = 11;
+	g.which_pages[3] = 0x1002;
+	is_int(pm_gup_test(mm, PM_DUMP_USER_PAGES_TEST, &g), 0, "dump: 0");
+	ok(g.which_pages[0] == 1 && g.which_pages[1] == 10 && !g.which_pages[2] &&
+		   !g.which_pages[3],
+	   "dump: out-of-range page indices are zeroed, the others kept");
+	ok(pins_balanced(), "dump: pins balanced");
+	ASSERT_EQ(pm_munmap(mm, addr, 10 * PAGE), 0);
+}
+
+static void test_errors(void)
+{
+	unsigned long addr = map_touched(4 * PAGE, false);
+	struct counts *c = snapshot(addr, 4);
+	struct pm_gup_test g = mkgup(addr, 4 * PAGE, 1, 0);
+
+	is_int(pm_gup_test(mm, 0, &g), -EINVAL, "command 0: -EINVAL");
+	is_int(pm_gup_test(mm, 7, &g), -EINVAL, "command 7 (PIN_LONGTERM_TEST_START): -EINVAL");
+	is_int(pm_gup_test(mm, PM_GUP_FAST_BENCHMARK, NULL), -EINVAL, "NULL struct: -EINVAL");
+	is_int(pm_gup_test(NULL, PM_GUP_FAST_BENCHMARK, &g), -EINVAL, "NULL mm: -EINVAL");
+	g = mkgup(~0ULL - PAGE, 2 * PAGE, 1, 0);
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), -EINVAL, "addr + size wraps: -EINVAL");
+	is_int(g.size, 2 * PAGE, "a refused command leaves the struct alone");
+	g = mkgup(addr, 4 * PAGE, 1, 0x2 /* FOLL_GET */);
+	is_int(pm_gup_test(mm, PM_GUP_FAST_BENCHMARK, &g), -EINVAL, "gup_flags FOLL_GET: -EINVAL");
+	g = mkgup(addr, 4 * PAGE, 1, 1u << 19 /* FOLL_PIN */);
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), -EINVAL, "gup_flags FOLL_PIN: -EINVAL");
+	g = mkgup(addr, 4 * PAGE, 1, PM_FOLL_LONGTERM);
+	is_int(pm_gup_test(mm, PM_GUP_BASIC_TEST, &g), -EINVAL, "FOLL_LONGTERM with get: -EINVAL");
+	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), 0, "FOLL_LONGTERM with pin: 0");
+	g = mkgup(addr, 4 * PAGE, 1, 0);
+	g.test_flags = 0x2;
+	is_int(pm_gup_test(mm, PM_DUMP_USER_PAGES_TEST, &g), -EINVAL,
+	       "unknown test_flags: -EINVAL");
+	g = mkgup(PM_TASK_SIZE, 4 * PAGE, 1, 0);
+	is_int(pm_gup_test(mm, PM_GUP_FAST_BENCHMARK, &g), 0, "beyond user space: 0, as Linux");
+	is_int(g.size, 0, "beyond user space: size 0");
+	ok(counts_equal(c, 4) && pins_balanced(), "errors: counts back, pins balanced");
+	free(c);
+	ASSERT_EQ(pm_munmap(mm, addr, 4 * PAGE), 0);
+}
+
+static struct pm_page *page_at(unsigned long addr)
+{
+	struct pm_page *page = NULL;
+
+	ASSERT_EQ(pm_get_user_pages(mm, addr, 1, 0, &page), 1);
+	pm_put_page(page);
+	return page;
+}
+
+/*
+ * Untouched memory read without FOLL_WRITE maps the zero page, which is never really
+ * referenced or pinned; a read-only FOLL_LONGTERM pin of it first unshares it into an anonymous
+ * page of its own (Linux: longterm R/O pins in a COW mapping never land on the zero page).
+ */
+static void test_zero_page(void)
+{
+	static const unsigned cmds[] = { PM_GUP_FAST_BENCHMARK, PM_PIN_FAST_BENCHMARK,
+					 PM_GUP_BASIC_TEST, PM_PIN_BASIC_TEST };
+	long addr = pm_mmap(mm, 0, 64 * PAGE, PM_PROT_READ | PM_PROT_WRITE,
+			    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	struct pm_gup_test g;
+	bool ok_all = true, zero = true;
+
+	ASSERT_TRUE(addr > 0);
+	for (unsigned i = 0; i < 4; i++) {
+		g = mkgup(addr, 64 * PAGE, 8, 0);
+		ok_all &= !pm_gup_test(mm, cmds[i], &g) && g.size == 64 * PAGE;
+	}
+	ok(ok_all, "read-only commands over untouched memory cover it");
+	for (unsigned long off = 0; off < 64 * PAGE; off += PAGE)
+		zero &= pm_page_is_zero(page_at(addr + off));
+	ok(zero, "... and leave it mapped to the zero page");
+
+	g = mkgup(addr, 64 * PAGE, 8, 0);
+	is_int(pm_gup_test(mm, PM_PIN_LONGTERM_BENCHMARK, &g), 0, "R/O longterm pin: 0");
+	is_int(g.size, 64 * PAGE, "R/O longterm pin covers the range");
+	zero = false;
+	for (unsigned long off = 0; off < 64 * PAGE; off += PAGE)
+		zero |= pm_page_is_zero(page_at(addr + off));
+	ok(!zero, "R/O longterm pin unshared every zero page");
+	is_int(pm_folio_ref_count(pm_page_folio(page_at(addr))), 1,
+	       "an unshared page is left mapped once and unpinned (refcount 1)");
+	ok(pins_balanced(), "zero page: pins balanced");
+	ASSERT_EQ(pm_munmap(mm, addr, 64 * PAGE), 0);
+}
+
+struct thread_arg {
+	unsigned cmd;
+	unsigned long addr;
+	size_t len;
+	int failures;
+};
+
+static void *hammer(void *p)
+{
+	struct thread_arg *a = p;
+
+	for (long i = 0; i < tap_scale(50); i++) {
+		struct pm_gup_test g = mkgup(a->addr, a->len, 1 + i % 70, PM_FOLL_WRITE);
+
+		if (pm_gup_test(mm, a->cmd, &g) || g.size != a->len)
+			a->failures++;
+	}
+	return NULL;
+}
+
+/* Several threads on one buffer, as the selftest's -j. */
+static void test_threads(void)
+{
+	size_t len = 4 * MiB;
+	unsigned long addr = map_touched(len, true);
+	struct counts *c = snapshot(addr, len / PAGE);
+	struct thread_arg args[4];
+	pthread_t tid[4];
+	int failures = 0;
+
+	for (int i = 0; i < 4; i++) {
+		static const unsigned cmds[] = { PM_PIN_FAST_BENCHMARK, PM_GUP_FAST_BENCHMARK,
+						 PM_PIN_LONGTERM_BENCHMARK, PM_PIN_FAST_BENCHMARK };
+
+		args[i] = (struct thread_arg){ .cmd = cmds[i], .addr = addr, .len = len };
+		ASSERT_EQ(pthread_create(&tid[i], NULL, hammer, &args[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(tid[i], NULL);
+		failures += args[i].failures;
+	}
+	is_int(failures, 0, "4 threads, one buffer: every command covered it");
+	ok(counts_equal(c, len / PAGE) && pins_balanced(), "threads: counts back, pins balanced");
+	free(c);
+	ASSERT_EQ(pm_munmap(mm, addr, len), 0);
+}
+
+/* Run the tool; return its exit status and up to @cap bytes of its stdout. */
+static int run_tool(const char *args, char *out, size_t cap)
+{
+	const char *o = getenv("O");
+	char cmd[1024];
+	size_t n = 0;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s/pinmm-gup-test %s 2>/dev/null", o, args);
+	f = popen(cmd, "r");
+	ASSERT_TRUE(f);
+	while (n + 1 < cap && fgets(out + n, cap - n, f))
+		n += strlen(out + n);
+	out[n] = 0;
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_tool(void)
+{
+	const char *o = getenv("O");
+	char path[1024], out[8192];
+
+	snprintf(path, sizeof(path), "%s/pinmm-gup-test", o ? o : "");
+	if (!o || access(path, X_OK)) {
+		skip(8, "pinmm-gup-test not found ($O unset or not built)");
+		return;
+	}
+	is_int(run_tool("-m 4 -a -n 64 -r 2 -t", out, sizeof(out)), 0, "tool -a: exit 0");
+	ok(strstr(out, "PIN_FAST_BENCHMARK: Time: get:") && strstr(out, " us\n"),
+	   "tool -a: prints the benchmark line");
+	ok(strstr(out, "ok 1 ioctl status 0") && strstr(out, "1..1"), "tool -a: TAP result");
+	is_int(run_tool("-m 2 -j 3 -L -n -1 -W", out, sizeof(out)), 0, "tool -L -j 3: exit 0");
+	ok(strstr(out, "ok 3 ioctl status 0") && strstr(out, "1..3"), "tool -j 3: three results");
+	is_int(run_tool("-m 1 -c -p 0 5 300", out, sizeof(out)), 0, "tool -c -p: exit 0");
+	ok(strstr(out, "DUMP_USER_PAGES_TEST: done"), "tool -c: done line");
+	ok(run_tool("-m 1 -F 0x80000", out, sizeof(out)) != 0 && strstr(out, "not ok 1"),
+	   "tool -F FOLL_PIN: not ok, nonzero exit");
+}
+
+int main(void)
+{
+	struct pm_config cfg = { .mem_bytes = 128 * MiB };
+	size_t free_at_start;
+	unsigned long addr;
+
+	plan_no_plan();
+	m = pm_machine_create(&cfg);
+	ASSERT_TRUE(m);
+	free_at_start = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	ASSERT_TRUE(mm);
+
+	addr = map_touched(1 * MiB + 16 * PAGE, false);
+	test_commands("4K", addr, 1 * MiB + 16 * PAGE);
+	ASSERT_EQ(pm_munmap(mm, addr, 1 * MiB + 16 * PAGE), 0);
+	addr = map_touched(4 * MiB, true);
+	test_commands("THP", addr, 4 * MiB);
+	ASSERT_EQ(pm_munmap(mm, addr, 4 * MiB), 0);
+	test_truncated();
+	test_dump();
+	test_errors();
+	test_zero_page();
+	test_threads();
+	test_tool();
+
+	pm_mm_destroy(mm);
+	ok(pins_balanced(), "all pins released");
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free_at_start, "every frame is free again");
+	is_int(pm_machine_check(m), 0, "pm_machine_check");
+	pm_machine_destroy(m);
+	return done_testing();
+}
