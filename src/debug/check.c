@@ -151,9 +151,9 @@ static void check_shmem(struct check *c, struct pm_shmem *f)
 	for (unsigned long i = 0; i < size + 64; i++) {
 		struct pm_folio *folio = NULL;
 
-		pm_rcu_read_lock();
+		pm_spin_lock(&f->tree_lock);
 		folio = pm__shmem_peek(f, i);
-		pm_rcu_read_unlock();
+		pm_spin_unlock(&f->tree_lock);
 		if (!folio)
 			continue;
 		found++;

@@ -95,7 +95,7 @@ static struct pm_folio *tree_load(struct pm_shmem *f, unsigned long index,
 	}
 }
 
-/* The folio at @index, without a reference. Context: RCU read side (for the checker). */
+/* The folio at @index, without a reference. Context: tree_lock or RCU (for the checker). */
 struct pm_folio *pm__shmem_peek(struct pm_shmem *f, unsigned long index)
 {
 	return tree_load(f, index, NULL);
@@ -470,7 +470,9 @@ retry:
 		/* 2010: the hole is found under info->lock, which is dropped to allocate. */
 		pm_spin_lock(&f->info_lock);
 		count_event(m, SHMEM_LOCK_ACQUISITIONS, 1);
+		pm_rcu_read_lock(); /* info_lock does not keep tree nodes alive */
 		folio = tree_load(f, index, NULL);
+		pm_rcu_read_unlock();
 		pm_spin_unlock(&f->info_lock);
 		if (folio)
 			goto retry;

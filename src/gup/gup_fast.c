@@ -205,6 +205,11 @@ unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned 
 		if (seq & 1)
 			return 0; /* fork is write-protecting right now */
 	}
+	/*
+	 * Counting inside the read section must not block: make sure this thread's counter block
+	 * exists now (its first use takes machine->lock and allocates).
+	 */
+	pm__stat_block(mm->m);
 	pm_rcu_read_lock();
 	nr = gup_fast_walk(mm, start, end, flags, pages);
 	pm_rcu_read_unlock();
