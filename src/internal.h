@@ -217,6 +217,7 @@ struct pm_machine {
 	struct pm_page *zero_page;
 	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
+	_Atomic long xrcu_pending;	/* page tables waiting for a grace period to be freed */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
 	void *arena_map;		/* the mmap that holds the arena */
 	size_t arena_map_len;

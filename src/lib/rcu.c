@@ -108,6 +108,11 @@ void pm_rcu_read_unlock(void)
 		pthread_rwlock_unlock(&gp_lock);
 }
 
+bool pm_rcu_read_ongoing(void)
+{
+	return rcu_nesting > 0;
+}
+
 void pm_synchronize_rcu(void)
 {
 	pthread_rwlock_wrlock(&gp_lock);

@@ -60,9 +60,15 @@ static inline void pm_rcu_read_unlock(void)
 {
 	urcu_memb_read_unlock();
 }
+
+static inline bool pm_rcu_read_ongoing(void)
+{
+	return pm__rcu_registered && urcu_memb_read_ongoing();
+}
 #else
 __hidden void pm_rcu_read_lock(void);
 __hidden void pm_rcu_read_unlock(void);
+__hidden bool pm_rcu_read_ongoing(void);
 #endif
 
 /* Run @func(@head) after every read section that may have seen the object has ended. */

@@ -15,7 +15,10 @@
  * different CPUs never share a lock in the common case; a thread that migrates mid-operation
  * merely takes another CPU's lock, which stays correct. An allocation that finds nothing
  * drains every CPU's cache into the buddy lists and tries once more (drain_all_pages), so
- * frames cached on another CPU never cause an out-of-memory.
+ * frames cached on another CPU never cause an out-of-memory. If that is not enough either
+ * and page tables are waiting for an RCU grace period to be freed (munmap, teardown), it waits
+ * for them (pm_rcu_barrier) and tries again: frames freed "soon" count too. Allocations never
+ * happen inside an RCU read section or under a spinlock, so waiting here is allowed.
  *
  * Invariant (F): pm__nr_free_frames() = sum(nr_free[o] << o) + sum(pcp[c].count).
  */
@@ -236,6 +239,13 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 		return NULL;
 	page = alloc_frames(m, order);
 	if (unlikely(!page)) {
+		drain_all_pcp(m);
+		page = alloc_frames(m, order);
+	}
+	if (unlikely(!page) && atomic_load_relaxed(&m->xrcu_pending) > 0 &&
+	    !pm_rcu_read_ongoing()) {
+		/* Page tables freed by munmap are still waiting for their grace period. */
+		pm_rcu_barrier();
 		drain_all_pcp(m);
 		page = alloc_frames(m, order);
 	}

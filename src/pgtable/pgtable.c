@@ -68,6 +68,7 @@ static void table_free_rcu_cb(struct pm_rcu_head *head)
 
 	atomic_store_relaxed(&page->xflags, 0);
 	pm__free_frames(m, page, 0);
+	atomic_sub_relaxed(&m->xrcu_pending, 1);
 }
 
 /* Free an unlinked table once every walker that may have reached it has left. */
@@ -80,6 +81,7 @@ static void table_free_rcu(struct pm_machine *m, pm_entry_t *table)
 		pm_bug_on(atomic_load_relaxed(&table[i]) != 0);
 #endif
 	count_event(m, PGTABLE_FREES, 1);
+	atomic_add_relaxed(&m->xrcu_pending, 1);
 	pm_call_rcu(&page->rcu, table_free_rcu_cb);
 }
 

@@ -1,0 +1,668 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_failinject.c - the allocation-failure walk of issue 9. For each scenario, and for
+ * N = 1, 2, ... until a run makes no injected failure happen (pm_stats.alloc_failures does not
+ * move), every run:
+ *   1. builds its state with injection off (an address space, data written, pins, a child...),
+ *   2. arms pm_fail_nth(m, N) and makes the call under test, then disarms it,
+ *   3. checks the call's answer: success, -ENOMEM, or the documented partial result (a short
+ *      count of pages or bytes; NULL with errno ENOMEM for constructors), never another error,
+ *   4. checks that the data written in step 1 is intact, that what the call reports done is
+ *      done (bytes written read back, pinned pages hold the data), pm_machine_check() == 0,
+ *   5. tears everything down and checks, after pm_rcu_barrier(), that the machine's free
+ *      pages are back to their value before step 1 and that pins are balanced.
+ * It reports how many injection points (values of N that made an allocation fail) each
+ * scenario covered. test_oom.c walks single calls (mmap, splits, faults, THP faults, pin);
+ * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem.
+ */
+#include <errno.h>
+#include <stdint.h>
+
+#include <pinmm/pinmm.h>
+
+#include "lib/tap.h"
+
+#define MiB (1UL << 20)
+#define PG 4096UL
+#define RW (PM_PROT_READ | PM_PROT_WRITE)
+#define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED)
+#define SHARED_ANON (PM_MAP_SHARED | PM_MAP_ANONYMOUS | PM_MAP_FIXED)
+#define MAX_N 4096 /* a walk that does not end by then is a failure */
+
+#define A 0x10000000UL /* data written before the call: must stay intact */
+#define B 0x10400000UL /* what the call under test works on (2 MiB aligned) */
+#define C 0x10800000UL /* shared memory */
+#define T 0x7f0000000000UL /* a THP range under a PGD entry of its own: every table is new */
+#define NA 16
+#define NB 16
+
+struct ctx {
+	struct pm_machine *m;
+	struct pm_mm *mm, *child;
+	struct pm_shmem *f;
+	struct pm_umem *umem;
+	struct pm_page *pages[NB];
+	long npinned;
+	bool pinned_pages; /* pages[] holds pins (else nothing) */
+	int err;	   /* errno after a NULL constructor */
+	char why[160];	   /* what verify found wrong */
+};
+
+/* The page at address @base + @p * PG holds (salt + its page number * 7 + i) at offset i. */
+static void fill(uint8_t *buf, unsigned long base, unsigned long p, unsigned salt)
+{
+	for (unsigned long i = 0; i < PG; i++)
+		buf[i] = (uint8_t)(salt + ((base >> 12) + p) * 7 + i);
+}
+
+static bool stamp(struct pm_mm *mm, unsigned long base, unsigned long n, unsigned salt)
+{
+	uint8_t buf[PG];
+
+	for (unsigned long p = 0; p < n; p++) {
+		fill(buf, base, p, salt);
+		if (pm_access(mm, base + p * PG, buf, PG, 1) != (long)PG)
+			return false;
+	}
+	return true;
+}
+
+static bool stamped(struct pm_mm *mm, unsigned long base, unsigned long n, unsigned salt)
+{
+	uint8_t buf[PG], want[PG];
+
+	for (unsigned long p = 0; p < n; p++) {
+		fill(want, base, p, salt);
+		if (pm_access(mm, base + p * PG, buf, PG, 0) != (long)PG || memcmp(buf, want, PG))
+			return false;
+	}
+	return true;
+}
+
+static bool page_is(struct pm_page *page, unsigned long base, unsigned long p, unsigned salt)
+{
+	uint8_t want[PG];
+
+	fill(want, base, p, salt);
+	return !memcmp(pm_page_address(page), want, PG);
+}
+
+static bool fail(struct ctx *c, const char *why)
+{
+	snprintf(c->why, sizeof(c->why), "%s", why);
+	return false;
+}
+
+/* The common state: an address space with NA stamped pages at A. */
+static void base_setup(struct ctx *c)
+{
+	c->mm = pm_mm_create(c->m);
+	ASSERT_TRUE(c->mm);
+	ASSERT_EQ(pm_mmap(c->mm, A, NA * PG, RW, PRIV, NULL, 0), A);
+	ASSERT_TRUE(stamp(c->mm, A, NA, 1));
+}
+
+static bool base_verify(struct ctx *c)
+{
+	return stamped(c->mm, A, NA, 1) || fail(c, "the data written before the call changed");
+}
+
+/* A count of bytes is whole pages when the access starts on a page boundary. */
+static bool ok_bytes(long r, unsigned long len)
+{
+	return r == -ENOMEM || (r > 0 && r <= (long)len && r % PG == 0);
+}
+
+static bool ok_pages(long r, long nr)
+{
+	return r == -ENOMEM || (r > 0 && r <= nr);
+}
+
+/* ---- the scenarios ---- */
+
+/* mmap of a new range, then a write of 16 pages into it: VMAs, page tables, pages. */
+static long mmap_fault_run(struct ctx *c)
+{
+	uint8_t buf[NB * PG];
+	long r = pm_mmap(c->mm, B, NB * PG, RW, PRIV, NULL, 0);
+
+	if (r != (long)B)
+		return r == -ENOMEM ? -1000 - ENOMEM : r; /* mmap's own answer, told apart */
+	for (unsigned long p = 0; p < NB; p++)
+		fill(buf + p * PG, B, p, 2);
+	return pm_access(c->mm, B, buf, sizeof(buf), 1);
+}
+
+static bool mmap_fault_ok(struct ctx *c, long r)
+{
+	return r == -1000 - ENOMEM || ok_bytes(r, NB * PG);
+}
+
+static bool mmap_fault_verify(struct ctx *c, long r)
+{
+	char x;
+
+	if (r == -1000 - ENOMEM)
+		return pm_access(c->mm, B, &x, 1, 0) == -EFAULT ||
+		       fail(c, "a failed mmap left a mapping");
+	if (r > 0 && !stamped(c->mm, B, (unsigned long)r / PG, 2))
+		return fail(c, "the bytes reported written do not read back");
+	return true;
+}
+
+/* A THP write fault (falls back to 4 KiB pages when the huge folio fails). */
+static void thp_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, PM_PMD_SIZE, RW, PRIV, NULL, 0), B);
+	ASSERT_EQ(pm_madvise(c->mm, B, PM_PMD_SIZE, PM_MADV_HUGEPAGE), 0);
+	ASSERT_EQ(pm_mmap(c->mm, T, PM_PMD_SIZE, RW, PRIV, NULL, 0), T);
+	ASSERT_EQ(pm_madvise(c->mm, T, PM_PMD_SIZE, PM_MADV_HUGEPAGE), 0);
+}
+
+static long thp_run(struct ctx *c)
+{
+	uint8_t buf[2 * PG];
+
+	fill(buf, T, 0, 3);
+	fill(buf + PG, T, 1, 3);
+	return pm_access(c->mm, T, buf, sizeof(buf), 1);
+}
+
+static bool thp_ok(struct ctx *c, long r)
+{
+	return ok_bytes(r, 2 * PG);
+}
+
+static bool thp_verify(struct ctx *c, long r)
+{
+	if (r > 0 && !stamped(c->mm, T, (unsigned long)r / PG, 3))
+		return fail(c, "the bytes reported written do not read back");
+	return base_verify(c);
+}
+
+/*
+ * fork of a parent with private pages, a THP, a shared mapping and a R/W pin: the child gets
+ * copies (the pinned page at once), or fork fails with ENOMEM and the parent is intact.
+ */
+static void fork_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, PM_PMD_SIZE, RW, PRIV, NULL, 0), B);
+	ASSERT_EQ(pm_madvise(c->mm, B, PM_PMD_SIZE, PM_MADV_HUGEPAGE), 0);
+	ASSERT_TRUE(stamp(c->mm, B, 4, 4));
+	ASSERT_EQ(pm_mmap(c->mm, C, 8 * PG, RW, SHARED_ANON, NULL, 0), C);
+	ASSERT_TRUE(stamp(c->mm, C, 8, 5));
+	ASSERT_EQ(pm_pin_user_pages_fast(c->mm, A + 3 * PG, 1, PM_FOLL_WRITE, c->pages), 1);
+	c->npinned = 1;
+	c->pinned_pages = true;
+}
+
+static long fork_run(struct ctx *c)
+{
+	errno = 0;
+	c->child = pm_mm_fork(c->mm);
+	c->err = errno;
+	return c->child ? 0 : -c->err;
+}
+
+static bool fork_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM;
+}
+
+static bool fork_verify(struct ctx *c, long r)
+{
+	uint8_t *p = pm_page_address(c->pages[0]);
+	uint8_t b0, b1;
+
+	if (!base_verify(c) || !stamped(c->mm, B, 4, 4) || !stamped(c->mm, C, 8, 5))
+		return fail(c, "the parent's data changed");
+	if (c->child && !(stamped(c->child, A, NA, 1) && stamped(c->child, B, 4, 4) &&
+			  stamped(c->child, C, 8, 5)))
+		return fail(c, "the child's data differs from the parent's at fork");
+	/* The pinned page stays the parent's: a write through it reaches the parent only. */
+	p[100] ^= 0xff;
+	if (pm_access(c->mm, A + 3 * PG + 100, &b0, 1, 0) != 1 || b0 != p[100])
+		return fail(c, "a write through the pin does not reach the parent");
+	if (c->child && (pm_access(c->child, A + 3 * PG + 100, &b1, 1, 0) != 1 || b1 == p[100]))
+		return fail(c, "a write through the parent's pin reaches the child");
+	p[100] ^= 0xff;
+	return true;
+}
+
+/* pin_user_pages(FOLL_WRITE) of 16 pages: 8 COW-shared with a live child, 8 never touched. */
+static void pin_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, NB * PG, RW, PRIV, NULL, 0), B);
+	ASSERT_TRUE(stamp(c->mm, B, NB / 2, 6));
+	c->child = pm_mm_fork(c->mm);
+	ASSERT_TRUE(c->child);
+}
+
+static long pin_run(struct ctx *c)
+{
+	long r = pm_pin_user_pages(c->mm, B, NB, PM_FOLL_WRITE, c->pages);
+
+	if (r > 0) {
+		c->npinned = r;
+		c->pinned_pages = true;
+	}
+	return r;
+}
+
+/* The same with pin_user_pages_fast and a R/O pin: the shared pages must be unshared. */
+static long pin_ro_fast_run(struct ctx *c)
+{
+	long r = pm_pin_user_pages_fast(c->mm, B, NB, 0, c->pages);
+
+	if (r > 0) {
+		c->npinned = r;
+		c->pinned_pages = true;
+	}
+	return r;
+}
+
+static bool pin_ok(struct ctx *c, long r)
+{
+	return ok_pages(r, NB);
+}
+
+static bool pin_verify(struct ctx *c, long r)
+{
+	uint8_t zero[PG] = { 0 }, b;
+
+	if (!base_verify(c) || !stamped(c->mm, B, NB / 2, 6) || !stamped(c->child, B, NB / 2, 6))
+		return fail(c, "the parent's or the child's data changed");
+	for (long i = 0; i < c->npinned; i++) {
+		if (i < (long)NB / 2 ? !page_is(c->pages[i], B, (unsigned long)i, 6) :
+				      memcmp(pm_page_address(c->pages[i]), zero, PG))
+			return fail(c, "a pinned page does not hold the data");
+		if (!pm_page_is_zero(c->pages[i]) &&
+		    !pm_folio_maybe_dma_pinned(pm_page_folio(c->pages[i])))
+			return fail(c, "a pinned page's folio does not say maybe_dma_pinned");
+	}
+	/* Pins of COW-shared pages were unshared: the parent's writes reach them. */
+	for (long i = 0; i < c->npinned && i < (long)NB / 2; i++) {
+		b = 0x5a;
+		if (pm_access(c->mm, B + (unsigned long)i * PG, &b, 1, 1) != 1 ||
+		    ((uint8_t *)pm_page_address(c->pages[i]))[0] != 0x5a)
+			return fail(c, "a pinned page is not the parent's any more");
+	}
+	return true;
+}
+
+/* A long-term R/W pin of an untouched THP-eligible range (THP fault under GUP). */
+static long pin_thp_run(struct ctx *c)
+{
+	long r = pm_pin_user_pages_fast(c->mm, T + 8 * PG, 4, PM_FOLL_WRITE | PM_FOLL_LONGTERM,
+					c->pages);
+
+	if (r > 0) {
+		c->npinned = r;
+		c->pinned_pages = true;
+	}
+	return r;
+}
+
+static bool pin_thp_ok(struct ctx *c, long r)
+{
+	return ok_pages(r, 4);
+}
+
+static bool pin_thp_verify(struct ctx *c, long r)
+{
+	uint8_t b = 0x77;
+
+	if (!base_verify(c))
+		return false;
+	for (long i = 0; i < c->npinned; i++) {
+		if (pm_access(c->mm, T + (8 + (unsigned long)i) * PG + 9, &b, 1, 1) != 1 ||
+		    ((uint8_t *)pm_page_address(c->pages[i]))[9] != 0x77)
+			return fail(c, "a write to the address space does not reach its pin");
+	}
+	return true;
+}
+
+/* shmem: write 8 new pages of a mapped object holding 4 (page cache insertions, tables). */
+static void shmem_setup(struct ctx *c)
+{
+	base_setup(c);
+	c->f = pm_shmem_create(c->m, NB * PG, 0);
+	ASSERT_TRUE(c->f);
+	ASSERT_EQ(pm_mmap(c->mm, C, NB * PG, RW, PM_MAP_SHARED | PM_MAP_FIXED, c->f, 0), C);
+	ASSERT_TRUE(stamp(c->mm, C, 4, 7));
+}
+
+static long shmem_run(struct ctx *c)
+{
+	uint8_t buf[8 * PG];
+
+	for (unsigned long p = 0; p < 8; p++)
+		fill(buf + p * PG, C, 4 + p, 7);
+	return pm_access(c->mm, C + 4 * PG, buf, sizeof(buf), 1);
+}
+
+static bool shmem_ok(struct ctx *c, long r)
+{
+	return ok_bytes(r, 8 * PG);
+}
+
+static bool shmem_verify(struct ctx *c, long r)
+{
+	unsigned long done = r > 0 ? (unsigned long)r / PG : 0, nr = pm_shmem_nr_pages(c->f);
+
+	if (!base_verify(c) || !stamped(c->mm, C, 4 + done, 7))
+		return fail(c, "the object's data is not what was written");
+	/* A page may be cached and not mapped when the failure came after it was added. */
+	if (nr < 4 + done || nr > 4 + done + 1)
+		return fail(c, "the object holds an unexpected number of pages");
+	return true;
+}
+
+/* shmem: a read fault through a private mapping (the object's page is cached, then mapped). */
+static void shmem_private_setup(struct ctx *c)
+{
+	shmem_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, NB * PG, RW, PM_MAP_PRIVATE | PM_MAP_FIXED, c->f, 0), B);
+}
+
+static long shmem_private_run(struct ctx *c)
+{
+	uint8_t buf[8 * PG];
+
+	for (unsigned long p = 0; p < 8; p++)
+		fill(buf + p * PG, B, p, 8);
+	return pm_access(c->mm, B, buf, sizeof(buf), 1); /* COW of 4 cached pages, 4 holes */
+}
+
+static bool shmem_private_verify(struct ctx *c, long r)
+{
+	unsigned long done = r > 0 ? (unsigned long)r / PG : 0;
+
+	if (!base_verify(c) || !stamped(c->mm, C, 4, 7))
+		return fail(c, "the object's data changed under a private write");
+	if (!stamped(c->mm, B, done, 8))
+		return fail(c, "the private pages reported written do not read back");
+	return true;
+}
+
+/* pm_shmem_create(): NULL with errno ENOMEM, or an object. */
+static long shmem_create_run(struct ctx *c)
+{
+	errno = 0;
+	c->f = pm_shmem_create(c->m, 64 * PG, 0);
+	c->err = errno;
+	return c->f ? 0 : -c->err;
+}
+
+static bool ctor_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM;
+}
+
+static bool shmem_create_verify(struct ctx *c, long r)
+{
+	if (c->f && pm_shmem_size(c->f) != 64 * PG)
+		return fail(c, "the object has the wrong size");
+	return base_verify(c);
+}
+
+/* pm_shmem_truncate() of a mapped, populated object: 0 or -ENOMEM. */
+static long truncate_run(struct ctx *c)
+{
+	return pm_shmem_truncate(c->f, 2 * PG);
+}
+
+static bool truncate_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM;
+}
+
+static bool truncate_verify(struct ctx *c, long r)
+{
+	char x;
+
+	if (!base_verify(c) || !stamped(c->mm, C, 2, 7))
+		return fail(c, "data below the new size changed");
+	if (r == 0 && (pm_shmem_size(c->f) != 2 * PG ||
+		       pm_access(c->mm, C + 3 * PG, &x, 1, 0) != -EFAULT))
+		return fail(c, "a successful truncate left pages beyond the end");
+	if (r && (pm_shmem_size(c->f) != NB * PG || !stamped(c->mm, C, 4, 7)))
+		return fail(c, "a failed truncate changed the object");
+	return true;
+}
+
+/* umem registration of 24 pages, 8 of them untouched: NULL + ENOMEM and nothing pinned. */
+static void umem_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, 24 * PG, RW, PRIV, NULL, 0), B);
+	ASSERT_TRUE(stamp(c->mm, B, 16, 9));
+}
+
+static long umem_run(struct ctx *c)
+{
+	errno = 0;
+	c->umem = pm_umem_get(c->mm, B, 24 * PG, PM_UMEM_WRITE);
+	c->err = errno;
+	return c->umem ? 0 : -c->err;
+}
+
+static bool umem_verify(struct ctx *c, long r)
+{
+	unsigned long nents = 0, pages = 0;
+	const struct pm_sg *sg;
+	struct pm_stats s;
+
+	if (!base_verify(c) || !stamped(c->mm, B, 16, 9))
+		return fail(c, "the registered range's data changed");
+	if (!c->umem) {
+		pm_machine_stats(c->m, &s);
+		return s.nr_foll_pin_acquired == s.nr_foll_pin_released ||
+		       fail(c, "a failed registration left pages pinned");
+	}
+	sg = pm_umem_sg(c->umem, &nents);
+	for (unsigned long i = 0; i < nents; i++)
+		pages += sg[i].npages;
+	return pages == 24 || fail(c, "the registration does not cover the range");
+}
+
+/* A THP, written: then part of it is made read-only or dropped (VMA and PMD splits). */
+static void thp_written_setup(struct ctx *c)
+{
+	thp_setup(c);
+	ASSERT_TRUE(stamp(c->mm, B, 512, 11));
+}
+
+static long thp_mprotect_run(struct ctx *c)
+{
+	return pm_mprotect(c->mm, B + 100 * PG, 8 * PG, PM_PROT_READ);
+}
+
+static long thp_dontneed_run(struct ctx *c)
+{
+	return pm_madvise(c->mm, B + 100 * PG, 8 * PG, PM_MADV_DONTNEED);
+}
+
+static bool zero_or_enomem(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM;
+}
+
+static bool thp_mprotect_verify(struct ctx *c, long r)
+{
+	char x = 0;
+	long w;
+
+	/* Writable? Write back the byte that is there. */
+	if (pm_access(c->mm, B + 101 * PG, &x, 1, 0) != 1)
+		return fail(c, "the range cannot be read");
+	w = pm_access(c->mm, B + 101 * PG, &x, 1, 1);
+	if (!base_verify(c) || !stamped(c->mm, B, 512, 11))
+		return fail(c, "the THP's data changed");
+	if (r == 0 && w != -EFAULT)
+		return fail(c, "mprotect succeeded but the range is still writable");
+	if (r != 0 && w != 1)
+		return fail(c, "a failed mprotect changed the protection");
+	return true;
+}
+
+static bool thp_dontneed_verify(struct ctx *c, long r)
+{
+	uint8_t zero[8 * PG] = { 0 }, buf[8 * PG];
+
+	if (!base_verify(c) || !stamped(c->mm, B, 100, 11) ||
+	    !stamped(c->mm, B + 108 * PG, 512 - 108, 11))
+		return fail(c, "the THP's data outside the range changed");
+	if (pm_access(c->mm, B + 100 * PG, buf, sizeof(buf), 0) != (long)sizeof(buf))
+		return fail(c, "the range cannot be read");
+	if (r == 0 && memcmp(buf, zero, sizeof(buf)))
+		return fail(c, "DONTNEED succeeded but the range does not read zero");
+	if (r != 0 && !stamped(c->mm, B + 100 * PG, 8, 11))
+		return fail(c, "a failed DONTNEED dropped data");
+	return true;
+}
+
+static void cleanup(struct ctx *c)
+{
+	if (c->umem)
+		pm_umem_release(c->umem, PM_UNPIN_RANGE);
+	if (c->pinned_pages)
+		pm_unpin_user_pages(c->pages, (unsigned long)c->npinned);
+	if (c->child)
+		pm_mm_destroy(c->child);
+	if (c->mm)
+		pm_mm_destroy(c->mm);
+	if (c->f)
+		pm_shmem_put(c->f);
+}
+
+struct scenario {
+	const char *name;
+	long full; /* the answer when no allocation fails */
+	void (*setup)(struct ctx *c);
+	long (*run)(struct ctx *c);
+	bool (*result_ok)(struct ctx *c, long r);
+	bool (*verify)(struct ctx *c, long r);
+};
+
+static void shmem_create_setup(struct ctx *c)
+{
+	base_setup(c);
+}
+
+static void truncate_setup(struct ctx *c)
+{
+	shmem_setup(c);
+	ASSERT_TRUE(stamp(c->mm, C + 4 * PG, NB - 4, 10));
+}
+
+static const struct scenario scenarios[] = {
+	{ "mmap + faults", NB * PG, base_setup, mmap_fault_run, mmap_fault_ok, mmap_fault_verify },
+	{ "THP fault", 2 * PG, thp_setup, thp_run, thp_ok, thp_verify },
+	{ "fork (private, THP, shared, pinned)", 0, fork_setup, fork_run, fork_ok, fork_verify },
+	{ "pin_user_pages W (COW + new pages)", NB, pin_setup, pin_run, pin_ok, pin_verify },
+	{ "pin_user_pages_fast R/O (unshare)", NB, pin_setup, pin_ro_fast_run, pin_ok, pin_verify },
+	{ "pin longterm W of a THP range", 4, thp_setup, pin_thp_run, pin_thp_ok, pin_thp_verify },
+	{ "shmem fault (shared)", 8 * PG, shmem_setup, shmem_run, shmem_ok, shmem_verify },
+	{ "shmem fault (private COW)", 8 * PG, shmem_private_setup, shmem_private_run, shmem_ok,
+	  shmem_private_verify },
+	{ "shmem create", 0, shmem_create_setup, shmem_create_run, ctor_ok, shmem_create_verify },
+	/* Shrinking allocates nothing today; the walk stays in case that changes. */
+	{ "shmem truncate", 0, truncate_setup, truncate_run, truncate_ok, truncate_verify },
+	{ "umem registration", 0, umem_setup, umem_run, ctor_ok, umem_verify },
+	{ "mprotect inside a THP", 0, thp_written_setup, thp_mprotect_run, zero_or_enomem,
+	  thp_mprotect_verify },
+	{ "MADV_DONTNEED inside a THP", 0, thp_written_setup, thp_dontneed_run, zero_or_enomem,
+	  thp_dontneed_verify },
+};
+
+static long walk(const struct scenario *sc, struct pm_machine *m)
+{
+	long n, points = 0, bad_result = 0, bad_data = 0, bad_check = 0, leaks = 0, unbalanced = 0;
+	long successes = 0, failures = 0, partial = 0;
+	size_t free0;
+	bool injected = true;
+
+	pm_rcu_barrier();
+	free0 = pm_machine_free_pages(m);
+	for (n = 1; n <= MAX_N && injected; n++) {
+		struct ctx c = { .m = m };
+		struct pm_stats s0, s1;
+		long r;
+
+		sc->setup(&c);
+		pm_machine_stats(m, &s0);
+		pm_fail_nth(m, n);
+		r = sc->run(&c);
+		pm_fail_nth(m, 0);
+		pm_machine_stats(m, &s1);
+		injected = s1.alloc_failures > s0.alloc_failures;
+		points += injected;
+		if (r == sc->full)
+			successes++;
+		else if (r < 0)
+			failures++;
+		else
+			partial++;
+		/* Without an injected failure the call must succeed in full. */
+		if (injected ? !sc->result_ok(&c, r) : r != sc->full) {
+			if (bad_result++ < 3)
+				diag("%s: N=%ld: the call answered %ld (%s)", sc->name, n, r,
+				     r < 0 ? pm_strerror(r > -1000 ? r : r + 1000) : "a count");
+		}
+		if (!sc->verify(&c, r)) {
+			if (bad_data++ < 3)
+				diag("%s: N=%ld (answer %ld): %s", sc->name, n, r, c.why);
+		}
+		if (pm_machine_check(m)) {
+			if (bad_check++ < 3)
+				diag("%s: N=%ld: pm_machine_check failed after the call", sc->name,
+				     n);
+		}
+		cleanup(&c);
+		pm_rcu_barrier();
+		if (pm_machine_free_pages(m) != free0) {
+			if (leaks++ < 3)
+				diag("%s: N=%ld (answer %ld): %ld pages leaked", sc->name, n, r,
+				     (long)free0 - (long)pm_machine_free_pages(m));
+			free0 = pm_machine_free_pages(m);
+		}
+		pm_machine_stats(m, &s1);
+		if (s1.nr_foll_pin_acquired != s1.nr_foll_pin_released && unbalanced++ < 3)
+			diag("%s: N=%ld: pins acquired %lu, released %lu", sc->name, n,
+			     s1.nr_foll_pin_acquired, s1.nr_foll_pin_released);
+	}
+	ok(!injected, "%s: the walk ended (%ld allocations)", sc->name, n - 2);
+	ok(points > 0 || sc->run == truncate_run,
+	   "%s: %ld injection points covered (%ld successes, %ld failures, %ld "
+	   "partial)", sc->name, points, successes, failures, partial);
+	is_int(bad_result, 0, "%s: every answer is success, -ENOMEM or a documented partial "
+	       "result", sc->name);
+	is_int(bad_data, 0, "%s: data intact and effects as reported", sc->name);
+	is_int(bad_check, 0, "%s: pm_machine_check after each call", sc->name);
+	is_int(leaks, 0, "%s: no page leaked", sc->name);
+	is_int(unbalanced, 0, "%s: pins balanced", sc->name);
+	is_int(pm_machine_check(m), 0, "%s: machine consistent after the walk", sc->name);
+	return points;
+}
+
+int main(void)
+{
+	struct pm_config cfg = { .mem_bytes = 64 * MiB };
+	struct pm_machine *m;
+	long total = 0;
+
+	plan_no_plan();
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		m = pm_machine_create(&cfg);
+		ASSERT_TRUE(m);
+		total += walk(&scenarios[i], m);
+		pm_machine_destroy(m);
+	}
+	diag("injection points covered: %ld in %zu scenarios", total,
+	     sizeof(scenarios) / sizeof(scenarios[0]));
+	return done_testing();
+}
