@@ -509,6 +509,8 @@ static inline pm_entry_t *entry_table(struct pm_machine *m, uint64_t val)
 __hidden pm_entry_t *pm__pgd_alloc(struct pm_machine *m);
 __hidden void pm__pgd_free(struct pm_machine *m, pm_entry_t *pgd);
 __hidden pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr);
+__hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end,
+				  unsigned long *next);
 __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
 __hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);

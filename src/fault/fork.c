@@ -151,32 +151,29 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 
 static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma)
 {
-	for (unsigned long addr = vma->start; addr < vma->end;) {
-		unsigned long next = span_end(addr, vma->end, PMD_SIZE);
-		pm_entry_t *src_pmdp = pm__pmd_lookup(src, addr), *dst_pmdp;
+	unsigned long next;
+
+	for (unsigned long addr = vma->start; addr < vma->end; addr = next) {
+		pm_entry_t *src_pmdp = pm__pmd_span(src, addr, vma->end, &next), *dst_pmdp;
 		pmd_t pmd;
 		int ret;
 
-		if (!src_pmdp) {
-			addr = span_end(addr, vma->end, PUD_SIZE);
+		if (!src_pmdp)
 			continue;
-		}
 		pmd = pmdp_get(src_pmdp);
-		if (pmd_none(pmd)) {
-			addr = next;
+		if (pmd_none(pmd))
 			continue;
-		}
 		dst_pmdp = pm__pmd_alloc(dst, addr);
 		if (!dst_pmdp)
 			return -ENOMEM;
 		if (pmd_leaf(pmd)) {
 			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp);
-			if (ret == -EAGAIN)
-				continue;
-			if (ret == 0) {
-				addr = next;
+			if (ret == -EAGAIN) {
+				next = addr;
 				continue;
 			}
+			if (ret == 0)
+				continue;
 			/* May be pinned: split it, and copy at PTE level below. */
 			if (pm__split_huge_pmd(src, src_pmdp, addr & PMD_MASK))
 				return -ENOMEM;
@@ -186,7 +183,6 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 		ret = copy_pte_range(dst, src, vma, dst_pmdp, src_pmdp, addr, next);
 		if (ret)
 			return ret;
-		addr = next;
 	}
 	return 0;
 }

@@ -291,15 +291,14 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 static void change_protection(struct pm_mm *mm, unsigned long start, unsigned long end,
 			      unsigned long vm_flags)
 {
-	for (unsigned long a = start; a < end;) {
-		unsigned long next = span_end(a, end, PMD_SIZE);
-		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
+	unsigned long next;
+
+	for (unsigned long a = start; a < end; a = next) {
+		pm_entry_t *pmdp = pm__pmd_span(mm, a, end, &next);
 		pmd_t pmd;
 
-		if (!pmdp) {
-			a = span_end(a, end, PUD_SIZE);
+		if (!pmdp)
 			continue;
-		}
 		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd)) {
 			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
@@ -317,7 +316,6 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 		} else if (pmd_table(pmd)) {
 			change_pte_range(mm, pmdp, a, next, vm_flags);
 		}
-		a = next;
 	}
 }
 

@@ -73,32 +73,29 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
  */
 int pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	for (unsigned long a = start; a < end;) {
-		unsigned long next = span_end(a, end, PMD_SIZE);
-		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
+	unsigned long next;
+
+	for (unsigned long a = start; a < end; a = next) {
+		pm_entry_t *pmdp = pm__pmd_span(mm, a, end, &next);
 		pmd_t pmd;
 
-		if (!pmdp) {
-			/* No PMD table: skip to the next PUD span. */
-			a = span_end(a, end, PUD_SIZE);
+		if (!pmdp)
 			continue;
-		}
 		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd)) {
 			if (!(a & ~PMD_MASK) && next - a == PMD_SIZE) {
 				if (!zap_huge_pmd(mm, pmdp))
-					continue; /* changed under us: look again */
+					next = a; /* changed under us: look again */
 			} else {
 				int err = pm__split_huge_pmd(mm, pmdp, a & PMD_MASK);
 
 				if (err)
 					return err;
-				continue;
+				next = a; /* now a PTE table */
 			}
 		} else if (pmd_table(pmd)) {
 			zap_pte_range(mm, pmdp, a, next);
 		}
-		a = next;
 	}
 	return 0;
 }

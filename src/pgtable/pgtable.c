@@ -154,6 +154,21 @@ static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
 }
 
 /**
+ * pm__pmd_span() - the PMD slot covering @addr, and in *@next where the walk of [@addr, @end)
+ * goes on after it: the end of this PMD's span, or - when there is no PMD table - of the
+ * missing table's whole span, which the caller skips.
+ * Context: as pm__pmd_lookup().
+ */
+pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end,
+			 unsigned long *next)
+{
+	pm_entry_t *pmdp = pm__pmd_lookup(mm, addr);
+
+	*next = span_end(addr, end, pmdp ? PMD_SIZE : PUD_SIZE);
+	return pmdp;
+}
+
+/**
  * pm__pmd_alloc() - the PMD slot for @addr, allocating the PUD and PMD tables on the way.
  * Context: mmap_lock held (read or write).
  * Return: the slot, or NULL when memory ran out.
