@@ -543,9 +543,13 @@ retry:
 	return new;
 }
 
-/* Install @folio (a referenced page-cache page, or a private copy) at @addr. */
-static int shmem_map(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
-		     struct pm_folio *folio, pte_t entry, bool cache_page)
+/*
+ * Install @folio (a referenced page-cache page, or a private copy of one) at @addr, provided
+ * @cache - the page-cache page it is, or was copied from - is still in the cache: the PTL
+ * orders this test against truncation's zap (see the top of the file).
+ */
+static int shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+		     struct pm_folio *folio, pte_t entry, struct pm_folio *cache)
 {
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
@@ -554,8 +558,7 @@ static int shmem_map(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, uns
 		folio_put(folio);
 		return -EAGAIN;
 	}
-	if (!pte_none(ptep_get(ptep)) ||
-	    (cache_page && !page_test(&folio->page, PG_shmem))) {
+	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem)) {
 		/* Someone mapped it, or truncation took the page out: look again. */
 		pm_spin_unlock(ptl);
 		folio_put(folio);
@@ -564,7 +567,6 @@ static int shmem_map(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, uns
 	atomic_add_relaxed(&folio->page.xmapcount, 1);
 	set_pte(ptep, entry); /* our reference now belongs to the mapping */
 	pm_spin_unlock(ptl);
-	(void)vma;
 	return 0;
 }
 
@@ -573,7 +575,8 @@ static int shmem_map(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, uns
  *
  * Shared mappings map the page-cache page (writable when VM_WRITE: shmem needs no dirty
  * tracking). Private mappings map it read-only on a read fault and, on a write fault, map an
- * exclusive anonymous copy instead (do_cow_fault).
+ * exclusive anonymous copy instead (do_cow_fault) - installed only if the page it was copied
+ * from is still in the cache, so truncation cannot miss it.
  * Return: 0, -EAGAIN (look again), -EFAULT (SIGBUS), -ENOMEM.
  */
 int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
@@ -589,10 +592,10 @@ int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsi
 	if (!folio)
 		return err;
 	if (shared || !write)
-		return shmem_map(mm, vma, pmdp, addr, folio,
+		return shmem_map(mm, pmdp, addr, folio,
 				 pm__mk_pte(vma, page_to_pfn(m, &folio->page),
 					    shared && (vma->flags & VM_WRITE), write),
-				 true);
+				 folio);
 
 	copy = pm__folio_alloc(m, 0, 0);
 	if (!copy) {
@@ -600,13 +603,15 @@ int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsi
 		return -ENOMEM;
 	}
 	memcpy(page_address(m, &copy->page), page_address(m, &folio->page), PAGE_SIZE);
-	folio_put(folio);
 	page_set(&copy->page, PG_anon);
 	page_set(&copy->page, PG_anon_exclusive);
-	count_event(m, COW_COPIES, 1);
-	return shmem_map(mm, vma, pmdp, addr, copy,
-			 pm__mk_pte(vma, page_to_pfn(m, &copy->page), vma->flags & VM_WRITE, true),
-			 false);
+	err = shmem_map(mm, pmdp, addr, copy,
+			pm__mk_pte(vma, page_to_pfn(m, &copy->page), vma->flags & VM_WRITE, true),
+			folio);
+	folio_put(folio);
+	if (!err)
+		count_event(m, COW_COPIES, 1);
+	return err;
 }
 
 /* ---- truncate ---- */
