@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+/*
+ * page_fault1.c - will-it-scale's page_fault1 on pinmm: map 128 MiB of anonymous memory,
+ * write one byte in every page (+1 per page), unmap. No THP: the mapping is not advised, and
+ * pinmm's THP policy is Linux's "madvise" mode.
+ */
+#include "../bench.h"
+
+static int page_fault1_prepare(struct bench_run *run)
+{
+	size_t mem = bench_size(run, BENCH_MEM);
+
+	return bench_pm_setup(run, 64 * BENCH_MIB + (size_t)run->nr_tasks * (mem + mem / 64));
+}
+
+static int page_fault1_loop(struct bench_task *t)
+{
+	size_t mem = bench_size(t->run, BENCH_MEM);
+	long addr = bench_pm_map_anon(t->mm, mem);
+
+	if (addr < 0)
+		return (int)addr;
+	for (size_t off = 0; off < mem && !bench_stopping(t->run); off += PM_PAGE_SIZE) {
+		int err = bench_pm_touch(t->mm, (unsigned long)addr + off);
+
+		if (err) {
+			pm_munmap(t->mm, (unsigned long)addr, mem);
+			return err;
+		}
+		bench_count(t, 1);
+	}
+	return pm_munmap(t->mm, (unsigned long)addr, mem);
+}
+
+const struct bench_case bench_case_page_fault1 = {
+	.name = "page_fault1",
+	.description = "Anonymous memory page fault",
+	.seed = "will-it-scale page_fault1",
+	.prepare = page_fault1_prepare,
+	.loop = page_fault1_loop,
+	.phase = bench_pm_phase,
+};

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pm.c - the pinmm side of the cases: a machine sized for the case with the run's knobs, the
+ * address spaces of a run (one shared in threads mode, one per task in processes mode), user
+ * touches, the counter window, and the leak check at teardown.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench.h"
+
+static size_t round_up_2m(size_t bytes)
+{
+	return (bytes + PM_PMD_SIZE - 1) & ~(size_t)(PM_PMD_SIZE - 1);
+}
+
+int bench_pm_setup(struct bench_run *run, size_t mem_bytes)
+{
+	struct bench_pm *pm = &run->pm;
+	struct pm_config cfg = {
+		.mem_bytes = round_up_2m(mem_bytes),
+		.knobs = run->knobs,
+	};
+	unsigned n = run->mode == BENCH_THREADS ? 1 : run->nr_tasks;
+
+	pm->machine = pm_machine_create(&cfg);
+	if (!pm->machine)
+		return -errno;
+	pm->mms = calloc(n, sizeof(*pm->mms));
+	if (!pm->mms)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		pm->mms[i] = pm_mm_create(pm->machine);
+		if (!pm->mms[i])
+			return -errno;
+		pm->nr_mms = i + 1;
+	}
+	pm_rcu_barrier();
+	pm->free_at_start = pm_machine_free_pages(pm->machine);
+	return 0;
+}
+
+/* Destroys what bench_pm_setup() made; says so when frames did not come back. */
+void bench_pm_teardown(struct bench_run *run)
+{
+	struct bench_pm *pm = &run->pm;
+	size_t free_now;
+
+	for (unsigned i = 0; i < pm->nr_mms; i++)
+		pm_mm_destroy(pm->mms[i]);
+	free(pm->mms);
+	pm->mms = NULL;
+	if (!pm->machine)
+		return;
+	pm_rcu_barrier();
+	free_now = pm_machine_free_pages(pm->machine);
+	/* The mms held page-table roots at the start; now everything must be back. */
+	if (free_now < pm->free_at_start)
+		fprintf(stderr, "pinmm-bench: %s: warning: %zu frames leaked\n", run->bc->name,
+			pm->free_at_start - free_now);
+	pm_machine_destroy(pm->machine);
+	pm->machine = NULL;
+	pm->nr_mms = 0;
+}
+
+long bench_pm_map_anon(struct pm_mm *mm, size_t len)
+{
+	return pm_mmap(mm, 0, len, PM_PROT_READ | PM_PROT_WRITE,
+		       PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+}
+
+/* Anonymous mappings of 2 MiB multiples are placed aligned; if not, over-map and trim. */
+long bench_pm_map_aligned(struct pm_mm *mm, size_t len)
+{
+	long addr = bench_pm_map_anon(mm, len);
+	unsigned long start;
+
+	if (addr < 0 || !((unsigned long)addr & (PM_PMD_SIZE - 1)))
+		return addr;
+	pm_munmap(mm, (unsigned long)addr, len);
+	addr = bench_pm_map_anon(mm, len + PM_PMD_SIZE);
+	if (addr < 0)
+		return addr;
+	start = ((unsigned long)addr + PM_PMD_SIZE - 1) & ~(PM_PMD_SIZE - 1);
+	if (start > (unsigned long)addr)
+		pm_munmap(mm, (unsigned long)addr, start - (unsigned long)addr);
+	if ((unsigned long)addr + len + PM_PMD_SIZE > start + len)
+		pm_munmap(mm, start + len, (unsigned long)addr + PM_PMD_SIZE - start);
+	return (long)start;
+}
+
+int bench_pm_touch(struct pm_mm *mm, unsigned long addr)
+{
+	char zero = 0;
+	long r = pm_access(mm, addr, &zero, 1, 1);
+
+	return r < 0 ? (int)r : 0;
+}
+
+int bench_pm_touch_range(struct pm_mm *mm, unsigned long addr, size_t len)
+{
+	for (size_t off = 0; off < len; off += PM_PAGE_SIZE) {
+		int err = bench_pm_touch(mm, addr + off);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void bench_pm_phase(struct bench_run *run, enum bench_phase phase)
+{
+	if (!run->pm.machine)
+		return;
+	if (phase == BENCH_PHASE_MEASURE)
+		pm_machine_stats(run->pm.machine, &run->pm.begin);
+	else if (phase == BENCH_PHASE_DONE)
+		pm_machine_stats(run->pm.machine, &run->pm.end);
+}

@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: MIT
+/*
+ * report.c - `pinmm-bench report` (what `make bench` runs): every seed experiment, before and
+ * after, on pinmm and on the host kernel, in one run, side by side.
+ *
+ * Every experiment runs its configurations (before = the knob or release mode the seed
+ * replaced, v1 where the seed had an intermediate version, after = modern pinmm, host = the
+ * running kernel's twin case) in threads mode at 1 task and at nproc tasks (or only at 1 task
+ * for the register/deregister experiment, which the seed measured single-threaded). Each run
+ * is a child pinmm-bench with a short warm-up; its metrics are collected, ops/s being the
+ * median of its measured samples (one disturbed second on a shared machine does not decide;
+ * the runtest-format CSVs keep will-it-scale's average).
+ * The table gives, per view of an experiment, the seed's claim, before, after, after/before
+ * (as a throughput ratio: for times it is before/after), the scaling efficiency
+ * ops(N) / (N x ops(1)) of the after configuration, the host figure, and whether the
+ * expectation of issue 6 is met. report_out.c writes results/.
+ *
+ *   pinmm-bench report [--quick] [--tasks N,...] [--out DIR] [--only ID,...] [--no-host]
+ *		       [--no-plots] [-s S] [--warmup N] [--interval-ms MS]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "report.h"
+
+const char *const report_cfg_names[NR_CFG] = { "before", "v1", "after", "host" };
+
+#define CLASSIC(n, title_)							\
+	{									\
+		.id = #n, .title = title_, .scale = true,			\
+		.cfg = { [CFG_AFTER] = { #n }, [CFG_HOST] = { "host_" #n } },	\
+		.views = { { #n, "will-it-scale classic (no seed figure)", METRIC_OPS } }, \
+	}
+
+static struct report_experiment experiments[] = {
+	{
+		.id = "pin_fast",
+		.title = "pin_user_pages_fast from every thread of one mm (2021)",
+		.scale = true,
+		.cfg = {
+			[CFG_BEFORE] = { "pin_fast", NULL, "before" },
+			[CFG_AFTER] = { "pin_fast", NULL, "after" },
+			[CFG_HOST] = { "host_pin_fast" },
+		},
+		.views = { { "pin_fast", "25.6k -> 1.19M ops/s, 256 thr (46.7x)", METRIC_OPS,
+			     2.0 } },
+		.evidence = "has_pinned_writes",
+	},
+	{
+		.id = "gup_fast",
+		.title = "64-page direct-I/O pins against an mmap/munmap writer (2008)",
+		.scale = true,
+		.cfg = {
+			[CFG_BEFORE] = { "gup_fast", "churn", "before" },
+			[CFG_AFTER] = { "gup_fast", "churn", "after" },
+			[CFG_HOST] = { "host_gup_fast", "churn" },
+		},
+		.views = { { "gup_fast +churn", "DB2 OLTP +9.8%, fast_gup_slow = 0", METRIC_OPS,
+			     1.0, true } },
+		.evidence = "gup_slow_pages,gup_fast_fallbacks",
+	},
+	{
+		.id = "gup_fast_nochurn",
+		.title = "64-page direct-I/O pins, no writer",
+		.scale = true,
+		.cfg = {
+			[CFG_BEFORE] = { "gup_fast", "nochurn", "before" },
+			[CFG_AFTER] = { "gup_fast", "nochurn", "after" },
+			[CFG_HOST] = { "host_gup_fast", "nochurn" },
+		},
+		.views = { { "gup_fast no writer", "(readers only: mmap_lock cacheline)",
+			     METRIC_OPS } },
+	},
+	{
+		.id = "mr_reg_thp",
+		.shrinks = true,
+		.title = "register + deregister 1 GiB, THP (2020 batched / range unpin)",
+		.cfg = {
+			[CFG_BEFORE] = { "mr_reg", "thp", "before" },
+			[CFG_V1] = { "mr_reg", "thp-batch", "after" },
+			[CFG_AFTER] = { "mr_reg", "thp", "after" },
+			[CFG_HOST] = { "host_mr_reg", "thp" },
+		},
+		.views = {
+			{ "mr_reg THP release v2", "per-page -> range unpin", METRIC_RELEASE_USEC,
+			  20.0 },
+			{ "mr_reg THP round v2", "hugetlbfs 10748 -> 3652 us/round (2.9x)",
+			  METRIC_ROUND_USEC },
+			{ "mr_reg THP round v1", "hugetlbfs 10748 -> 4664 us/round (2.3x)",
+			  METRIC_ROUND_USEC, 0, false, CFG_V1 },
+		},
+		.evidence = "unpin_folio_updates_per_round",
+	},
+	{
+		.id = "mr_reg_4k",
+		.shrinks = true,
+		.title = "register + deregister 1 GiB, 4 KiB pages",
+		.cfg = {
+			[CFG_BEFORE] = { "mr_reg", "4k", "before" },
+			[CFG_V1] = { "mr_reg", "4k-batch", "after" },
+			[CFG_AFTER] = { "mr_reg", "4k", "after" },
+			[CFG_HOST] = { "host_mr_reg", "4k" },
+		},
+		.views = {
+			{ "mr_reg 4k release v2", "(no seed figure: nothing to batch)",
+			  METRIC_RELEASE_USEC },
+			{ "mr_reg 4k round v2", "(no seed figure)", METRIC_ROUND_USEC },
+		},
+	},
+	{
+		.id = "mr_reg_hugetlb",
+		.shrinks = true,
+		.title = "register + deregister 1 GiB, hugetlb (host only)",
+		.cfg = { [CFG_HOST] = { "host_mr_reg", "hugetlb" } },
+		.views = { { "mr_reg hugetlb round", "hugetlbfs 10748 -> 3652 us/round",
+			     METRIC_ROUND_USEC } },
+	},
+	{
+		.id = "shmem_fault",
+		.title = "shmem faults, disjoint slices of one object (2010)",
+		.scale = true,
+		.cfg = {
+			[CFG_BEFORE] = { "shmem_fault", "disjoint", "before" },
+			[CFG_AFTER] = { "shmem_fault", "disjoint", "after" },
+			[CFG_HOST] = { "host_shmem_fault", "disjoint" },
+		},
+		.views = { { "shmem_fault disjoint", "~20 s -> ~12 s, 64 CPUs (1.67x)",
+			     METRIC_AREA_SEC, 1.0 } },
+		.evidence = "shmem_locks_per_alloc",
+	},
+	{
+		.id = "shmem_fault_whole",
+		.title = "shmem faults, every task touches every page (the reviewer's variant)",
+		.scale = true,
+		.cfg = {
+			[CFG_BEFORE] = { "shmem_fault", "whole", "before" },
+			[CFG_AFTER] = { "shmem_fault", "whole", "after" },
+			[CFG_HOST] = { "host_shmem_fault", "whole" },
+		},
+		.views = { { "shmem_fault whole", "1 GiB: ~78 s -> 14.6..76 s (unstable)",
+			     METRIC_AREA_SEC } },
+	},
+	CLASSIC(page_fault1, "will-it-scale page_fault1: anonymous faults"),
+	CLASSIC(page_fault2, "will-it-scale page_fault2: private file faults (COW)"),
+	CLASSIC(page_fault3, "will-it-scale page_fault3: shared file faults"),
+	CLASSIC(mmap1, "will-it-scale mmap1: anonymous mmap/munmap"),
+	CLASSIC(mmap2, "will-it-scale mmap2: file mmap/munmap"),
+};
+
+#define NR_EXPERIMENTS (sizeof(experiments) / sizeof(experiments[0]))
+
+/* ---- figures ---- */
+
+bool report_value(const struct report_experiment *e, enum report_cfg c, unsigned point,
+		  enum report_metric m, double *v)
+{
+	static const char *const keys[] = {
+		[METRIC_ROUND_USEC] = "round_usec_median",
+		[METRIC_RELEASE_USEC] = "unreg_usec_median",
+		[METRIC_AREA_SEC] = "area_sec_median",
+	};
+	const struct bench_result *r = &e->res[c][point];
+
+	if (!e->ran[c][point] || r->status)
+		return false;
+	/* ops/s: the median sample (falls back to the average line). */
+	*v = m == METRIC_OPS ? bench_result_metric_d(r, "median") : bench_result_metric_d(r, keys[m]);
+	if (m == METRIC_OPS && *v < 0)
+		*v = (double)r->average;
+	/* An area slower than the window has no wall-clock median: use the rate's figure. */
+	if (m == METRIC_AREA_SEC && *v < 0)
+		*v = bench_result_metric_d(r, "area_sec");
+	return *v >= 0;
+}
+
+/* The last point: nproc tasks for the scaling experiments, 1 task otherwise. */
+unsigned report_top_point(const struct report_experiment *e)
+{
+	return e->nr_points ? e->nr_points - 1 : 0;
+}
+
+enum report_cfg report_after(const struct report_view *v)
+{
+	return v->after == CFG_BEFORE ? CFG_AFTER : v->after;
+}
+
+static bool lower_is_better(enum report_metric m)
+{
+	return m != METRIC_OPS;
+}
+
+bool report_ratio(const struct report_experiment *e, const struct report_view *v, double *r)
+{
+	unsigned p = report_top_point(e);
+	double before, after;
+
+	if (!report_value(e, CFG_BEFORE, p, v->metric, &before) ||
+	    !report_value(e, report_after(v), p, v->metric, &after) || before <= 0 || after <= 0)
+		return false;
+	*r = lower_is_better(v->metric) ? before / after : after / before;
+	return true;
+}
+
+bool report_efficiency(const struct report_experiment *e, enum report_cfg c, double *eff)
+{
+	unsigned top = report_top_point(e);
+	double one, n;
+
+	if (!e->scale || top == 0 || e->tasks[0] != 1)
+		return false;
+	if (!report_value(e, c, 0, METRIC_OPS, &one) || !report_value(e, c, top, METRIC_OPS, &n) ||
+	    one <= 0)
+		return false;
+	*eff = n / (e->tasks[top] * one);
+	return true;
+}
+
+const char *report_metric_unit(enum report_metric m)
+{
+	switch (m) {
+	case METRIC_OPS: return "ops/s";
+	case METRIC_ROUND_USEC: return "usec/round";
+	case METRIC_RELEASE_USEC: return "usec/release";
+	case METRIC_AREA_SEC: return "s/area";
+	}
+	return "";
+}
+
+const char *report_format(enum report_metric m, double v, char *buf, size_t len)
+{
+	if (m == METRIC_OPS) {
+		if (v >= 1e9)
+			snprintf(buf, len, "%.2fG/s", v / 1e9);
+		else if (v >= 1e6)
+			snprintf(buf, len, "%.2fM/s", v / 1e6);
+		else if (v >= 1e3)
+			snprintf(buf, len, "%.1fk/s", v / 1e3);
+		else
+			snprintf(buf, len, "%.0f/s", v);
+	} else if (m == METRIC_AREA_SEC) {
+		snprintf(buf, len, v < 1 ? "%.1f ms" : "%.2f s", v < 1 ? v * 1e3 : v);
+	} else if (v >= 1000) {
+		snprintf(buf, len, "%.2f ms", v / 1e3);
+	} else {
+		snprintf(buf, len, "%.1f us", v);
+	}
+	return buf;
+}
+
+const char *report_verdict(const struct report_experiment *e, const struct report_view *v)
+{
+	double r;
+
+	if (!v->expect)
+		return "";
+	/* The expectations of the scaling experiments are about 2 tasks or more. */
+	if (e->scale && e->tasks[report_top_point(e)] < 2)
+		return "n/a (1 task)";
+	if (!report_ratio(e, v, &r))
+		return "n/a";
+	if (v->strictly)
+		return r > v->expect ? "ok" : "MISS";
+	return r >= v->expect ? "ok" : "MISS";
+}
+
+/* ---- the table ---- */
+
+static const char *cell(const struct report_experiment *e, enum report_cfg c,
+			enum report_metric m, char *buf, size_t len)
+{
+	unsigned p = report_top_point(e);
+	double v;
+
+	if (!e->cfg[c].bench_case)
+		return "-";
+	if (!e->ran[c][p])
+		return "skipped";
+	if (e->res[c][p].status == 1)
+		return "n/a";
+	if (!report_value(e, c, p, m, &v))
+		return "FAIL";
+	return report_format(m, v, buf, len);
+}
+
+static void print_view(FILE *f, const struct report_experiment *e, const struct report_view *v)
+{
+	char b[32], a[32], h[32], ratio[32] = "-", eff[32] = "-", name[40], expect[32] = "";
+	double r, x;
+
+	snprintf(name, sizeof(name), "%s", v->name);
+	if (e->scale)
+		snprintf(name, sizeof(name), "%s (%u thr)", v->name, e->tasks[report_top_point(e)]);
+	if (report_ratio(e, v, &r))
+		snprintf(ratio, sizeof(ratio), "%.2fx", r);
+	if ((v->metric == METRIC_OPS || v->metric == METRIC_AREA_SEC) &&
+	    report_efficiency(e, report_after(v), &x))
+		snprintf(eff, sizeof(eff), "%.2f", x);
+	if (v->expect)
+		snprintf(expect, sizeof(expect), "%s%gx %s", v->strictly ? ">" : ">=", v->expect,
+			 report_verdict(e, v));
+	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %10s %s\n", name, v->claim,
+		cell(e, CFG_BEFORE, v->metric, b, sizeof(b)),
+		cell(e, report_after(v), v->metric, a, sizeof(a)), ratio, eff,
+		cell(e, CFG_HOST, v->metric, h, sizeof(h)), expect);
+}
+
+/* "pin_fast: has_pinned_writes in the window at 2 tasks: before 36516965, after 0" */
+static void print_one_evidence(FILE *f, const struct report_experiment *e, const char *key)
+{
+	unsigned p = report_top_point(e);
+	const char *sep = ": ";
+
+	fprintf(f, "%s: %s in the window at %u task%s", e->id, key, e->tasks[p],
+		e->tasks[p] > 1 ? "s" : "");
+	for (int c = 0; c < CFG_HOST; c++) {
+		const char *v = e->ran[c][p] && !e->res[c][p].status ?
+				bench_result_metric(&e->res[c][p], key) : NULL;
+
+		if (!e->cfg[c].bench_case)
+			continue;
+		fprintf(f, "%s%s %s", sep, report_cfg_names[c], v ? v : "-");
+		sep = ", ";
+	}
+	fputc('\n', f);
+}
+
+/* One line per key; lines after the first get @prefix (the caller printed the first's). */
+static void print_evidence(FILE *f, const struct report_experiment *e, const char *prefix)
+{
+	char keys[128], *k, *save = NULL;
+	bool first = true;
+
+	snprintf(keys, sizeof(keys), "%s", e->evidence);
+	for (k = strtok_r(keys, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+		if (!first)
+			fputs(prefix, f);
+		first = false;
+		print_one_evidence(f, e, k);
+	}
+}
+
+/* The counters that show each mechanism, and why host figures are missing. */
+void report_print_notes(FILE *f, const struct report *rep, const char *prefix)
+{
+	for (unsigned i = 0; i < rep->nr_exps; i++) {
+		const struct report_experiment *e = &rep->exps[i];
+		const struct bench_result *h = &e->res[CFG_HOST][0];
+
+		if (e->evidence) {
+			fputs(prefix, f);
+			print_evidence(f, e, prefix);
+		}
+		if (e->ran[CFG_HOST][0] && h->status == 1)
+			fprintf(f, "%shost n/a for %s: %s\n", prefix, e->id, h->unavailable);
+	}
+}
+
+static void print_table(FILE *f, struct report *rep)
+{
+	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %10s %s\n", "Experiment", "Seed's claim",
+		"Before", "After", "Aft/Bef", "Scal.", "Host", "Expect");
+	for (unsigned i = 0; i < rep->nr_exps; i++) {
+		const struct report_experiment *e = &rep->exps[i];
+
+		for (unsigned k = 0; k < REPORT_MAX_VIEWS && e->views[k].name; k++)
+			print_view(f, e, &e->views[k]);
+	}
+	fprintf(f, "\nAft/Bef is a throughput ratio (for times: before/after). Scal. is the\n"
+		"after configuration's ops(N) / (N x ops(1)). Host: the running kernel's twin "
+		"case.\n");
+	if (rep->quick_size)
+		fprintf(f, "Quick run: the mr_reg experiments register %s, not the seed's 1 GiB.\n",
+			rep->quick_size);
+	report_print_notes(f, rep, "");
+}
+
+/* ---- running ---- */
+
+/* The run's stderr; a repeated run appends after a line that says so. */
+static int open_log(struct report *rep, const struct report_experiment *e, enum report_cfg c,
+		    unsigned tasks, unsigned tries, double others)
+{
+	char path[512], line[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/logs/%s-%s-t%u.log", rep->out_dir, e->id,
+		 report_cfg_names[c], tasks);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (tries ? O_APPEND : O_TRUNC), 0644);
+	if (fd >= 0 && tries) {
+		int n = snprintf(line, sizeof(line), "(other processes took %.0f%% of the machine: "
+				 "run again)\n", 100 * others);
+
+		if (write(fd, line, (size_t)n) < 0)
+			perror("pinmm-bench: report log");
+	}
+	return fd;
+}
+
+/*
+ * A run is disturbed when other processes took more than the CPUs it left free, plus 10% of
+ * the machine: 2 tasks on 2 CPUs tolerate 0.2 CPU of others, 1 task tolerates 1.2.
+ */
+static bool disturbed(const struct bench_result *r, unsigned tasks)
+{
+	unsigned nproc = bench_nproc();
+	double free_cpus = tasks < nproc ? (double)(nproc - tasks) : 0;
+
+	return r->others * nproc > free_cpus + 0.10 * nproc;
+}
+
+#define MAX_RETRIES_PER_POINT 2
+#define MAX_RETRIES 24	/* in all, so that a busy machine cannot make the report endless */
+
+static void run_point(struct report *rep, struct report_experiment *e, enum report_cfg c,
+		      unsigned p, unsigned nr, unsigned total)
+{
+	const struct report_config *cfg = &e->cfg[c];
+	char t[16], s[16], w[16], iv[16], fig[32];
+	char *argv[24];
+	struct bench_result *r = &e->res[c][p];
+	int n = 0, log;
+	double v;
+
+	snprintf(t, sizeof(t), "%u", e->tasks[p]);
+	snprintf(s, sizeof(s), "%u", rep->samples);
+	snprintf(w, sizeof(w), "%u", rep->warmup);
+	snprintf(iv, sizeof(iv), "%u", rep->interval_ms);
+	argv[n++] = "pinmm-bench";
+	argv[n++] = (char *)cfg->bench_case;
+	argv[n++] = "-t", argv[n++] = t;
+	argv[n++] = "-s", argv[n++] = s;
+	argv[n++] = "--warmup", argv[n++] = w;
+	argv[n++] = "--interval-ms", argv[n++] = iv;
+	if (cfg->variant)
+		argv[n++] = "--variant", argv[n++] = (char *)cfg->variant;
+	if (cfg->knobs)
+		argv[n++] = "--knobs", argv[n++] = (char *)cfg->knobs;
+	if (e->shrinks && rep->quick_size)
+		argv[n++] = "--size", argv[n++] = (char *)rep->quick_size;
+	argv[n] = NULL;
+	fprintf(stderr, "[%2u/%u] %-18s %-6s %-9s %u task%s ... ", nr, total, e->id,
+		report_cfg_names[c], cfg->variant ? cfg->variant : "", e->tasks[p],
+		e->tasks[p] > 1 ? "s" : " ");
+	for (unsigned tries = 0;; tries++) {
+		struct bench_result again;
+
+		log = open_log(rep, e, c, e->tasks[p], tries, r->others);
+		if (bench_child_run(argv, &again, log) < 0)
+			again.status = -1;
+		if (log >= 0)
+			close(log);
+		if (!tries || (again.status == 0 && again.others < r->others))
+			*r = again;
+		if (r->status || !disturbed(r, e->tasks[p]) || tries == MAX_RETRIES_PER_POINT ||
+		    rep->retries >= rep->max_retries)
+			break;
+		rep->retries++;
+		fprintf(stderr, "others took %.0f%%, again ... ", 100 * r->others);
+	}
+	e->ran[c][p] = true;
+	if (r->status == 1)
+		fprintf(stderr, "not available: %s\n", r->unavailable);
+	else if (r->status < 0)
+		fprintf(stderr, "FAILED (see %s/logs)\n", rep->out_dir);
+	else if (report_value(e, c, p, e->views[0].metric, &v))
+		fprintf(stderr, "%s (%.1f s, others %.0f%%)\n", report_format(e->views[0].metric,
+			v, fig, sizeof(fig)), r->wall_s, 100 * r->others);
+	else
+		fprintf(stderr, "%lld ops/s (%.1f s)\n", r->average, r->wall_s);
+}
+
+static bool cfg_runs(const struct report *rep, const struct report_experiment *e,
+		     enum report_cfg c)
+{
+	return e->cfg[c].bench_case && (c != CFG_HOST || rep->host);
+}
+
+static void plan_points(struct report *rep, struct report_experiment *e)
+{
+	e->nr_points = 0;
+	for (unsigned k = 0; k < rep->nr_tasks; k++) {
+		if (!e->scale && rep->tasks[k] != 1 && rep->nr_tasks > 1)
+			continue;
+		e->tasks[e->nr_points++] = rep->tasks[k];
+		if (!e->scale)
+			break;
+	}
+}
+
+static unsigned count_runs(struct report *rep)
+{
+	unsigned total = 0;
+
+	for (unsigned i = 0; i < rep->nr_exps; i++) {
+		plan_points(rep, &rep->exps[i]);
+		for (int c = 0; c < NR_CFG; c++)
+			if (cfg_runs(rep, &rep->exps[i], c))
+				total += rep->exps[i].nr_points;
+	}
+	return total;
+}
+
+/* A host case that is not available stays so at every task count: run it once. */
+static bool host_known_unavailable(const struct report_experiment *e, enum report_cfg c,
+				   unsigned p)
+{
+	return c == CFG_HOST && p > 0 && e->res[c][0].status == 1;
+}
+
+static void run_all(struct report *rep)
+{
+	unsigned total = count_runs(rep), nr = 0;
+	uint64_t t0 = bench_now_ns();
+
+	fprintf(stderr, "report: %u runs of %u+%u samples of %u ms; results in %s/\n", total,
+		rep->warmup, rep->samples, rep->interval_ms, rep->out_dir);
+	/* Per point, every configuration back to back: load changes hit before and after alike. */
+	for (unsigned i = 0; i < rep->nr_exps; i++) {
+		struct report_experiment *e = &rep->exps[i];
+
+		for (unsigned p = 0; p < e->nr_points; p++) {
+			for (int c = 0; c < NR_CFG; c++) {
+				if (!cfg_runs(rep, e, c))
+					continue;
+				nr++;
+				if (host_known_unavailable(e, c, p)) {
+					e->res[c][p] = e->res[c][0];
+					e->ran[c][p] = true;
+					continue;
+				}
+				run_point(rep, e, c, p, nr, total);
+			}
+		}
+	}
+	rep->wall_s = (double)(bench_now_ns() - t0) / 1e9;
+}
+
+/* ---- options ---- */
+
+static int parse_tasks(struct report *rep, const char *s)
+{
+	char *copy = strdup(s), *w, *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	rep->nr_tasks = 0;
+	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		unsigned long v = strtoul(w, NULL, 10);
+
+		if (!v || v > BENCH_MAX_TASKS || rep->nr_tasks == REPORT_MAX_POINTS) {
+			free(copy);
+			return -EINVAL;
+		}
+		rep->tasks[rep->nr_tasks++] = (unsigned)v;
+	}
+	free(copy);
+	return rep->nr_tasks ? 0 : -EINVAL;
+}
+
+/* Keep only the experiments named in @list (comma separated ids). */
+static int select_experiments(struct report *rep, const char *list)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < rep->nr_exps; i++) {
+		const char *id = rep->exps[i].id;
+		const char *p = list;
+		size_t len = strlen(id);
+
+		while ((p = strstr(p, id))) {
+			bool start = p == list || p[-1] == ',';
+			bool end = p[len] == 0 || p[len] == ',';
+
+			if (start && end) {
+				rep->exps[n++] = rep->exps[i];
+				break;
+			}
+			p += len;
+		}
+	}
+	rep->nr_exps = n;
+	return n ? 0 : -EINVAL;
+}
+
+static void default_options(struct report *rep)
+{
+	unsigned nproc = bench_nproc();
+
+	rep->exps = experiments;
+	rep->nr_exps = NR_EXPERIMENTS;
+	rep->tasks[0] = 1;
+	rep->nr_tasks = 1;
+	if (nproc > 1)
+		rep->tasks[rep->nr_tasks++] = nproc;
+	rep->out_dir = "results";
+	rep->host = true;
+	rep->plots = true;
+	rep->samples = 3;
+	rep->warmup = 1;
+	rep->interval_ms = 1000;
+	rep->max_retries = MAX_RETRIES;
+}
+
+static int parse_report_args(struct report *rep, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "quick", no_argument, NULL, 'q' },
+		{ "tasks", required_argument, NULL, 't' },
+		{ "out", required_argument, NULL, 'o' },
+		{ "only", required_argument, NULL, 'O' },
+		{ "no-host", no_argument, NULL, 'H' },
+		{ "no-plots", no_argument, NULL, 'P' },
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "interval-ms", required_argument, NULL, 'i' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *only = NULL;
+	int c, err = 0;
+
+	default_options(rep);
+	optind = 1;
+	while (!err && (c = getopt_long(argc, argv, "s:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'q':
+			rep->quick = true;
+			rep->quick_size = "256M";
+			rep->samples = 3;
+			rep->warmup = 1;
+			rep->interval_ms = 150;
+			rep->max_retries = 0;	/* a smoke run: no second chances */
+			break;
+		case 't': err = parse_tasks(rep, optarg); break;
+		case 'o': rep->out_dir = optarg; break;
+		case 'O': only = optarg; break;
+		case 'H': rep->host = false; break;
+		case 'P': rep->plots = false; break;
+		case 's': rep->samples = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'w': rep->warmup = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'i': rep->interval_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		default: err = -EINVAL; break;
+		}
+	}
+	if (!err && only)
+		err = select_experiments(rep, only);
+	if (!err && (optind < argc || !rep->samples || !rep->interval_ms))
+		err = -EINVAL;
+	return err;
+}
+
+static void report_usage(void)
+{
+	fprintf(stderr, "Usage: pinmm-bench report [--quick] [--tasks N,...] [--out DIR] "
+		"[--only ID,...] [--no-host] [--no-plots] [-s S] [--warmup N] "
+		"[--interval-ms MS]\nexperiments:");
+	for (size_t i = 0; i < NR_EXPERIMENTS; i++)
+		fprintf(stderr, " %s", experiments[i].id);
+	fputc('\n', stderr);
+}
+
+static int make_dirs(const char *out)
+{
+	char logs[512];
+
+	snprintf(logs, sizeof(logs), "%s/logs", out);
+	if ((mkdir(out, 0755) && errno != EEXIST) || (mkdir(logs, 0755) && errno != EEXIST)) {
+		fprintf(stderr, "pinmm-bench: report: cannot create %s: %s\n", logs,
+			strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int bench_cmd_report(int argc, char **argv)
+{
+	struct report rep = { 0 };
+	char *table = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	if (parse_report_args(&rep, argc, argv)) {
+		report_usage();
+		return 1;
+	}
+	if (make_dirs(rep.out_dir))
+		return 1;
+	bench_disable_aslr(true);
+	run_all(&rep);
+	f = open_memstream(&table, &len);
+	if (!f)
+		return 1;
+	print_table(f, &rep);
+	fclose(f);
+	fputs("\n", stdout);
+	fputs(table, stdout);
+	fflush(stdout);
+	err = report_write_results(&rep, table);
+	free(table);
+	fprintf(stderr, "report: %.0f s; %s/report.md, %s/summary.csv, plots and logs in %s/\n",
+		rep.wall_s, rep.out_dir, rep.out_dir, rep.out_dir);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * report.h - the seed report's data: experiments, their configurations (before, v1, after,
+ * host), the views the table shows, and the results of every run. report.c runs them,
+ * report_out.c writes results/.
+ */
+#ifndef PINMM_BENCH_REPORT_H
+#define PINMM_BENCH_REPORT_H
+
+#include <stdio.h>
+
+#include "harness.h"
+
+#define REPORT_MAX_POINTS 8	/* task counts per experiment */
+
+enum report_cfg { CFG_BEFORE, CFG_V1, CFG_AFTER, CFG_HOST, NR_CFG };
+
+enum report_metric {
+	METRIC_OPS,		/* ops/s, the median sample; higher is better */
+	METRIC_ROUND_USEC,	/* round_usec_median; lower is better */
+	METRIC_RELEASE_USEC,	/* unreg_usec_median; lower is better */
+	METRIC_AREA_SEC,	/* area_sec_median; lower is better */
+};
+
+struct report_config {
+	const char *bench_case;	/* NULL: the experiment has no such configuration */
+	const char *variant;
+	const char *knobs;
+};
+
+struct report_view {
+	const char *name;	/* the table's experiment column */
+	const char *claim;	/* what the seed says, with its numbers */
+	enum report_metric metric;
+	double expect;		/* after/before must reach this (0: no expectation) */
+	bool strictly;		/* > rather than >= */
+	enum report_cfg after;	/* what "after" is; 0 (CFG_BEFORE) means CFG_AFTER */
+};
+
+#define REPORT_MAX_VIEWS 3
+
+struct report_experiment {
+	const char *id;		/* file stem in results/ */
+	const char *title;
+	bool scale;		/* run at every task count, not only at 1 */
+	bool shrinks;		/* --quick passes --size quick_size (the 1 GiB registrations) */
+	struct report_config cfg[NR_CFG];
+	struct report_view views[REPORT_MAX_VIEWS];
+	const char *evidence;	/* metric keys (comma list) that show the mechanism at work */
+	/* results, filled by the run */
+	unsigned nr_points;
+	unsigned tasks[REPORT_MAX_POINTS];
+	struct bench_result res[NR_CFG][REPORT_MAX_POINTS];
+	bool ran[NR_CFG][REPORT_MAX_POINTS];
+};
+
+struct report {
+	struct report_experiment *exps;
+	unsigned nr_exps;
+	unsigned tasks[REPORT_MAX_POINTS];
+	unsigned nr_tasks;
+	const char *out_dir;
+	bool quick;
+	const char *quick_size;	/* --size for the experiments that shrink in quick mode */
+	bool host;
+	bool plots;
+	unsigned samples, warmup, interval_ms;
+	unsigned retries;	/* runs repeated because other processes disturbed them */
+	unsigned max_retries;
+	double wall_s;
+};
+
+extern const char *const report_cfg_names[NR_CFG];
+
+/* report.c: figures out of the results */
+bool report_value(const struct report_experiment *e, enum report_cfg c, unsigned point,
+		  enum report_metric m, double *v);
+bool report_ratio(const struct report_experiment *e, const struct report_view *v, double *r);
+bool report_efficiency(const struct report_experiment *e, enum report_cfg c, double *eff);
+const char *report_format(enum report_metric m, double v, char *buf, size_t len);
+const char *report_verdict(const struct report_experiment *e, const struct report_view *v);
+const char *report_metric_unit(enum report_metric m);
+unsigned report_top_point(const struct report_experiment *e);
+enum report_cfg report_after(const struct report_view *v);
+
+void report_print_notes(FILE *f, const struct report *rep, const char *prefix);
+
+/* report_out.c */
+int report_write_results(struct report *rep, const char *table_text);
+
+#endif /* PINMM_BENCH_REPORT_H */
