@@ -145,7 +145,12 @@ struct pm_page {
 		struct {		     /* a page-table page */
 			struct pm_spinlock ptl; /* split lock: PTE table's PTL, PMD table's PMD lock */
 			int level;		/* 4 = PGD ... 1 = PTE */
-			struct pm_rcu_head rcu; /* deferred free; never overlaps the lock */
+			union {		/* never overlaps the lock */
+				struct pm_rcu_head rcu;	   /* deferred free */
+				struct pm_page *huge_ptes; /* PMD table: PTE tables deposited for
+							    * its 2 MiB leaves; under its lock */
+				struct pm_page *deposit_next; /* a deposited PTE table: the next */
+			};
 		};
 	};
 };
@@ -393,8 +398,14 @@ __hidden bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsi
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__folio_free(struct pm_folio *folio);
-__hidden bool pm__folio_try_get(struct pm_folio *folio, int refs);
-__hidden bool pm__folio_ref_add(struct pm_folio *folio, int refs);
+/*
+ * References GUP hands out stop at PM_GUP_REF_LIMIT (2^30), far below INT_MAX, so that the
+ * references nobody may refuse - mappings (fork, faults, PMD splits) and the transient ones of a
+ * COW copy or a page-cache lookup - always have 2^30 of headroom and can never wrap the count.
+ */
+#define PM_GUP_REF_LIMIT (1 << 30)
+__hidden bool pm__folio_try_get(struct pm_folio *folio, int refs, int limit);
+__hidden bool pm__folio_ref_add(struct pm_folio *folio, int refs, int limit);
 __hidden void pm__folio_lock(struct pm_folio *folio);
 __hidden void pm__folio_unlock(struct pm_folio *folio);
 __hidden void pm__folio_mark_dirty(struct pm_folio *folio);
@@ -515,6 +526,8 @@ __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
 __hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
 __hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
+__hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
+__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
 					     unsigned long addr, struct pm_spinlock **ptlp);
 __hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
@@ -612,7 +625,7 @@ __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 __hidden void pm__unmap_all(struct pm_mm *mm);
 
 /* // mm/mmap.c */
-__hidden int pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
+__hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
@@ -638,8 +651,8 @@ __hidden int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 			    unsigned long addr, unsigned fault_flags);
 __hidden int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				     unsigned long addr, unsigned fault_flags);
-__hidden int pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr);
-__hidden int pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
+__hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp);
 
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
@@ -700,7 +713,7 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 /* ------------------------------------------------------------------------------------------
  * Zapping: removing mappings (mm/zap.c).
  */
-__hidden int pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
 
 /* ------------------------------------------------------------------------------------------
  * GUP (gup/).

@@ -14,7 +14,9 @@
  *  - pm_mprotect / pm_madvise: unaligned addr or unknown bits -> -EINVAL; len == 0 -> 0 (as
  *    Linux); a hole in the range -> -ENOMEM, after applying the change up to the hole
  *    (mprotect) or to every mapped part (madvise), as Linux.
- *  - Splitting a VMA or a PMD mapping may need memory: -ENOMEM, with nothing changed.
+ *  - Splitting a VMA may need memory: -ENOMEM, with nothing changed. Splitting a PMD (THP)
+ *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
+ *    for lack of memory.
  *
  * Synchronization: every call here may run concurrently with every other on the same mm.
  * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write;

@@ -13,7 +13,8 @@
  *  (X) a page mapped writable by a private mapping is anonymous and AnonExclusive, and an
  *      AnonExclusive page (or PMD-mapped THP) is mapped by one address space only;
  *  (C) every folio in a shmem page cache carries PG_shmem, points back to its object and index,
- *      and the cache's page count matches.
+ *      and the cache's page count matches;
+ *  (D) each PMD table holds exactly one empty deposited PTE table per 2 MiB leaf.
  * Deferred frees are flushed first (pm_rcu_barrier), so RCU-pending tables count as free.
  */
 #include "internal.h"
@@ -88,6 +89,32 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 	}
 }
 
+/* A PMD table holds one deposited, empty PTE table per 2 MiB leaf (pgtable.c). */
+static void check_deposits(struct check *c, pm_entry_t *pmd)
+{
+	struct pm_machine *m = c->m;
+	unsigned leaves = 0, deposits = 0;
+
+	for (unsigned d = 0; d < PTRS_PER_TABLE; d++)
+		leaves += pmd_leaf((pmd_t){ atomic_load_relaxed(&pmd[d]) });
+	for (struct pm_page *p = table_page(m, pmd)->huge_ptes; p && deposits <= leaves;
+	     p = p->deposit_next, deposits++) {
+		unsigned long pfn = page_to_pfn(m, p);
+		pm_entry_t *t = page_address(m, p);
+
+		if (!page_test(p, PG_table) || c->table[pfn])
+			complain(c, "deposited table pfn %lu is not a free-standing table", pfn);
+		c->table[pfn] = 1;
+		for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
+			if (atomic_load_relaxed(&t[i])) {
+				complain(c, "deposited table pfn %lu is not empty", pfn);
+				break;
+			}
+	}
+	if (deposits != leaves)
+		complain(c, "PMD table with %u leaves holds %u deposited tables", leaves, deposits);
+}
+
 static void check_mm(struct check *c, struct pm_mm *mm)
 {
 	struct pm_machine *m = c->m;
@@ -109,6 +136,7 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 				continue;
 			pmd = entry_table(m, ue);
 			c->table[virt_to_pfn(m, pmd)] = 1;
+			check_deposits(c, pmd);
 			for (unsigned d = 0; d < PTRS_PER_TABLE; d++) {
 				uint64_t de = atomic_load_relaxed(&pmd[d]);
 				unsigned long base = ((unsigned long)g << PGDIR_SHIFT) |

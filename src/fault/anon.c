@@ -80,9 +80,12 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	struct pm_spinlock *pml;
 	struct pm_folio *folio;
 	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
+	pm_entry_t *deposit = pm__pte_alloc_one(m); /* for a later split: see pgtable.c */
 
-	folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO);
+	folio = deposit ? pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO) : NULL;
 	if (!folio) {
+		if (deposit)
+			pm__pte_free_now(m, deposit);
 		count_event(m, THP_FALLBACKS, 1);
 		return VM_FAULT_FALLBACK;
 	}
@@ -98,9 +101,11 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	if (!pmd_none(pmdp_get(pmdp))) {
 		pm_spin_unlock(pml);
 		folio_put(folio);
+		pm__pte_free_now(m, deposit);
 		return -EAGAIN;
 	}
 	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
+	pm__pgtable_deposit(mm, pmdp, deposit);
 	set_pmd(pmdp, pfn_pmd(page_to_pfn(m, &folio->page), bits));
 	pm_spin_unlock(pml);
 	count_event(m, THP_FAULTS, 1);

@@ -21,7 +21,8 @@
  *
  * PMD leaves: an exclusive (or sole-reference) THP is reused whole; otherwise the PMD mapping
  * is split into a PTE table and the fault is retried at 4 KiB, as do_huge_pmd_wp_page does.
- * A split never splits the folio: the 512 PTEs map the same order-9 folio.
+ * A split never splits the folio: the 512 PTEs map the same order-9 folio, from the PTE table
+ * deposited with the leaf when it was mapped, so a split never needs memory.
  */
 #include "internal.h"
 
@@ -111,7 +112,6 @@ int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	struct pm_folio *folio;
 	pmd_t pmd;
-	int err;
 
 	pm_spin_lock(pml);
 	pmd = pmdp_get(pmdp);
@@ -133,8 +133,8 @@ int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 		}
 	}
 	pm_spin_unlock(pml);
-	err = pm__split_huge_pmd(mm, pmdp, addr & PMD_MASK);
-	return err ? err : -EAGAIN;
+	pm__split_huge_pmd(mm, pmdp);
+	return -EAGAIN;
 
 reuse:
 	if (!unshare && (vma->flags & VM_WRITE))
@@ -145,16 +145,16 @@ reuse:
 }
 
 /**
- * pm__split_huge_pmd_locked() - replace the 2 MiB leaf at *@pmdp by the PTE table @table
+ * pm__split_huge_pmd_locked() - replace the 2 MiB leaf at *@pmdp by its deposited PTE table,
  * mapping the same folio page by page, with the same protection.
  *
  * Each subpage inherits the head's AnonExclusive state (a PMD mapping keeps it on the head).
  * The folio gains one reference and one mapcount per PTE and loses its PMD mapping. The table
  * is filled while private and published with a release store; a GUP-fast walker that read the
  * old leaf re-checks the PMD after taking its reference and backs off.
- * Context: the PMD lock held; @table is a fresh, unpublished PTE table.
+ * Context: the PMD lock held; *@pmdp is a leaf.
  */
-int pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
+void pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
 {
 	struct pm_machine *m = mm->m;
 	pmd_t pmd = pmdp_get(pmdp);
@@ -164,6 +164,7 @@ int pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *ta
 				   _PAGE_DIRTY | _PAGE_SPECIAL);
 	bool anon = folio_test_anon(folio);
 	bool excl = anon && page_anon_exclusive(head);
+	pm_entry_t *table = pm__pgtable_withdraw(mm, pmdp);
 
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		struct pm_page *p = head + i;
@@ -181,29 +182,18 @@ int pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *ta
 	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	set_pmd(pmdp, (pmd_t){ (virt_to_pfn(m, table) << PAGE_SHIFT) | _PAGE_TABLE });
 	count_event(m, THP_SPLITS, 1);
-	return 0;
 }
 
 /**
- * pm__split_huge_pmd() - split the PMD mapping at *@pmdp (for @haddr) if it is still a leaf.
- * The PTE table is allocated before the PMD lock is taken. Context: mmap_lock held.
- * Return: 0, or -ENOMEM.
+ * pm__split_huge_pmd() - split the PMD mapping at *@pmdp if it is still a leaf. Uses the
+ * leaf's deposited table, so it never fails. Context: mmap_lock held (or i_mmap, see zap.c).
  */
-int pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
+void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-	pm_entry_t *table = pm__pte_alloc_one(mm->m);
 
-	(void)haddr;
-	if (!table)
-		return -ENOMEM;
 	pm_spin_lock(pml);
-	if (pmd_leaf(pmdp_get(pmdp))) {
-		pm__split_huge_pmd_locked(mm, pmdp, table);
-		table = NULL;
-	}
+	if (pmd_leaf(pmdp_get(pmdp)))
+		pm__split_huge_pmd_locked(mm, pmdp);
 	pm_spin_unlock(pml);
-	if (table)
-		pm__pte_free_now(mm->m, table);
-	return 0;
 }

@@ -114,14 +114,16 @@ out:
 }
 
 /*
- * Share a PMD-mapped THP with the child, write-protected in both.
+ * Share a PMD-mapped THP with the child, write-protected in both; @deposit becomes the child
+ * leaf's deposited table (used only when 0 is returned).
  * Return: 0, 1 if the THP may be pinned (the caller splits it and copies at PTE level), or
  * -EAGAIN if the PMD changed.
  */
 static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,
-			 pm_entry_t *src_pmdp)
+			 pm_entry_t *src_pmdp, pm_entry_t *deposit)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(src, src_pmdp);
+	struct pm_spinlock *dst_pml = pm__pmd_lockptr(dst, dst_pmdp);
 	struct pm_folio *folio;
 	pmd_t pmd;
 
@@ -144,7 +146,10 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 	}
 	folio_get_refs(folio, 1);
 	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	pm_spin_lock(dst_pml); /* the child's lock nests inside the parent's: only fork does this */
+	pm__pgtable_deposit(dst, dst_pmdp, deposit);
 	set_pmd(dst_pmdp, pmd);
+	pm_spin_unlock(dst_pml);
 	pm_spin_unlock(pml);
 	return 0;
 }
@@ -167,7 +172,13 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 		if (!dst_pmdp)
 			return -ENOMEM;
 		if (pmd_leaf(pmd)) {
-			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp);
+			pm_entry_t *deposit = pm__pte_alloc_one(dst->m);
+
+			if (!deposit)
+				return -ENOMEM;
+			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp, deposit);
+			if (ret)
+				pm__pte_free_now(dst->m, deposit);
 			if (ret == -EAGAIN) {
 				next = addr;
 				continue;
@@ -175,8 +186,7 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 			if (ret == 0)
 				continue;
 			/* May be pinned: split it, and copy at PTE level below. */
-			if (pm__split_huge_pmd(src, src_pmdp, addr & PMD_MASK))
-				return -ENOMEM;
+			pm__split_huge_pmd(src, src_pmdp);
 		}
 		if (pm__pte_alloc(dst, dst_pmdp))
 			return -ENOMEM;

@@ -409,18 +409,14 @@ static struct pm_folio *shmem_lookup(struct pm_shmem *f, unsigned long index)
 	void *_Atomic *slot;
 
 	pm_rcu_read_lock();
-	for (unsigned tries = 0;; tries++) {
+	for (;;) {
 		folio = tree_load(f, index, &slot);
 		if (!folio)
 			break;
-		if (!pm__folio_try_get(folio, 1)) {
-			/* Being freed, so the slot is changing too - or a refcount at its limit. */
-			if (folio_ref_count(folio) > 0 && tries > 1000) {
-				folio = NULL;
-				break;
-			}
+		/* A failure means it is being freed, so the slot is changing too (GUP never takes
+		 * a count near INT_MAX: see PM_GUP_REF_LIMIT). */
+		if (!pm__folio_try_get(folio, 1, INT_MAX))
 			continue;
-		}
 		if (likely(atomic_load_mb(slot) == folio))
 			break;
 		folio_put(folio);

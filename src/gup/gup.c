@@ -50,17 +50,18 @@ bool pm__try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 		return true;
 	if (flags & FOLL_PIN) {
 		if (folio_test_large(folio)) {
-			if (!pm__folio_ref_add(folio, refs))
+			if (!pm__folio_ref_add(folio, refs, PM_GUP_REF_LIMIT))
 				return false;
 			atomic_add_mb(&folio->page.xpincount, refs);
-		} else if (!pm__folio_ref_add(folio, refs * GUP_PIN_COUNTING_BIAS)) {
+		} else if (!pm__folio_ref_add(folio, refs * GUP_PIN_COUNTING_BIAS,
+					      PM_GUP_REF_LIMIT)) {
 			return false;
 		}
 		count_event(page_machine(&folio->page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
 		return true;
 	}
 	if (flags & FOLL_GET)
-		return pm__folio_ref_add(folio, refs);
+		return pm__folio_ref_add(folio, refs, PM_GUP_REF_LIMIT);
 	return true;
 }
 

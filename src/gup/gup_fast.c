@@ -64,28 +64,47 @@
 
 /*
  * try_grab_folio_fast() - a speculative reference of kind @flags, @refs pages, on the folio of
- * @page. Return: the folio, or NULL (free, being freed, overflow, or no longer this page's).
+ * @page. Return: the folio, or NULL (free, being freed, at its limit, or no longer this page's).
+ *
+ * A pin of a small folio is one compare-and-swap of refs * 1024. But which kind of folio it is
+ * can only be trusted once we hold a reference: the frame may have been freed and reallocated
+ * with another order between our look and the CAS. So the order is read again afterwards and,
+ * in the rare case it changed, the count is corrected - as Linux takes plain references first
+ * and converts them to a pin only once it holds the folio.
  */
 static struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs, unsigned flags)
 {
 	struct pm_folio *folio = page_folio(page);
-	int amount = refs;
+	bool pin = flags & FOLL_PIN, large = folio_test_large(folio);
+	int amount = pin && !large ? refs * GUP_PIN_COUNTING_BIAS : refs;
 
 	if (unlikely(page_test(&folio->page, PG_zero)))
 		return NULL;
-	if ((flags & FOLL_PIN) && !folio_test_large(folio))
-		amount = refs * GUP_PIN_COUNTING_BIAS; /* one CAS instead of get + add */
-	if (!pm__folio_try_get(folio, amount))
+	if (!pm__folio_try_get(folio, amount, PM_GUP_REF_LIMIT))
 		return NULL;
 	if (unlikely(page_folio(page) != folio)) {
 		folio_put_refs(folio, amount);
 		return NULL;
 	}
-	if (flags & FOLL_PIN) {
-		if (folio_test_large(folio))
-			atomic_add_mb(&folio->page.xpincount, refs);
-		count_event(page_machine(page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
+	if (!pin)
+		return folio;
+	if (unlikely(folio_test_large(folio) != large)) {
+		if (large) {
+			/* Was large, is small: a pin needs the bias. */
+			if (!pm__folio_ref_add(folio, refs * (GUP_PIN_COUNTING_BIAS - 1),
+					       PM_GUP_REF_LIMIT)) {
+				folio_put_refs(folio, refs);
+				return NULL;
+			}
+		} else {
+			/* Was small, is large: one reference per page, and the pincount. We hold
+			 * refs references more than before, so this cannot reach zero. */
+			atomic_sub_mb(&folio->page.xrefcount, refs * (GUP_PIN_COUNTING_BIAS - 1));
+		}
 	}
+	if (folio_test_large(folio))
+		atomic_add_mb(&folio->page.xpincount, refs);
+	count_event(page_machine(page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
 	return folio;
 }
 

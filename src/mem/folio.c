@@ -11,8 +11,9 @@
  * speculative walker that took a reference re-checks page_folio() in case the frame was freed
  * and reused in between.
  *
- * Refcount overflow is refused, never wrapped: try_get and ref_add fail (GUP answers -ENOMEM,
- * as Linux's try_grab_folio does) when the count would pass INT_MAX.
+ * Refcount overflow is refused, never wrapped: GUP's references stop at PM_GUP_REF_LIMIT (GUP
+ * then answers -ENOMEM, as Linux's try_grab_folio does), which leaves 2^30 of headroom for the
+ * references that cannot be refused (mappings, transient references).
  */
 #include <sched.h>
 
@@ -58,34 +59,34 @@ void pm__folio_free(struct pm_folio *folio)
 
 /**
  * pm__folio_try_get() - add @refs references unless the refcount is zero (free, or a frame
- * that is not a folio head) or would overflow. The speculative reference of GUP-fast and of
- * lockless page-cache lookups.
+ * that is not a folio head) or the result would pass @limit. The speculative reference of
+ * GUP-fast and of lockless page-cache lookups.
  *
  * Ordering: a full barrier on success (the re-checks that follow must not move before it).
  */
-bool pm__folio_try_get(struct pm_folio *folio, int refs)
+bool pm__folio_try_get(struct pm_folio *folio, int refs, int limit)
 {
 	int old = atomic_load_relaxed(&folio->page.xrefcount);
 
 	do {
 		if (unlikely(old <= 0))
 			return false;
-		if (unlikely(old > INT_MAX - refs)) {
-			pm_warn_once(1, "folio refcount would overflow; reference refused");
+		if (unlikely(old > limit - refs)) {
+			pm_warn_once(1, "folio refcount at its limit; reference refused");
 			return false;
 		}
 	} while (!atomic_cas_mb(&folio->page.xrefcount, &old, old + refs));
 	return true;
 }
 
-/* Add @refs references to a folio the caller holds stable (a reference or a locked mapping). */
-bool pm__folio_ref_add(struct pm_folio *folio, int refs)
+/* Add @refs references to a folio the caller holds stable, unless that would pass @limit. */
+bool pm__folio_ref_add(struct pm_folio *folio, int refs, int limit)
 {
 	int old = atomic_load_relaxed(&folio->page.xrefcount);
 
 	do {
-		if (unlikely(old > INT_MAX - refs)) {
-			pm_warn_once(1, "folio refcount would overflow; reference refused");
+		if (unlikely(old > limit - refs)) {
+			pm_warn_once(1, "folio refcount at its limit; reference refused");
 			return false;
 		}
 	} while (!atomic_cas_mb(&folio->page.xrefcount, &old, old + refs));

@@ -4,9 +4,10 @@
  *
  * All four validate their arguments first (Linux's errors, see include/pinmm/mm.h), then work
  * under mmap_lock: for write when they change the VMA set or VMA flags, for read for
- * MADV_DONTNEED, which only zaps. Changes that may need memory (a VMA split, a PMD split at a
- * boundary) are made before anything destructive, so a failure leaves the address space as
- * it was - at most with a VMA split in two, which changes nothing observable.
+ * MADV_DONTNEED, which only zaps. Changes that may need memory (a VMA split) are made before
+ * anything destructive, so a failure leaves the address space as it was - at most with a VMA
+ * split in two, which changes nothing observable. Splitting a PMD mapping needs no memory (the
+ * leaf carries a deposited PTE table), so MADV_DONTNEED never fails for lack of memory.
  *
  * A PMD leaf (a PMD-mapped THP) always lies inside one VMA: pm__split_vma splits the leaf when
  * it splits the VMA inside it.
@@ -23,16 +24,15 @@ static unsigned long prot_to_vm(int prot)
 }
 
 /* Split the PMD leaf that straddles @addr, if there is one. Context: mmap_lock held. */
-int pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr)
+void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr)
 {
 	pm_entry_t *pmdp;
 
 	if (!(addr & ~PMD_MASK))
-		return 0;
+		return;
 	pmdp = pm__pmd_lookup(mm, addr);
-	if (!pmdp || !pmd_leaf(pmdp_get(pmdp)))
-		return 0;
-	return pm__split_huge_pmd(mm, pmdp, addr & PMD_MASK);
+	if (pmdp && pmd_leaf(pmdp_get(pmdp)))
+		pm__split_huge_pmd(mm, pmdp);
 }
 
 /* ---- finding a free range ---- */
@@ -432,7 +432,6 @@ static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long
 	while (tmp < end) {
 		struct pm_vma *vma = pm__find_vma(mm, tmp);
 		unsigned long s, e;
-		int err;
 
 		if (!vma || vma->start >= end) {
 			hole = true;
@@ -442,9 +441,7 @@ static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long
 			hole = true;
 		s = max(vma->start, tmp);
 		e = min(vma->end, end);
-		err = pm__zap_range(mm, s, e);
-		if (err)
-			return err;
+		pm__zap_range(mm, s, e);
 		tmp = e;
 	}
 	return hole ? -ENOMEM : 0;

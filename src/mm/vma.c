@@ -147,9 +147,6 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	struct pm_vma *new;
 
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
-	/* A PMD leaf never straddles two VMAs: split it first (this may need a page table). */
-	if (pm__split_huge_pmd_at(mm, addr))
-		return -ENOMEM;
 	new = pm__vma_alloc(mm);
 	if (!new)
 		return -ENOMEM;
@@ -157,6 +154,8 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 		free(new);
 		return -ENOMEM;
 	}
+	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
+	pm__split_huge_pmd_at(mm, addr);
 	new->flags = vma->flags;
 	new->file = vma->file;
 	new->start = addr;

@@ -9,9 +9,9 @@
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
  * outlives its mappings until its last unpin.
  *
- * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock; one it covers
- * partly is split into a PTE table first (which needs a page: -ENOMEM). munmap and mprotect
- * split at their boundaries before changing anything, so their zaps never fail.
+ * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock and its deposited
+ * PTE table freed; one it covers partly is split into its deposited PTE table first. Neither
+ * needs memory, so a zap never fails.
  *
  * Context: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
  * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive.
@@ -50,6 +50,7 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	struct pm_folio *folio;
+	pm_entry_t *deposit;
 	pmd_t pmd;
 
 	pm_spin_lock(pml);
@@ -59,7 +60,9 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 		return false;
 	}
 	pmdp_get_and_clear(pmdp);
+	deposit = pm__pgtable_withdraw(mm, pmdp);
 	pm_spin_unlock(pml);
+	pm__pte_free_now(mm->m, deposit); /* never published: no walker can hold it */
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	folio_put(folio);
@@ -67,11 +70,10 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 }
 
 /**
- * pm__zap_range() - remove every mapping in [@start, @end) of @mm.
- * Return: 0, or -ENOMEM if a partly covered 2 MiB leaf could not be split (the zap stops
- * there; what came before it is zapped).
+ * pm__zap_range() - remove every mapping in [@start, @end) of @mm. A 2 MiB leaf the range
+ * covers in part is split first (with its deposited table: this never fails).
  */
-int pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
 	unsigned long next;
 
@@ -87,15 +89,11 @@ int pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 				if (!zap_huge_pmd(mm, pmdp))
 					next = a; /* changed under us: look again */
 			} else {
-				int err = pm__split_huge_pmd(mm, pmdp, a & PMD_MASK);
-
-				if (err)
-					return err;
+				pm__split_huge_pmd(mm, pmdp);
 				next = a; /* now a PTE table */
 			}
 		} else if (pmd_table(pmd)) {
 			zap_pte_range(mm, pmdp, a, next);
 		}
 	}
-	return 0;
 }

@@ -39,6 +39,7 @@ static void table_init(struct pm_page *page, int level)
 	atomic_store_relaxed(&page->xflags, PGF(PG_table));
 	pm_spin_init(&page->ptl);
 	page->level = level;
+	page->huge_ptes = NULL;
 }
 
 static pm_entry_t *table_alloc(struct pm_machine *m, int level)
@@ -103,6 +104,32 @@ pm_entry_t *pm__pte_alloc_one(struct pm_machine *m)
 void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table)
 {
 	table_free_now(m, table);
+}
+
+/*
+ * Deposited tables (Linux's pgtable_trans_huge_deposit). Every 2 MiB leaf keeps a spare PTE
+ * table, allocated with the THP and parked on a list in its PMD table's descriptor, so that
+ * splitting the PMD mapping never needs memory: an mprotect, munmap or MADV_DONTNEED that cuts a
+ * THP, a COW fault on a shared THP, fork of a pinned THP - none can fail for want of a page.
+ * The tables on a PMD table's list are interchangeable; there is one per leaf in that table.
+ * Context: the PMD lock of the table holding @pmdp.
+ */
+void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
+{
+	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = table_page(mm->m, table);
+
+	pte_page->deposit_next = pmd_page->huge_ptes;
+	pmd_page->huge_ptes = pte_page;
+}
+
+pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = pmd_page->huge_ptes;
+
+	pm_bug_on(!pte_page); /* a leaf without its deposit */
+	pmd_page->huge_ptes = pte_page->deposit_next;
+	pte_page->deposit_next = NULL;
+	return page_address(mm->m, pte_page);
 }
 
 /* Load the table an upper-level slot points to, or NULL. */
@@ -310,6 +337,7 @@ void pm__free_pgtables(struct pm_mm *mm, unsigned long start, unsigned long end)
 			free_pte_tables(mm, pmd, us, u, uend);
 			if (pm__find_vma_intersection(mm, us, us + PUD_SIZE) || !table_empty(pmd))
 				continue;
+			pm_assert(!table_page(m, pmd)->huge_ptes);
 			pm_spin_lock(&mm->page_table_lock);
 			atomic_store_release(pudp, 0);
 			pm_spin_unlock(&mm->page_table_lock);

@@ -28,6 +28,7 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -58,20 +59,7 @@ static pthread_barrier_t phase_barrier;
 static int phase_stop; /* written by worker 0 before a barrier, read by all after it */
 static uint64_t seed;
 
-#define fail(...) \
-	do { \
-		if (atomic_fetch_add(&errors, 1) < 10) \
-			diag(__VA_ARGS__); \
-	} while (0)
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
-
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ULL;
-	return x ^ (x >> 32);
-}
+#define fail(...) pmt_error(&errors, __VA_ARGS__)
 
 /* ------------------------------------------------------------------------------------------
  * Workers.
@@ -99,7 +87,7 @@ static void chunk_fill(unsigned char *p, int w, unsigned long addr, uint32_t gen
 	uint64_t *q = (uint64_t *)p;
 
 	for (unsigned i = 0; i < CHUNK / 8; i++)
-		q[i] = gen ? mix(addr + i * 8, ((uint64_t)w << 32) | gen) : 0;
+		q[i] = gen ? pmt_mix(addr + i * 8, ((uint64_t)w << 32) | gen) : 0;
 }
 
 static void shared_write(struct worker *wk, unsigned first, unsigned n)
@@ -158,7 +146,7 @@ static void priv_write(struct worker *wk)
 	if (off + len > PRIV_LEN)
 		len = PRIV_LEN - off;
 	for (size_t i = 0; i < len; i++)
-		wk->shadow[off + i] = (unsigned char)(mix(off + i, v) >> 24);
+		wk->shadow[off + i] = (unsigned char)(pmt_mix(off + i, v) >> 24);
 	r = pm_access(mm, wk->priv + off, wk->shadow + off, len, 1);
 	if (r != (long)len)
 		fail("worker %d: private write %#lx+%zu -> %ld", wk->id, wk->priv + off, len, r);
@@ -376,7 +364,7 @@ static void churn_op(void)
 		break;
 	case 4 ... 6: /* write some pages */
 		for (unsigned long i = first; i < first + n && i < first + 32; i++) {
-			uint64_t v = mix(churn.base[gi] + i * PG, tap_rand(&churn.rng)) | 1;
+			uint64_t v = pmt_mix(churn.base[gi] + i * PG, tap_rand(&churn.rng)) | 1;
 
 			ret = pm_access(mm, churn.base[gi] + i * PG, &v, 8, 1);
 			churn.writes++;
@@ -409,14 +397,8 @@ static void *churn_main(void *arg)
 static void run(double seconds)
 {
 	pthread_t ct;
-	struct pm_config c = { .mem_bytes = 128 * MiB };
-	size_t free0;
+	size_t free0 = pmt_setup(&m, &mm, 128, 0);
 
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
 	ASSERT_EQ(pthread_barrier_init(&phase_barrier, NULL, NW), 0);
 
 	for (int w = 0; w < NW; w++) {
@@ -424,7 +406,7 @@ static void run(double seconds)
 
 		memset(wk, 0, sizeof(*wk));
 		wk->id = w;
-		wk->rng = mix(seed, 100 + w);
+		wk->rng = pmt_mix(seed, 100 + w);
 		wk->priv = BASE + w * SLOT;
 		wk->shadow = calloc(1, PRIV_LEN);
 		ASSERT_TRUE(wk->shadow);
@@ -439,7 +421,7 @@ static void run(double seconds)
 		  SHARED_BASE);
 	churn.base[NW] = SHARED_BASE + SHARED_LEN;
 	churn.len[NW] = TAIL_GAP_LEN;
-	churn.rng = mix(seed, 7);
+	churn.rng = pmt_mix(seed, 7);
 	for (int gi = 0; gi < NGAPS; gi++) {
 		churn.pages[gi] = calloc(churn.len[gi] / PG, sizeof(struct gpage));
 		ASSERT_TRUE(churn.pages[gi]);
@@ -450,8 +432,7 @@ static void run(double seconds)
 	ASSERT_EQ(pthread_create(&ct, NULL, churn_main, NULL), 0);
 	double end = tap_now() + seconds;
 
-	while (tap_now() < end && atomic_load(&errors) == 0)
-		usleep(10000);
+	pmt_wait_until(end, &errors);
 	atomic_store(&stop, 1);
 	for (int w = 0; w < NW; w++)
 		pthread_join(workers[w].th, NULL);
@@ -485,10 +466,7 @@ static void run(double seconds)
 	is_int(pm_machine_check(m), 0, "pm_machine_check with the mm alive");
 
 	pm_mm_destroy(mm);
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "every frame free after destroy");
-	is_int(pm_machine_check(m), 0, "pm_machine_check after destroy");
-	pm_machine_destroy(m);
+	pmt_end(m, free0, &pmt_end_after_run, NULL);
 	for (int w = 0; w < NW; w++)
 		free(workers[w].shadow);
 	for (int gi = 0; gi < NGAPS; gi++)

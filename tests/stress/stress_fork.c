@@ -31,6 +31,7 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define PG ((unsigned long)PM_PAGE_SIZE)
@@ -55,8 +56,7 @@ struct ctx {
 	struct pm_mm *child[NCHILD];  /* owned by the forker */
 	uint64_t expect[NCHILD][NP];  /* what each child's page holds */
 	_Atomic unsigned long pinned[NPIN]; /* frame each pinner holds a pin on, or ULONG_MAX */
-	_Atomic int pause, done;
-	pthread_barrier_t paused, resume;
+	struct pmt_gate gate;	      /* the pauses for quiescent checks */
 };
 
 struct worker {
@@ -74,22 +74,6 @@ static unsigned long page_addr(struct ctx *c, unsigned long i)
 	return i < NSMALL ? c->small + i * PG : c->thp + (i - NSMALL) * PG;
 }
 
-static void fill_word(uint64_t *w, uint64_t v)
-{
-	for (unsigned long k = 0; k < PG / 8; k++)
-		w[k] = v;
-}
-
-static bool all_word(const void *p, uint64_t v)
-{
-	const uint64_t *w = p;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != v)
-			return false;
-	return true;
-}
-
 static uint64_t mktok(unsigned who, uint64_t seq, unsigned long i)
 {
 	return (uint64_t)who << 56 | (seq & 0xffffffffffULL) << 16 | i;
@@ -103,16 +87,15 @@ static void werr(struct worker *w, const char *what, unsigned long idx, long r)
 
 static bool checkpoint(struct worker *w, struct pm_page *held, unsigned long idx)
 {
-	struct ctx *c = w->c;
+	bool go_on;
 
-	if (!atomic_load_explicit(&c->pause, memory_order_acquire))
+	if (!pmt_gate_pausing(&w->c->gate))
 		return true;
 	w->held = held;
 	w->held_idx = idx;
-	pthread_barrier_wait(&c->paused);
-	pthread_barrier_wait(&c->resume);
+	go_on = pmt_gate_wait(&w->c->gate);
 	w->held = NULL;
-	return !atomic_load(&c->done);
+	return go_on;
 }
 
 static bool pinner_once(struct worker *w)
@@ -149,9 +132,9 @@ static bool pinner_once(struct worker *w)
 
 		pthread_rwlock_rdlock(&c->fork_lock);
 		if (rw) {
-			fill_word(pm_page_address(p), v);
+			pmt_fill_words(pm_page_address(p), v);
 		} else {
-			fill_word(w->buf, v);
+			pmt_fill_words(w->buf, v);
 			e = pm_access(c->parent, page_addr(c, i), w->buf, PG, 1);
 		}
 		atomic_store_explicit(&c->tok[i], v, memory_order_relaxed);
@@ -160,7 +143,7 @@ static bool pinner_once(struct worker *w)
 			werr(w, "parent write", i, e);
 		sched_yield();
 		/* The pin sees the parent's write (R/O: it unshared first), never a child's. */
-		if (!all_word(pm_page_address(p), v)) {
+		if (!pmt_page_all(pm_page_address(p), v)) {
 			if (!w->bad_pin++)
 				diag("worker %d: %s pin of page %lu: %#llx, parent wrote %#llx",
 				     w->id, rw ? "R/W" : "R/O", i,
@@ -168,7 +151,7 @@ static bool pinner_once(struct worker *w)
 				     (unsigned long long)v);
 		}
 		e = pm_access(c->parent, page_addr(c, i), w->rbuf, PG, 0);
-		if (e != (long)PG || !all_word(w->rbuf, v)) {
+		if (e != (long)PG || !pmt_page_all(w->rbuf, v)) {
 			if (!w->bad_mem++)
 				diag("worker %d: parent page %lu: %#llx (%ld), pin holds %#llx",
 				     w->id, i, (unsigned long long)w->rbuf[0], e,
@@ -216,7 +199,7 @@ static void verify_child(struct worker *w, int s)
 	for (unsigned long i = 0; i < NP; i++) {
 		long e = pm_access(c->child[s], page_addr(c, i), w->rbuf, PG, 0);
 
-		if (e != (long)PG || !all_word(w->rbuf, c->expect[s][i])) {
+		if (e != (long)PG || !pmt_page_all(w->rbuf, c->expect[s][i])) {
 			if (!w->bad_child++)
 				diag("child page %lu reads %#llx (%ld), expected %#llx", i,
 				     (unsigned long long)w->rbuf[0], e,
@@ -258,7 +241,7 @@ static bool forker_once(struct worker *w)
 		if (tap_rand(&w->rng) % 4)
 			continue;
 		v = mktok(0x80 | s, (uint64_t)w->forks, i);
-		fill_word(w->buf, v);
+		pmt_fill_words(w->buf, v);
 		e = pm_access(child, page_addr(c, i), w->buf, PG, 1);
 		if (e != (long)PG)
 			werr(w, "child write", i, e);
@@ -321,7 +304,7 @@ static void quiescent_check(struct ctx *c, struct worker *w, struct verdict *v)
 	}
 	for (unsigned long i = 0; i < NP; i++)
 		if (pm_access(c->parent, page_addr(c, i), buf, PG, 0) != (long)PG ||
-		    !all_word(buf, atomic_load(&c->tok[i])))
+		    !pmt_page_all(buf, atomic_load(&c->tok[i])))
 			v->parent++;
 }
 
@@ -329,7 +312,6 @@ int main(int argc, char **argv)
 {
 	uint64_t seed = tap_seed(argc, argv);
 	double seconds = tap_seconds(2);
-	struct pm_config cfg = { .mem_bytes = 128UL << 20 };
 	struct ctx *c = calloc(1, sizeof(*c));
 	struct worker *w = calloc(NWORKERS, sizeof(*w));
 	pthread_t t[NWORKERS];
@@ -341,8 +323,7 @@ int main(int argc, char **argv)
 
 	plan_no_plan();
 	ASSERT_TRUE(c && w);
-	c->m = pm_machine_create(&cfg);
-	ASSERT_TRUE(c->m != NULL);
+	c->m = pmt_machine(128, 0);
 	free0 = pm_machine_free_pages(c->m);
 	c->parent = pm_mm_create(c->m);
 	ASSERT_TRUE(c->parent != NULL);
@@ -354,14 +335,13 @@ int main(int argc, char **argv)
 		static uint64_t buf[PM_PAGE_SIZE / 8];
 
 		atomic_store(&c->tok[i], mktok(0x7f, 0, i));
-		fill_word(buf, atomic_load(&c->tok[i]));
+		pmt_fill_words(buf, atomic_load(&c->tok[i]));
 		ASSERT_EQ(pm_access(c->parent, page_addr(c, i), buf, PG, 1), PG);
 	}
 	pm_machine_stats(c->m, &st);
 	ok(st.thp_faults == 1, "stress fork: the parent has a THP");
 	pthread_rwlock_init(&c->fork_lock, NULL);
-	pthread_barrier_init(&c->paused, NULL, NWORKERS + 1);
-	pthread_barrier_init(&c->resume, NULL, NWORKERS + 1);
+	pmt_gate_init(&c->gate, NWORKERS);
 	for (int i = 0; i < NPIN; i++)
 		atomic_store(&c->pinned[i], ULONG_MAX);
 	for (int i = 0; i < NWORKERS; i++) {
@@ -371,20 +351,10 @@ int main(int argc, char **argv)
 		ASSERT_EQ(pthread_create(&t[i], NULL, worker_fn, &w[i]), 0);
 	}
 	for (int e = 0; e < EPOCHS; e++) {
-		double end = tap_now() + seconds / EPOCHS;
-
-		while (tap_now() < end) {
-			struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-			nanosleep(&ts, NULL);
-		}
-		atomic_store_explicit(&c->pause, 1, memory_order_release);
-		pthread_barrier_wait(&c->paused);
+		pmt_wait_until(tap_now() + seconds / EPOCHS, NULL);
+		pmt_gate_pause(&c->gate);
 		quiescent_check(c, w, &v);
-		atomic_store(&c->pause, 0);
-		if (e == EPOCHS - 1)
-			atomic_store(&c->done, 1);
-		pthread_barrier_wait(&c->resume);
+		pmt_gate_resume(&c->gate, e == EPOCHS - 1);
 	}
 	for (int i = 0; i < NWORKERS; i++) {
 		pthread_join(t[i], NULL);
@@ -414,15 +384,12 @@ int main(int argc, char **argv)
 		if (c->child[s])
 			pm_mm_destroy(c->child[s]);
 	pm_mm_destroy(c->parent);
-	pthread_barrier_destroy(&c->paused);
-	pthread_barrier_destroy(&c->resume);
+	pmt_gate_destroy(&c->gate);
 	pthread_rwlock_destroy(&c->fork_lock);
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(c->m), free0, "stress fork: every frame returned");
-	pm_machine_stats(c->m, &st);
-	is_int(st.nr_foll_pin_acquired - st.nr_foll_pin_released, 0, "stress fork: pins balanced");
-	is_int(pm_machine_check(c->m), 0, "stress fork: pm_machine_check at the end");
-	pm_machine_destroy(c->m);
+	pmt_end(c->m, free0,
+		&(const struct pmt_end_names){ "every frame returned", "pins balanced",
+					       "pm_machine_check at the end" },
+		"stress fork");
 	free(w);
 	free(c);
 	return done_testing();

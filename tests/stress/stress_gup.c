@@ -28,6 +28,7 @@
 #include <pinmm/pinmm.h>
 
 #include "internal.h"
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -53,20 +54,7 @@ static atomic_int stop;
 static atomic_long errors;
 static uint64_t seed;
 
-#define fail(...) \
-	do { \
-		if (atomic_fetch_add(&errors, 1) < 10) \
-			diag(__VA_ARGS__); \
-	} while (0)
-
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-	uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
-
-	x ^= x >> 32;
-	x *= 0xd6e8feb86659fd93ULL;
-	return x ^ (x >> 32);
-}
+#define fail(...) pmt_error(&errors, __VA_ARGS__)
 
 static uint32_t frame_gen(struct pm_page *p)
 {
@@ -124,7 +112,7 @@ static void take(struct pinner *p, struct batch *b)
 		if (p->holds[pfn]++ == 0) {
 			uint64_t *s = slot_of(p, page);
 
-			p->stamp[pfn] = mix(pfn, ++p->serial);
+			p->stamp[pfn] = pmt_mix(pfn, ++p->serial);
 			s[0] = p->stamp[pfn];
 			s[1] = ~p->stamp[pfn];
 		}
@@ -367,17 +355,14 @@ static void *mutator_main(void *arg)
 
 static void run(size_t mem, unsigned knobs, double seconds, uint64_t s)
 {
-	struct pm_config c = { .mem_bytes = mem, .knobs = knobs };
 	struct pm_stats st;
 	size_t free0, nframes;
+	char what[32];
 
 	diag("%zu MiB, knobs %#x, for %.1f s", mem / MiB, knobs, seconds);
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
+	snprintf(what, sizeof(what), "knobs %#x", knobs);
+	free0 = pmt_setup(&m, &mm, mem / MiB, knobs);
 	nframes = pm_machine_total_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
 	for (int r = 0; r < NREG; r++) {
 		unsigned long a = BASE + r * REG_LEN;
 
@@ -392,7 +377,7 @@ static void run(size_t mem, unsigned knobs, double seconds, uint64_t s)
 
 		memset(p, 0, sizeof(*p));
 		p->id = i;
-		p->rng = mix(s, 10 + i);
+		p->rng = pmt_mix(s, 10 + i);
 		p->stamp = calloc(nframes, sizeof(*p->stamp));
 		p->holds = calloc(nframes, sizeof(*p->holds));
 		ASSERT_TRUE(p->stamp && p->holds);
@@ -403,13 +388,12 @@ static void run(size_t mem, unsigned knobs, double seconds, uint64_t s)
 
 		memset(mu, 0, sizeof(*mu));
 		mu->id = i;
-		mu->rng = mix(s, 20 + i);
+		mu->rng = pmt_mix(s, 20 + i);
 		ASSERT_EQ(pthread_create(&mu->th, NULL, mutator_main, mu), 0);
 	}
 	double end = tap_now() + seconds;
 
-	while (tap_now() < end && atomic_load(&errors) == 0)
-		usleep(10000);
+	pmt_wait_until(end, &errors);
 	atomic_store(&stop, 1);
 	for (int i = 0; i < NPIN; i++)
 		pthread_join(pinners[i].th, NULL);
@@ -446,10 +430,7 @@ static void run(size_t mem, unsigned knobs, double seconds, uint64_t s)
 	is_int(st.nr_foll_pin_acquired, st.nr_foll_pin_released, "knobs %#x: pins balanced", knobs);
 	is_int(pm_machine_check(m), 0, "knobs %#x: pm_machine_check with the mm alive", knobs);
 	pm_mm_destroy(mm);
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "knobs %#x: every frame free after destroy", knobs);
-	is_int(pm_machine_check(m), 0, "knobs %#x: pm_machine_check after destroy", knobs);
-	pm_machine_destroy(m);
+	pmt_end(m, free0, &pmt_end_after_run, what);
 	for (int i = 0; i < NPIN; i++) {
 		free(pinners[i].stamp);
 		free(pinners[i].holds);

@@ -31,6 +31,7 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define PG ((unsigned long)PM_PAGE_SIZE)
@@ -53,8 +54,7 @@ struct ctx {
 	struct pm_mm *mm[NMM], *priv;
 	unsigned long addr[NMM], paddr;
 	uint64_t last[K];		/* the word each data page holds; owner-written */
-	_Atomic int pause, done;
-	pthread_barrier_t paused, resume;
+	struct pmt_gate gate;		/* the pauses for quiescent checks */
 	uint64_t seed;
 };
 
@@ -66,38 +66,10 @@ struct worker {
 	uint64_t buf[PM_PAGE_SIZE / 8], rbuf[PM_PAGE_SIZE / 8];
 };
 
-static void fill_word(uint64_t *w, uint64_t v)
-{
-	for (unsigned long k = 0; k < PG / 8; k++)
-		w[k] = v;
-}
-
-static bool all_word(const void *p, uint64_t v)
-{
-	const uint64_t *w = p;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != v)
-			return false;
-	return true;
-}
-
 static void werr(struct worker *w, const char *what, unsigned long idx, long r)
 {
 	if (!w->errors++)
 		diag("worker %d: %s at index %lu: %ld", w->id, what, idx, r);
-}
-
-/* Pause here when the main thread asks; returns false when the run is over. */
-static bool checkpoint(struct worker *w)
-{
-	struct ctx *c = w->c;
-
-	if (!atomic_load_explicit(&c->pause, memory_order_acquire))
-		return true;
-	pthread_barrier_wait(&c->paused);
-	pthread_barrier_wait(&c->resume);
-	return !atomic_load(&c->done);
 }
 
 static void data_op(struct worker *w)
@@ -113,7 +85,7 @@ static void data_op(struct worker *w)
 
 		if (i >= K)
 			return;
-		fill_word(w->buf, v);
+		pmt_fill_words(w->buf, v);
 		e = pm_access(c->mm[j], c->addr[j] + i * PG, w->buf, PG, 1);
 		if (e != (long)PG) {
 			werr(w, "data write", i, e);
@@ -121,7 +93,7 @@ static void data_op(struct worker *w)
 		}
 		c->last[i] = v;
 		e = pm_access(c->mm[k], c->addr[k] + i * PG, w->rbuf, PG, 0);
-		if (e != (long)PG || !all_word(w->rbuf, v)) {
+		if (e != (long)PG || !pmt_page_all(w->rbuf, v)) {
 			if (!w->bad_data++)
 				diag("worker %d: index %lu reads %#llx (%ld), wrote %#llx",
 				     w->id, i, (unsigned long long)w->rbuf[0], e,
@@ -185,10 +157,10 @@ static void upper_op(struct worker *w)
 		return;
 	}
 	/* Nobody writes these pages: a pinned page reads zero even if truncated meanwhile. */
-	if (!all_word(pm_page_address(p), 0))
+	if (!pmt_page_all(pm_page_address(p), 0))
 		w->bad_zero++;
 	sched_yield();
-	if (!all_word(pm_page_address(p), 0))
+	if (!pmt_page_all(pm_page_address(p), 0))
 		w->bad_zero++;
 	if (r == 5)
 		pm_put_page(p);
@@ -203,7 +175,7 @@ static void private_op(struct worker *w)
 	uint64_t v = 0x7fULL << 56 | (uint64_t)++w->ops << 16 | i;
 	long e;
 
-	fill_word(w->buf, v);
+	pmt_fill_words(w->buf, v);
 	e = pm_access(c->priv, c->paddr + i * PG, w->buf, PG, 1);
 	if (e == -EFAULT) {
 		w->sigbus++;
@@ -219,7 +191,7 @@ static void private_op(struct worker *w)
 		return;
 	}
 	/* Our copy, or - truncated and re-grown meanwhile - the object's zero page. */
-	if (e != (long)PG || !(all_word(w->rbuf, v) || all_word(w->rbuf, 0))) {
+	if (e != (long)PG || !(pmt_page_all(w->rbuf, v) || pmt_page_all(w->rbuf, 0))) {
 		if (!w->bad_data++)
 			diag("private: index %lu reads %#llx (%ld), wrote %#llx", i,
 			     (unsigned long long)w->rbuf[0], e, (unsigned long long)v);
@@ -256,7 +228,7 @@ static void *worker_fn(void *arg)
 			private_op(w);
 		else
 			truncate_op(w);
-	} while (checkpoint(w));
+	} while (pmt_gate_point(&w->c->gate));
 	return NULL;
 }
 
@@ -305,7 +277,7 @@ static void quiescent_check(struct ctx *c, struct verdict *v)
 	for (unsigned long i = 0; i < K; i++)
 		for (int j = 0; j < NMM; j++)
 			if (pm_access(c->mm[j], c->addr[j] + i * PG, buf, PG, 0) != (long)PG ||
-			    !all_word(buf, c->last[i])) {
+			    !pmt_page_all(buf, c->last[i])) {
 				if (!v->data)
 					diag("index %lu in mm %d: %#llx, want %#llx", i, j,
 					     (unsigned long long)buf[0],
@@ -361,7 +333,6 @@ static void quiescent_check(struct ctx *c, struct verdict *v)
 
 static void run(unsigned knobs, double seconds, uint64_t seed)
 {
-	struct pm_config cfg = { .mem_bytes = 128UL << 20, .knobs = knobs };
 	struct ctx *c = calloc(1, sizeof(*c));
 	struct worker *w = calloc(NWORKERS, sizeof(*w));
 	pthread_t t[NWORKERS];
@@ -372,8 +343,7 @@ static void run(unsigned knobs, double seconds, uint64_t seed)
 
 	snprintf(what, sizeof(what), "stress shmem (knobs %#x)", knobs);
 	ASSERT_TRUE(c && w);
-	c->m = pm_machine_create(&cfg);
-	ASSERT_TRUE(c->m != NULL);
+	c->m = pmt_machine(128, knobs);
 	free0 = pm_machine_free_pages(c->m);
 	c->f = pm_shmem_create(c->m, S * PG, L * PG);
 	ASSERT_TRUE(c->f != NULL);
@@ -392,11 +362,10 @@ static void run(unsigned knobs, double seconds, uint64_t seed)
 		static uint64_t buf[PM_PAGE_SIZE / 8];
 
 		c->last[i] = 0xabULL << 56 | i;
-		fill_word(buf, c->last[i]);
+		pmt_fill_words(buf, c->last[i]);
 		ASSERT_EQ(pm_access(c->mm[0], c->addr[0] + i * PG, buf, PG, 1), PG);
 	}
-	pthread_barrier_init(&c->paused, NULL, NWORKERS + 1);
-	pthread_barrier_init(&c->resume, NULL, NWORKERS + 1);
+	pmt_gate_init(&c->gate, NWORKERS);
 	for (int i = 0; i < NWORKERS; i++) {
 		w[i].c = c;
 		w[i].id = i;
@@ -404,20 +373,10 @@ static void run(unsigned knobs, double seconds, uint64_t seed)
 		ASSERT_EQ(pthread_create(&t[i], NULL, worker_fn, &w[i]), 0);
 	}
 	for (int e = 0; e < EPOCHS; e++) {
-		double end = tap_now() + seconds / EPOCHS;
-
-		while (tap_now() < end) {
-			struct timespec ts = { 0, 10 * 1000 * 1000 };
-
-			nanosleep(&ts, NULL);
-		}
-		atomic_store_explicit(&c->pause, 1, memory_order_release);
-		pthread_barrier_wait(&c->paused);
+		pmt_wait_until(tap_now() + seconds / EPOCHS, NULL);
+		pmt_gate_pause(&c->gate);
 		quiescent_check(c, &v);
-		atomic_store(&c->pause, 0);
-		if (e == EPOCHS - 1)
-			atomic_store(&c->done, 1);
-		pthread_barrier_wait(&c->resume);
+		pmt_gate_resume(&c->gate, e == EPOCHS - 1);
 	}
 	for (int i = 0; i < NWORKERS; i++) {
 		pthread_join(t[i], NULL);
@@ -439,16 +398,15 @@ static void run(unsigned knobs, double seconds, uint64_t seed)
 	is_int(v.stale, 0, "%s: no mapped page that is not the cache's", what);
 	is_int(v.dup, 0, "%s: no page in two slots", what);
 	is_int(v.exact, 0, "%s: filling every hole stops exactly at the limit", what);
-	pthread_barrier_destroy(&c->paused);
-	pthread_barrier_destroy(&c->resume);
+	pmt_gate_destroy(&c->gate);
 	for (int j = 0; j < NMM; j++)
 		pm_mm_destroy(c->mm[j]);
 	pm_mm_destroy(c->priv);
 	pm_shmem_put(c->f);
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(c->m), free0, "%s: every frame returned", what);
-	is_int(pm_machine_check(c->m), 0, "%s: pm_machine_check at the end", what);
-	pm_machine_destroy(c->m);
+	pmt_end(c->m, free0,
+		&(const struct pmt_end_names){ "every frame returned", NULL,
+					       "pm_machine_check at the end" },
+		what);
 	free(w);
 	free(c);
 }

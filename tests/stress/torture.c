@@ -25,6 +25,7 @@
 #include <pthread.h>
 
 #include "internal.h"
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define LANE (1UL << 20)
@@ -304,7 +305,6 @@ static void *truncator_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct pm_config cfg = { .mem_bytes = 256UL << 20 };
 	uint64_t seed = tap_seed(argc, argv), frng = seed ^ 0x5bd1e995;
 	double secs = tap_seconds(2);
 	static struct worker workers[MAX_WORKERS];
@@ -315,8 +315,7 @@ int main(int argc, char **argv)
 
 	plan(5);
 	nr_workers = tap_scale(4) >= 4 ? 4 : 2; /* even: THPs straddle pairs of lanes */
-	m = pm_machine_create(&cfg);
-	ASSERT_TRUE(m);
+	m = pmt_machine(256, 0);
 	free0 = pm_machine_free_pages(m);
 	parent = pm_mm_create(m);
 	obj = pm_shmem_create(m, SHARED_LEN, 0);
@@ -356,9 +355,9 @@ int main(int argc, char **argv)
 	ok(pm_machine_check(m) == 0, "invariants hold with everything still mapped");
 	pm_mm_destroy(parent);
 	pm_shmem_put(obj);
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "every frame is free again");
-	ok(pm_machine_check(m) == 0, "invariants hold at the end");
-	pm_machine_destroy(m);
+	pmt_end(m, free0,
+		&(const struct pmt_end_names){ "every frame is free again", NULL,
+					       "invariants hold at the end" },
+		NULL);
 	return done_testing();
 }

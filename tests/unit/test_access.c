@@ -10,58 +10,26 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
 #define PG 4096UL
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
-#define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 
 static struct pm_machine *m;
 static struct pm_mm *mm;
 static size_t free0;
 static uint64_t seed;
 
-static struct pm_stats stats_of(void)
+static void setup(size_t mib)
 {
-	struct pm_stats s;
-
-	pm_machine_stats(m, &s);
-	return s;
-}
-
-static size_t free_now(void)
-{
-	pm_rcu_barrier();
-	return pm_machine_free_pages(m);
-}
-
-static void setup(size_t mem)
-{
-	struct pm_config c = { .mem_bytes = mem };
-
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free0 = pmt_setup(&m, &mm, mib, 0);
 }
 
 static void teardown(const char *what)
 {
-	if (mm)
-		pm_mm_destroy(mm);
-	mm = NULL;
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame free after destroy", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-	m = NULL;
-}
-
-static long map_fixed(unsigned long addr, size_t len, int prot)
-{
-	return pm_mmap(mm, addr, len, prot, PRIV | PM_MAP_FIXED, NULL, 0);
+	pmt_teardown(&m, &mm, free0, what);
 }
 
 static void fill_random(void *p, size_t len, uint64_t *st)
@@ -112,11 +80,11 @@ static void test_boundaries(void)
 	unsigned char *shadow;
 	size_t len;
 
-	setup(64 * MiB);
+	setup(64);
 	/* Across pages: [x+100, x+3 pages+50) inside 4 pages. */
 	shadow = calloc(1, 4 * PG);
 	ASSERT_TRUE(shadow);
-	is_int(map_fixed(x, 4 * PG, RW), x, "map 4 pages");
+	is_int(pmt_map_fixed(mm, x, 4 * PG, RW), x, "map 4 pages");
 	len = 3 * PG - 50;
 	fill_random(shadow + 100, len, &st);
 	is_int(pm_access(mm, x + 100, shadow + 100, len, 1), len, "write across 3 page boundaries");
@@ -125,9 +93,9 @@ static void test_boundaries(void)
 	free(shadow);
 
 	/* Across a THP boundary: two 2 MiB windows of a MADV_HUGEPAGE mapping. */
-	struct pm_stats s0 = stats_of();
+	struct pm_stats s0 = pmt_stats(m);
 
-	is_int(map_fixed(y, 4 * MiB, RW), y, "map 4 MiB at a 2 MiB boundary");
+	is_int(pmt_map_fixed(mm, y, 4 * MiB, RW), y, "map 4 MiB at a 2 MiB boundary");
 	is_int(pm_madvise(mm, y, 4 * MiB, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
 	shadow = calloc(1, 4 * MiB);
 	ASSERT_TRUE(shadow);
@@ -135,7 +103,7 @@ static void test_boundaries(void)
 	fill_random(shadow + 2 * MiB - 3000, len, &st);
 	is_int(pm_access(mm, y + 2 * MiB - 3000, shadow + 2 * MiB - 3000, len, 1), len,
 	       "write across the 2 MiB boundary");
-	is_int(stats_of().thp_faults - s0.thp_faults, 2, "both windows were THP-faulted");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 2, "both windows were THP-faulted");
 	ok(same_as(y + 2 * MiB - 3000, shadow + 2 * MiB - 3000, len), "it reads back");
 	fill_random(shadow, 4096 * 3 + 17, &st);
 	is_int(pm_access(mm, y, shadow, 4096 * 3 + 17, 1), 4096 * 3 + 17, "write the first bytes");
@@ -148,10 +116,10 @@ static void test_boundaries(void)
 	/* Across VMAs: A (plain) | B (MADV_DONTFORK, so not merged) | C (THP-advised, 2 MiB). */
 	shadow = calloc(1, 4 * PG + 2 * MiB);
 	ASSERT_TRUE(shadow);
-	is_int(map_fixed(z - 4 * PG, 2 * PG, RW), z - 4 * PG, "map A");
-	is_int(map_fixed(z - 2 * PG, 2 * PG, RW), z - 2 * PG, "map B");
+	is_int(pmt_map_fixed(mm, z - 4 * PG, 2 * PG, RW), z - 4 * PG, "map A");
+	is_int(pmt_map_fixed(mm, z - 2 * PG, 2 * PG, RW), z - 2 * PG, "map B");
 	is_int(pm_madvise(mm, z - 2 * PG, 2 * PG, PM_MADV_DONTFORK), 0, "B: DONTFORK");
-	is_int(map_fixed(z, 2 * MiB, RW), z, "map C");
+	is_int(pmt_map_fixed(mm, z, 2 * MiB, RW), z, "map C");
 	is_int(pm_madvise(mm, z, 2 * MiB, PM_MADV_HUGEPAGE), 0, "C: HUGEPAGE");
 	len = 3 * PG + 100;
 	fill_random(shadow + PG + 50, len, &st);
@@ -168,22 +136,22 @@ static void test_zero_page(void)
 	const unsigned long x = 0x10000000UL;
 	char c;
 
-	setup(64 * MiB);
-	is_int(map_fixed(x, 16 * PG, RW), x, "map 16 pages");
+	setup(64);
+	is_int(pmt_map_fixed(mm, x, 16 * PG, RW), x, "map 16 pages");
 	/* Page 0 builds the page tables; what follows must cost no frame. */
 	c = 1;
 	is_int(pm_access(mm, x, &c, 1, 1), 1, "write page 0");
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
 	ok(reads_zero(x + PG, 15 * PG), "untouched pages read zeros");
-	is_int(free_now(), f1, "reading them took no frame (zero page)");
+	is_int(pmt_free_pages(m), f1, "reading them took no frame (zero page)");
 	is_int(pm_fault(mm, x + 2 * PG, 0), 0, "read fault on an untouched page -> 0");
-	is_int(free_now(), f1, "and took no frame either");
+	is_int(pmt_free_pages(m), f1, "and took no frame either");
 
 	/* The first write to a zero-page-mapped page allocates exactly one frame. */
 	c = 'q';
 	is_int(pm_access(mm, x + 5 * PG + 77, &c, 1, 1), 1, "write one byte in page 5");
-	is_int(free_now(), f1 - 1, "write after read allocated one frame");
+	is_int(pmt_free_pages(m), f1 - 1, "write after read allocated one frame");
 	char want[PG];
 
 	memset(want, 0, sizeof(want));
@@ -191,10 +159,10 @@ static void test_zero_page(void)
 	ok(same_as(x + 5 * PG, want, PG), "page 5: the byte, zeros around it");
 	ok(reads_zero(x + 6 * PG, PG), "page 6 still reads zero");
 	is_int(pm_fault(mm, x + 2 * PG, PM_FAULT_WRITE), 0, "write fault on page 2 -> 0");
-	is_int(free_now(), f1 - 2, "it allocated one frame");
+	is_int(pmt_free_pages(m), f1 - 2, "it allocated one frame");
 	ok(reads_zero(x + 2 * PG, PG), "a newly allocated page reads zero");
 	is_int(pm_fault(mm, x + 2 * PG, PM_FAULT_WRITE), 0, "write fault on a present page -> 0");
-	is_int(free_now(), f1 - 2, "and allocates nothing");
+	is_int(pmt_free_pages(m), f1 - 2, "and allocates nothing");
 	teardown("zero page");
 }
 
@@ -204,11 +172,11 @@ static void test_fault_and_errors(void)
 	char buf[3 * PG];
 
 	memset(buf, 0x33, sizeof(buf));
-	setup(64 * MiB);
-	is_int(map_fixed(x, 2 * PG, RW), x, "map 2 RW pages");
-	is_int(map_fixed(x + 2 * PG, 2 * PG, PM_PROT_READ), x + 2 * PG,
+	setup(64);
+	is_int(pmt_map_fixed(mm, x, 2 * PG, RW), x, "map 2 RW pages");
+	is_int(pmt_map_fixed(mm, x + 2 * PG, 2 * PG, PM_PROT_READ), x + 2 * PG,
 	       "map 2 RO pages after them");
-	is_int(map_fixed(x + 4 * PG, PG, PM_PROT_NONE), x + 4 * PG, "and 1 PROT_NONE page");
+	is_int(pmt_map_fixed(mm, x + 4 * PG, PG, PM_PROT_NONE), x + 4 * PG, "and 1 PROT_NONE page");
 
 	is_int(pm_fault(mm, x, PM_FAULT_WRITE), 0, "write fault on RW -> 0");
 	is_int(pm_fault(mm, x + PG, 0), 0, "read fault on RW -> 0");
@@ -253,8 +221,8 @@ static void test_no_leak_between_mms(void)
 	unsigned char page[PG];
 	long n = 0, leaks = 0, r;
 
-	setup(8 * MiB);
-	is_int(map_fixed(x, 16 * MiB, RW), x, "mm 1: map 16 MiB on an 8 MiB machine");
+	setup(8);
+	is_int(pmt_map_fixed(mm, x, 16 * MiB, RW), x, "mm 1: map 16 MiB on an 8 MiB machine");
 	memset(page, 0xab, sizeof(page));
 	while ((r = pm_access(mm, x + n * PG, page, PG, 1)) == (long)PG)
 		n++;
@@ -262,7 +230,7 @@ static void test_no_leak_between_mms(void)
 	pm_mm_destroy(mm);
 	mm = pm_mm_create(m);
 	ASSERT_TRUE(mm);
-	is_int(map_fixed(x, 16 * MiB, RW), x, "mm 2: map 16 MiB");
+	is_int(pmt_map_fixed(mm, x, 16 * MiB, RW), x, "mm 2: map 16 MiB");
 	for (long i = 0; i < n; i++) {
 		unsigned char one = 1;
 
@@ -300,11 +268,12 @@ static void test_random(void)
 	long ops = tap_scale(3000), bad = 0;
 
 	ASSERT_TRUE(shadow && buf);
-	setup(64 * MiB);
-	is_int(map_fixed(base, 64 * PG, RW), base, "map A");
-	is_int(map_fixed(base + 64 * PG, 4 * MiB, RW), base + 64 * PG, "map B");
+	setup(64);
+	is_int(pmt_map_fixed(mm, base, 64 * PG, RW), base, "map A");
+	is_int(pmt_map_fixed(mm, base + 64 * PG, 4 * MiB, RW), base + 64 * PG, "map B");
 	is_int(pm_madvise(mm, base + 64 * PG, 4 * MiB, PM_MADV_HUGEPAGE), 0, "B: HUGEPAGE");
-	is_int(map_fixed(base + 64 * PG + 4 * MiB, 64 * PG, RW), base + 64 * PG + 4 * MiB, "map C");
+	is_int(pmt_map_fixed(mm, base + 64 * PG + 4 * MiB, 64 * PG, RW), base + 64 * PG + 4 * MiB,
+	       "map C");
 	for (long i = 0; i < ops; i++) {
 		uint64_t r = tap_rand(&st);
 		size_t len = 1 + tap_rand(&st) % (64 * 1024);

@@ -17,13 +17,13 @@
  * Pages hold 64-bit words (tag << 32 | page index).
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define PG ((unsigned long)PM_PAGE_SIZE)
@@ -31,106 +31,7 @@
 #define ANON (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 #define LT PM_FOLL_LONGTERM
 
-#define STAT(m, field) \
-	({ \
-		struct pm_stats s__; \
-		pm_machine_stats((m), &s__); \
-		s__.field; \
-	})
-
 /* ---- helpers ---- */
-
-static struct pm_machine *new_machine(size_t mib)
-{
-	struct pm_config cfg = { .mem_bytes = mib << 20 };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
-static void finish(struct pm_machine *m, size_t free0, const char *what)
-{
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame returned", what);
-	is_int(STAT(m, nr_foll_pin_acquired) - STAT(m, nr_foll_pin_released), 0,
-	       "%s: every pin released", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-}
-
-static uint64_t tagword(uint32_t tag, unsigned long idx)
-{
-	return (uint64_t)tag << 32 | (uint32_t)idx;
-}
-
-static void fill_page(void *p, uint32_t tag, unsigned long idx)
-{
-	uint64_t *w = p;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		w[k] = tag ? tagword(tag, idx) : 0;
-}
-
-static bool page_is(const void *p, uint32_t tag, unsigned long idx)
-{
-	const uint64_t *w = p;
-	uint64_t want = tag ? tagword(tag, idx) : 0;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != want)
-			return false;
-	return true;
-}
-
-static long put_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag)
-{
-	static uint64_t buf[PM_PAGE_SIZE / 8];
-	long done = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		fill_page(buf, tag, i);
-		if (pm_access(mm, addr + i * PG, buf, PG, 1) != (long)PG)
-			break;
-		done++;
-	}
-	return done;
-}
-
-static long bad_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag)
-{
-	static uint64_t buf[PM_PAGE_SIZE / 8];
-	long bad = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		long r = pm_access(mm, addr + i * PG, buf, PG, 0);
-
-		if (r != (long)PG || !page_is(buf, tag, i)) {
-			if (!bad)
-				diag("page %lu: access %ld, word0 %#llx, want %#llx", i, r,
-				     (unsigned long long)buf[0],
-				     (unsigned long long)(tag ? tagword(tag, i) : 0));
-			bad++;
-		}
-	}
-	return bad;
-}
-
-static long bad_pin(struct pm_page **pages, unsigned long n, uint32_t tag)
-{
-	long bad = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		if (!pages[i] || !page_is(pm_page_address(pages[i]), tag, i)) {
-			if (!bad && pages[i])
-				diag("pinned page %lu: word0 %#llx, want %#llx", i,
-				     *(unsigned long long *)pm_page_address(pages[i]),
-				     (unsigned long long)(tag ? tagword(tag, i) : 0));
-			bad++;
-		}
-	}
-	return bad;
-}
 
 /* Pages whose pinned content differs from what the address space reads there. */
 static long pin_differs(struct pm_mm *mm, unsigned long addr, struct pm_page **pages,
@@ -143,28 +44,6 @@ static long pin_differs(struct pm_mm *mm, unsigned long addr, struct pm_page **p
 		bad += pm_access(mm, addr + i * PG, buf, PG, 0) != (long)PG ||
 		       memcmp(buf, pm_page_address(pages[i]), PG) != 0;
 	return bad;
-}
-
-static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr)
-{
-	struct pm_page *p = NULL;
-	unsigned long pfn;
-
-	if (pm_get_user_pages(mm, addr, 1, PM_FOLL_NOFAULT, &p) != 1)
-		return ULONG_MAX;
-	pfn = pm_page_to_pfn(p);
-	pm_put_page(p);
-	return pfn;
-}
-
-static struct pm_mm *fork_ok(struct pm_mm *mm)
-{
-	struct pm_mm *c = pm_mm_fork(mm);
-
-	if (!c)
-		diag("pm_mm_fork: NULL, errno %d", errno);
-	ASSERT_TRUE(c != NULL);
-	return c;
 }
 
 static long do_get(struct pm_mm *mm, unsigned long a, unsigned long n, unsigned fl,
@@ -187,65 +66,6 @@ static void put_pages(struct pm_page **pages, unsigned long n)
 		pm_put_page(pages[i]);
 }
 
-/* ---- cow.c's anonymous layouts ---- */
-
-enum layout { L_BASE, L_THP_PMD, L_THP_PTE, L_THP_SINGLE, L_THP_PARTIAL, NR_LAYOUTS };
-static const char *const lname[NR_LAYOUTS] = {
-	"4KiB", "PMD THP", "PTE-mapped THP", "single PTE of THP", "partially shared THP",
-};
-
-struct area {
-	unsigned long addr, n, len;
-};
-
-static void area_setup(struct pm_machine *m, struct pm_mm *mm, enum layout l, uint32_t tag,
-		       struct area *ar)
-{
-	unsigned long len = l == L_BASE ? 16 * PG : PM_PMD_SIZE;
-	unsigned long thp0 = STAT(m, thp_faults), split0;
-	long a = pm_mmap(mm, 0, len, RW, ANON, NULL, 0);
-	struct pm_page *p = NULL;
-
-	ASSERT_TRUE(a > 0);
-	ar->addr = a;
-	ar->len = len;
-	ar->n = len / PG;
-	if (l != L_BASE)
-		ASSERT_EQ(pm_madvise(mm, a, len, PM_MADV_HUGEPAGE), 0);
-	ASSERT_EQ(put_tag(mm, a, ar->n, tag), ar->n);
-	if (l == L_BASE)
-		return;
-	split0 = STAT(m, thp_splits);
-	ASSERT_EQ(pm_get_user_pages(mm, a, 1, PM_FOLL_NOFAULT, &p), 1);
-	ok(!(a & (PM_PMD_SIZE - 1)) && STAT(m, thp_faults) - thp0 == 1 &&
-		   pm_folio_order(pm_page_folio(p)) == 9,
-	   "%s: the area is one 2 MiB folio", lname[l]);
-	pm_put_page(p);
-	switch (l) {
-	case L_THP_PTE:
-		ASSERT_EQ(pm_mprotect(mm, a + PG, PG, PM_PROT_READ), 0);
-		ASSERT_EQ(pm_mprotect(mm, a + PG, PG, RW), 0);
-		is_int(STAT(m, thp_splits) - split0, 1, "%s: the PMD was split", lname[l]);
-		break;
-	case L_THP_SINGLE:
-		ASSERT_EQ(pm_madvise(mm, a + PG, len - PG, PM_MADV_DONTNEED), 0);
-		ar->n = 1;
-		break;
-	case L_THP_PARTIAL: {
-		struct pm_mm *c;
-
-		ASSERT_EQ(pm_madvise(mm, a + PG, len - PG, PM_MADV_DONTFORK), 0);
-		c = fork_ok(mm);
-		is_int(bad_tag(c, a, 1, tag), 0, "%s: the child shared page 0", lname[l]);
-		pm_mm_destroy(c);
-		ASSERT_EQ(pm_madvise(mm, a + PG, len - PG, PM_MADV_DOFORK), 0);
-		break;
-	}
-	default:
-		break;
-	}
-}
-
 /* ---- get references across fork (CVE-2020-29374 and its mirror) ---- */
 
 enum child_end { CHILD_MUNMAP, CHILD_DESTROY };
@@ -255,21 +75,21 @@ enum child_end { CHILD_MUNMAP, CHILD_DESTROY };
  * parent (optionally after an mprotect R -> RW round trip) writes. The reference must keep
  * showing the data of fork time.
  */
-static void test_get_child_unmap(enum layout l, bool fast, enum child_end end, bool mprot)
+static void test_get_child_unmap(enum pmt_layout l, bool fast, enum child_end end, bool mprot)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **refs = calloc(512, sizeof(*refs));
-	struct area ar;
+	struct pmt_area ar;
 	char what[112];
 
 	snprintf(what, sizeof(what), "child %s get, child %s%s, %s", fast ? "fast" : "slow",
 		 end == CHILD_MUNMAP ? "unmaps" : "exits", mprot ? ", parent mprotect" : "",
-		 lname[l]);
+		 pmt_layout_name[l]);
 	ASSERT_TRUE(p && refs);
-	area_setup(m, p, l, 0x11, &ar);
-	c = fork_ok(p);
+	pmt_area_setup(m, p, l, 0x11, false, &ar);
+	c = pmt_fork(p);
 	is_int(do_get(c, ar.addr, ar.n, 0, refs, fast), ar.n, "%s: child takes references", what);
 	if (end == CHILD_MUNMAP)
 		is_int(pm_munmap(c, ar.addr, ar.len), 0, "%s: child unmaps", what);
@@ -279,221 +99,223 @@ static void test_get_child_unmap(enum layout l, bool fast, enum child_end end, b
 		is_int(pm_mprotect(p, ar.addr, ar.len, PM_PROT_READ), 0, "%s: parent R", what);
 		is_int(pm_mprotect(p, ar.addr, ar.len, RW), 0, "%s: parent RW", what);
 	}
-	is_int(put_tag(p, ar.addr, ar.n, 0x12), ar.n, "%s: parent writes", what);
-	is_int(bad_pin(refs, ar.n, 0x11), 0,
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x12, 0), ar.n, "%s: parent writes", what);
+	is_int(pmt_bad_pin(refs, ar.n, 0x11, 0), 0,
 	       "%s: the child's references never see the parent's writes", what);
-	is_int(bad_tag(p, ar.addr, ar.n, 0x12), 0, "%s: the parent reads its writes", what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0x12, 0), 0, "%s: the parent reads its writes", what);
 	put_pages(refs, ar.n);
 	if (end == CHILD_MUNMAP)
 		pm_mm_destroy(c);
 	pm_mm_destroy(p);
 	free(refs);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /*
  * cow.c #5/#6: the parent takes a R/O get reference before (or after) fork, then unmaps; the
  * child writes. The reference must keep the old data.
  */
-static void test_get_parent_unmap(enum layout l, bool fast, bool before_fork)
+static void test_get_parent_unmap(enum pmt_layout l, bool fast, bool before_fork)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **refs = calloc(512, sizeof(*refs));
-	struct area ar;
+	struct pmt_area ar;
 	char what[112];
 
 	snprintf(what, sizeof(what), "parent %s get %s fork, parent unmaps, %s",
-		 fast ? "fast" : "slow", before_fork ? "before" : "after", lname[l]);
+		 fast ? "fast" : "slow", before_fork ? "before" : "after", pmt_layout_name[l]);
 	ASSERT_TRUE(p && refs);
-	area_setup(m, p, l, 0x21, &ar);
+	pmt_area_setup(m, p, l, 0x21, false, &ar);
 	if (before_fork)
 		is_int(do_get(p, ar.addr, ar.n, 0, refs, fast), ar.n, "%s: parent gets", what);
-	c = fork_ok(p);
+	c = pmt_fork(p);
 	if (!before_fork)
 		is_int(do_get(p, ar.addr, ar.n, 0, refs, fast), ar.n, "%s: parent gets", what);
 	is_int(pm_munmap(p, ar.addr, ar.len), 0, "%s: parent unmaps", what);
-	is_int(put_tag(c, ar.addr, ar.n, 0x22), ar.n, "%s: child writes", what);
-	is_int(bad_pin(refs, ar.n, 0x21), 0,
+	is_int(pmt_put_tag(c, ar.addr, ar.n, 0x22, 0), ar.n, "%s: child writes", what);
+	is_int(pmt_bad_pin(refs, ar.n, 0x21, 0), 0,
 	       "%s: the parent's references never see the child's writes", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0x22), 0, "%s: the child reads its writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0x22, 0), 0, "%s: the child reads its writes", what);
 	put_pages(refs, ar.n);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
 	free(refs);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* ---- pins ---- */
 
 /* cow.c #7: a R/W long-term pin, then mprotect R -> RW, then a write: written in place. */
-static void test_rw_pin_mprotect(enum layout l, bool fast)
+static void test_rw_pin_mprotect(enum pmt_layout l, bool fast)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m);
 	struct pm_page **pins = calloc(512, sizeof(*pins));
 	unsigned long copies0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[96];
 
 	snprintf(what, sizeof(what), "%s R/W pin, mprotect R/RW, %s", fast ? "fast" : "slow",
-		 lname[l]);
+		 pmt_layout_name[l]);
 	ASSERT_TRUE(p && pins);
-	area_setup(m, p, l, 0x31, &ar);
+	pmt_area_setup(m, p, l, 0x31, false, &ar);
 	is_int(do_pin(p, ar.addr, ar.n, PM_FOLL_WRITE | LT, pins, fast), ar.n, "%s: pin", what);
 	is_int(pm_mprotect(p, ar.addr, ar.len, PM_PROT_READ), 0, "%s: R", what);
 	is_int(pm_mprotect(p, ar.addr, ar.len, RW), 0, "%s: RW", what);
-	copies0 = STAT(m, cow_copies);
-	is_int(put_tag(p, ar.addr, ar.n, 0x32), ar.n, "%s: write", what);
-	is_int(STAT(m, cow_copies) - copies0, 0, "%s: a pinned exclusive page is never copied",
+	copies0 = PMT_STAT(m, cow_copies);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x32, 0), ar.n, "%s: write", what);
+	is_int(PMT_STAT(m, cow_copies) - copies0, 0, "%s: a pinned exclusive page is never copied",
 	       what);
-	is_int(bad_pin(pins, ar.n, 0x32), 0, "%s: the pin sees the write", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0x32, 0), 0, "%s: the pin sees the write", what);
 	is_int(pin_differs(p, ar.addr, pins, ar.n), 0, "%s: pin content == memory", what);
 	pm_unpin_user_pages(pins, ar.n);
 	pm_mm_destroy(p);
 	free(pins);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /*
  * cow.c #9/#10: fork (the child stays), then a R/O pin (long-term or not) of the shared page,
  * then the parent writes: the pin must see the write (it unshared first), the child must not.
  */
-static void test_ro_pin_shared(enum layout l, bool fast, bool longterm)
+static void test_ro_pin_shared(enum pmt_layout l, bool fast, bool longterm)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **pins = calloc(512, sizeof(*pins));
 	unsigned long copies0, exclusive = 0, other = 0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[96];
 
 	snprintf(what, sizeof(what), "%s R/O%s pin of a shared page, %s", fast ? "fast" : "slow",
-		 longterm ? " long-term" : "", lname[l]);
+		 longterm ? " long-term" : "", pmt_layout_name[l]);
 	ASSERT_TRUE(p && pins);
-	area_setup(m, p, l, 0x41, &ar);
-	c = fork_ok(p);
-	copies0 = STAT(m, cow_copies);
+	pmt_area_setup(m, p, l, 0x41, false, &ar);
+	c = pmt_fork(p);
+	copies0 = PMT_STAT(m, cow_copies);
 	is_int(do_pin(p, ar.addr, ar.n, longterm ? LT : 0, pins, fast), ar.n, "%s: pin", what);
 	for (unsigned long i = 0; i < ar.n; i++) {
 		exclusive += pm_page_anon_exclusive(pins[i]);
-		other += pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pins[i]);
+		other += pmt_pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pins[i]);
 	}
 	is_int(exclusive, ar.n, "%s: every pinned page is exclusive", what);
 	is_int(other, ar.n, "%s: none of them is the child's", what);
-	if (l == L_BASE)
-		is_int(STAT(m, cow_copies) - copies0, ar.n, "%s: the pin unshared by copying",
+	if (l == PMT_L_BASE)
+		is_int(PMT_STAT(m, cow_copies) - copies0, ar.n, "%s: the pin unshared by copying",
 		       what);
-	is_int(bad_pin(pins, ar.n, 0x41), 0, "%s: the pin reads the data", what);
-	is_int(put_tag(p, ar.addr, ar.n, 0x42), ar.n, "%s: parent writes", what);
-	is_int(bad_pin(pins, ar.n, 0x42), 0, "%s: the pin sees the parent's writes", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0x41, 0), 0, "%s: the pin reads the data", what);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x42, 0), ar.n, "%s: parent writes", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0x42, 0), 0, "%s: the pin sees the parent's writes", what);
 	is_int(pin_differs(p, ar.addr, pins, ar.n), 0, "%s: pin content == memory", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0x41), 0, "%s: the child reads old data", what);
-	is_int(put_tag(c, ar.addr, ar.n, 0x43), ar.n, "%s: child writes", what);
-	is_int(bad_pin(pins, ar.n, 0x42), 0, "%s: the pin never sees the child's writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0x41, 0), 0, "%s: the child reads old data", what);
+	is_int(pmt_put_tag(c, ar.addr, ar.n, 0x43, 0), ar.n, "%s: child writes", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0x42, 0), 0, "%s: the pin never sees the child's writes",
+	       what);
 	is_int(pm_machine_check(m), 0, "%s: invariants hold", what);
 	pm_unpin_user_pages(pins, ar.n);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
 	free(pins);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* cow.c #11/#12: the child is gone; the page is R/O and not marked exclusive. */
-static void test_ro_pin_prev_shared(enum layout l, bool fast)
+static void test_ro_pin_prev_shared(enum pmt_layout l, bool fast)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **pins = calloc(512, sizeof(*pins));
 	unsigned long copies0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[96];
 
 	snprintf(what, sizeof(what), "%s R/O pin of a previously shared page, %s",
-		 fast ? "fast" : "slow", lname[l]);
+		 fast ? "fast" : "slow", pmt_layout_name[l]);
 	ASSERT_TRUE(p && pins);
-	area_setup(m, p, l, 0x51, &ar);
-	c = fork_ok(p);
+	pmt_area_setup(m, p, l, 0x51, false, &ar);
+	c = pmt_fork(p);
 	pm_mm_destroy(c);
-	copies0 = STAT(m, cow_copies);
+	copies0 = PMT_STAT(m, cow_copies);
 	is_int(do_pin(p, ar.addr, ar.n, LT, pins, fast), ar.n, "%s: pin", what);
-	if (l == L_BASE)
-		is_int(STAT(m, cow_copies) - copies0, 0, "%s: the only user reuses in place", what);
-	is_int(put_tag(p, ar.addr, ar.n, 0x52), ar.n, "%s: write", what);
-	is_int(bad_pin(pins, ar.n, 0x52), 0, "%s: the pin sees the write", what);
+	if (l == PMT_L_BASE)
+		is_int(PMT_STAT(m, cow_copies) - copies0, 0, "%s: the only user reuses in place",
+		       what);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x52, 0), ar.n, "%s: write", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0x52, 0), 0, "%s: the pin sees the write", what);
 	is_int(pin_differs(p, ar.addr, pins, ar.n), 0, "%s: pin content == memory", what);
 	pm_unpin_user_pages(pins, ar.n);
 	pm_mm_destroy(p);
 	free(pins);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* cow.c #13/#14: an exclusive page mapped R/O (mprotect R), pinned R/O, then RW and written. */
-static void test_ro_pin_exclusive(enum layout l, bool fast)
+static void test_ro_pin_exclusive(enum pmt_layout l, bool fast)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m);
 	struct pm_page **pins = calloc(512, sizeof(*pins));
 	unsigned long copies0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[96];
 
 	snprintf(what, sizeof(what), "%s R/O pin of an exclusive R/O page, %s",
-		 fast ? "fast" : "slow", lname[l]);
+		 fast ? "fast" : "slow", pmt_layout_name[l]);
 	ASSERT_TRUE(p && pins);
-	area_setup(m, p, l, 0x61, &ar);
+	pmt_area_setup(m, p, l, 0x61, false, &ar);
 	is_int(pm_mprotect(p, ar.addr, ar.len, PM_PROT_READ), 0, "%s: R", what);
-	copies0 = STAT(m, cow_copies);
+	copies0 = PMT_STAT(m, cow_copies);
 	is_int(do_pin(p, ar.addr, ar.n, LT, pins, fast), ar.n, "%s: pin", what);
 	is_int(pm_mprotect(p, ar.addr, ar.len, RW), 0, "%s: RW", what);
-	is_int(put_tag(p, ar.addr, ar.n, 0x62), ar.n, "%s: write", what);
-	if (l != L_THP_PARTIAL)
-		is_int(STAT(m, cow_copies) - copies0, 0, "%s: nothing copied", what);
-	is_int(bad_pin(pins, ar.n, 0x62), 0, "%s: the pin sees the write", what);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x62, 0), ar.n, "%s: write", what);
+	if (l != PMT_L_THP_PARTIAL)
+		is_int(PMT_STAT(m, cow_copies) - copies0, 0, "%s: nothing copied", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0x62, 0), 0, "%s: the pin sees the write", what);
 	is_int(pin_differs(p, ar.addr, pins, ar.n), 0, "%s: pin content == memory", what);
 	pm_unpin_user_pages(pins, ar.n);
 	pm_mm_destroy(p);
 	free(pins);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /*
  * After fork, a FOLL_WRITE reference (get or pin) taken by the parent breaks COW first: what
  * is written through it reaches the parent's memory and never the child.
  */
-static void test_write_ref_after_fork(enum layout l, bool fast, bool pin)
+static void test_write_ref_after_fork(enum pmt_layout l, bool fast, bool pin)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **pages = calloc(512, sizeof(*pages));
 	unsigned long exclusive = 0, other = 0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[96];
 
 	snprintf(what, sizeof(what), "%s R/W %s after fork, %s", fast ? "fast" : "slow",
-		 pin ? "pin" : "get", lname[l]);
+		 pin ? "pin" : "get", pmt_layout_name[l]);
 	ASSERT_TRUE(p && pages);
-	area_setup(m, p, l, 0xd1, &ar);
-	c = fork_ok(p);
+	pmt_area_setup(m, p, l, 0xd1, false, &ar);
+	c = pmt_fork(p);
 	is_int(pin ? do_pin(p, ar.addr, ar.n, PM_FOLL_WRITE, pages, fast)
 		   : do_get(p, ar.addr, ar.n, PM_FOLL_WRITE, pages, fast),
 	       ar.n, "%s: take the pages", what);
 	for (unsigned long i = 0; i < ar.n; i++) {
 		exclusive += pm_page_anon_exclusive(pages[i]);
-		other += pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pages[i]);
+		other += pmt_pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pages[i]);
 	}
 	is_int(exclusive, ar.n, "%s: every page is exclusive", what);
 	is_int(other, ar.n, "%s: none of them is the child's", what);
 	for (unsigned long i = 0; i < ar.n; i++)
-		fill_page(pm_page_address(pages[i]), 0xd2, i);
-	is_int(bad_tag(p, ar.addr, ar.n, 0xd2), 0, "%s: the parent reads the writes", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0xd1), 0, "%s: the child never does", what);
+		pmt_fill_tag(pm_page_address(pages[i]), 0xd2, i);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xd2, 0), 0, "%s: the parent reads the writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xd1, 0), 0, "%s: the child never does", what);
 	if (pin)
 		pm_unpin_user_pages(pages, ar.n);
 	else
@@ -501,7 +323,7 @@ static void test_write_ref_after_fork(enum layout l, bool fast, bool pin)
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
 	free(pages);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* ---- FOLL_FORCE: no Dirty COW ---- */
@@ -536,21 +358,22 @@ static void force_release(enum force_how how, struct pm_page **pages, unsigned l
  * After fork, the parent makes its mapping R/O and writes through it with FOLL_FORCE: the
  * write lands in an exclusive anonymous copy; the child never sees it.
  */
-static void test_force_after_fork(enum layout l, enum force_how how)
+static void test_force_after_fork(enum pmt_layout l, enum force_how how)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **pages = calloc(512, sizeof(*pages));
 	static char buf[PM_PAGE_SIZE];
 	unsigned long exclusive = 0, other = 0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[96];
 
-	snprintf(what, sizeof(what), "FOLL_FORCE %s after fork, %s", force_name[how], lname[l]);
+	snprintf(what, sizeof(what), "FOLL_FORCE %s after fork, %s", force_name[how],
+		 pmt_layout_name[l]);
 	ASSERT_TRUE(p && pages);
-	area_setup(m, p, l, 0x71, &ar);
-	c = fork_ok(p);
+	pmt_area_setup(m, p, l, 0x71, false, &ar);
+	c = pmt_fork(p);
 	is_int(pm_mprotect(p, ar.addr, ar.len, PM_PROT_READ), 0, "%s: parent R", what);
 	is_int(force_take(how, p, ar.addr, ar.n, PM_FOLL_WRITE, pages), -EFAULT,
 	       "%s: a write without FOLL_FORCE: -EFAULT", what);
@@ -560,49 +383,50 @@ static void test_force_after_fork(enum layout l, enum force_how how)
 	for (unsigned long i = 0; i < ar.n; i++) {
 		exclusive += pm_page_anon_exclusive(pages[i]) &&
 			     pm_folio_test_anon(pm_page_folio(pages[i]));
-		other += pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pages[i]);
+		other += pmt_pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pages[i]);
 	}
 	is_int(exclusive, ar.n, "%s: every page is an exclusive anonymous page", what);
 	is_int(other, ar.n, "%s: none of them is the child's", what);
 	for (unsigned long i = 0; i < ar.n; i++)
-		fill_page(pm_page_address(pages[i]), 0x72, i);
-	is_int(bad_tag(c, ar.addr, ar.n, 0x71), 0, "%s: the child never sees the forced write",
-	       what);
-	is_int(bad_tag(p, ar.addr, ar.n, 0x72), 0, "%s: the parent reads it", what);
+		pmt_fill_tag(pm_page_address(pages[i]), 0x72, i);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0x71, 0), 0,
+	       "%s: the child never sees the forced write", what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0x72, 0), 0, "%s: the parent reads it", what);
 	force_release(how, pages, ar.n);
 	is_int(pm_mprotect(p, ar.addr, ar.len, RW), 0, "%s: parent RW", what);
-	is_int(put_tag(p, ar.addr, ar.n, 0x73), ar.n, "%s: parent writes", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0x71), 0, "%s: the child still reads old data", what);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x73, 0), ar.n, "%s: parent writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0x71, 0), 0, "%s: the child still reads old data",
+	       what);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
 	free(pages);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* A forced write on an exclusive page writes it in place (COW is already broken). */
-static void test_force_exclusive(enum layout l)
+static void test_force_exclusive(enum pmt_layout l)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m);
 	struct pm_page **pages = calloc(512, sizeof(*pages));
 	unsigned long copies0, same = 0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[64];
 
-	snprintf(what, sizeof(what), "FOLL_FORCE on an exclusive page, %s", lname[l]);
+	snprintf(what, sizeof(what), "FOLL_FORCE on an exclusive page, %s", pmt_layout_name[l]);
 	ASSERT_TRUE(p && pages);
-	area_setup(m, p, l, 0x81, &ar);
-	if (l == L_THP_PARTIAL)
-		ASSERT_EQ(put_tag(p, ar.addr, 1, 0x81), 1); /* make page 0 exclusive again */
+	pmt_area_setup(m, p, l, 0x81, false, &ar);
+	if (l == PMT_L_THP_PARTIAL)
+		ASSERT_EQ(pmt_put_tag(p, ar.addr, 1, 0x81, 0), 1); /* make page 0 exclusive again */
 	{
 		unsigned long *pfn = calloc(ar.n, sizeof(*pfn));
 
 		ASSERT_TRUE(pfn);
 		for (unsigned long i = 0; i < ar.n; i++)
-			pfn[i] = pfn_at(p, ar.addr + i * PG);
+			pfn[i] = pmt_pfn_at(p, ar.addr + i * PG);
 		is_int(pm_mprotect(p, ar.addr, ar.len, PM_PROT_READ), 0, "%s: R", what);
-		copies0 = STAT(m, cow_copies);
+		copies0 = PMT_STAT(m, cow_copies);
 		is_int(pm_pin_user_pages(p, ar.addr, ar.n, PM_FOLL_WRITE | PM_FOLL_FORCE, pages),
 		       ar.n, "%s: forced write pin", what);
 		for (unsigned long i = 0; i < ar.n; i++)
@@ -610,21 +434,22 @@ static void test_force_exclusive(enum layout l)
 		free(pfn);
 	}
 	is_int(same, ar.n, "%s: the pages the mapping had", what);
-	is_int(STAT(m, cow_copies) - copies0, 0, "%s: nothing copied", what);
+	is_int(PMT_STAT(m, cow_copies) - copies0, 0, "%s: nothing copied", what);
 	for (unsigned long i = 0; i < ar.n; i++)
-		fill_page(pm_page_address(pages[i]), 0x82, i);
-	is_int(bad_tag(p, ar.addr, ar.n, 0x82), 0, "%s: the mapping reads the forced write", what);
+		pmt_fill_tag(pm_page_address(pages[i]), 0x82, i);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0x82, 0), 0, "%s: the mapping reads the forced write",
+	       what);
 	pm_unpin_user_pages(pages, ar.n);
 	pm_mm_destroy(p);
 	free(pages);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* Dirty COW proper: FOLL_FORCE on a R/O private mapping of a shmem object never writes the
  * object's page. */
 static void test_force_shmem_private(void)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
 	struct pm_mm *w = pm_mm_create(m), *mm = pm_mm_create(m);
@@ -636,8 +461,8 @@ static void test_force_shmem_private(void)
 	xw = pm_mmap(w, 0, 4 * PG, RW, PM_MAP_SHARED, f, 0);
 	x = pm_mmap(mm, 0, 4 * PG, PM_PROT_READ, PM_MAP_PRIVATE, f, 0);
 	ASSERT_TRUE(xw > 0 && x > 0);
-	is_int(put_tag(w, xw, 4, 0x91), 4, "%s: fill the object", what);
-	is_int(bad_tag(mm, x, 2, 0x91), 0, "%s: the private mapping reads pages 0..1", what);
+	is_int(pmt_put_tag(w, xw, 4, 0x91, 0), 4, "%s: fill the object", what);
+	is_int(pmt_bad_tag(mm, x, 2, 0x91, 0), 0, "%s: the private mapping reads pages 0..1", what);
 	is_int(pm_get_user_pages(w, xw, 1, 0, &cache), 1, "%s: the object's page 0", what);
 	is_int(pm_get_user_pages(mm, x, 4, PM_FOLL_WRITE, pages), -EFAULT,
 	       "%s: no write without FOLL_FORCE", what);
@@ -656,10 +481,10 @@ static void test_force_shmem_private(void)
 		is_int(anon, 4, "%s: exclusive anonymous copies", what);
 	}
 	for (unsigned long i = 0; i < 4; i++)
-		fill_page(pm_page_address(pages[i]), 0x92, i);
-	is_int(bad_tag(w, xw, 4, 0x91), 0, "%s: the object is unchanged", what);
-	ok(page_is(pm_page_address(cache), 0x91, 0), "%s: its page too", what);
-	is_int(bad_tag(mm, x, 4, 0x92), 0, "%s: the private mapping reads its copies", what);
+		pmt_fill_tag(pm_page_address(pages[i]), 0x92, i);
+	is_int(pmt_bad_tag(w, xw, 4, 0x91, 0), 0, "%s: the object is unchanged", what);
+	ok(pmt_page_is(pm_page_address(cache), 0x91, 0), "%s: its page too", what);
+	is_int(pmt_bad_tag(mm, x, 4, 0x92, 0), 0, "%s: the private mapping reads its copies", what);
 	pm_put_page(pages[0]);
 	pm_put_page(pages[1]);
 	pm_unpin_user_pages(pages + 2, 2);
@@ -667,7 +492,7 @@ static void test_force_shmem_private(void)
 	pm_shmem_put(f);
 	pm_mm_destroy(w);
 	pm_mm_destroy(mm);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* ---- non-anonymous pages in private mappings: R/O long-term pins copy first ---- */
@@ -675,7 +500,7 @@ static void test_force_shmem_private(void)
 /* The shared zero page: a R/O long-term pin gets a real page, which later writes reach. */
 static void test_zero_page_longterm(bool fast)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m);
 	struct pm_page *pins[8] = { 0 };
@@ -686,24 +511,24 @@ static void test_zero_page_longterm(bool fast)
 	snprintf(what, sizeof(what), "%s R/O long-term pin of the zero page",
 		 fast ? "fast" : "slow");
 	ASSERT_TRUE(p && x > 0);
-	is_int(bad_tag(p, x, 8, 0), 0, "%s: read faults map zeros", what);
+	is_int(pmt_bad_tag(p, x, 8, 0, 0), 0, "%s: read faults map zeros", what);
 	is_int(do_pin(p, x, 8, LT, pins, fast), 8, "%s: pin", what);
 	for (int i = 0; i < 8; i++)
 		zero += pm_page_is_zero(pins[i]);
 	is_int(zero, 0, "%s: no pin is the shared zero page", what);
-	is_int(bad_pin(pins, 8, 0), 0, "%s: the pins read zero", what);
-	is_int(put_tag(p, x, 8, 0xa1), 8, "%s: write", what);
-	is_int(bad_pin(pins, 8, 0xa1), 0, "%s: the pins see the write", what);
+	is_int(pmt_bad_pin(pins, 8, 0, 0), 0, "%s: the pins read zero", what);
+	is_int(pmt_put_tag(p, x, 8, 0xa1, 0), 8, "%s: write", what);
+	is_int(pmt_bad_pin(pins, 8, 0xa1, 0), 0, "%s: the pins see the write", what);
 	is_int(pin_differs(p, x, pins, 8), 0, "%s: pin content == memory", what);
 	pm_unpin_user_pages(pins, 8);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* A page cache page in a private mapping: a R/O long-term pin gets a private copy. */
 static void test_shmem_private_longterm(bool fast)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0);
 	struct pm_mm *w = pm_mm_create(m), *p = pm_mm_create(m);
@@ -717,18 +542,18 @@ static void test_shmem_private_longterm(bool fast)
 	xw = pm_mmap(w, 0, 8 * PG, RW, PM_MAP_SHARED, f, 0);
 	x = pm_mmap(p, 0, 8 * PG, RW, PM_MAP_PRIVATE, f, 0);
 	ASSERT_TRUE(xw > 0 && x > 0);
-	is_int(put_tag(w, xw, 8, 0xb1), 8, "%s: fill the object", what);
-	is_int(bad_tag(p, x, 8, 0xb1), 0, "%s: the private mapping reads it", what);
+	is_int(pmt_put_tag(w, xw, 8, 0xb1, 0), 8, "%s: fill the object", what);
+	is_int(pmt_bad_tag(p, x, 8, 0xb1, 0), 0, "%s: the private mapping reads it", what);
 	is_int(do_pin(p, x, 8, LT, pins, fast), 8, "%s: pin", what);
-	is_int(put_tag(p, x, 8, 0xb2), 8, "%s: the process writes", what);
-	is_int(bad_pin(pins, 8, 0xb2), 0, "%s: the pins see the process's writes", what);
+	is_int(pmt_put_tag(p, x, 8, 0xb2, 0), 8, "%s: the process writes", what);
+	is_int(pmt_bad_pin(pins, 8, 0xb2, 0), 0, "%s: the pins see the process's writes", what);
 	is_int(pin_differs(p, x, pins, 8), 0, "%s: pin content == memory", what);
-	is_int(bad_tag(w, xw, 8, 0xb1), 0, "%s: the object is unchanged", what);
+	is_int(pmt_bad_tag(w, xw, 8, 0xb1, 0), 0, "%s: the object is unchanged", what);
 	pm_unpin_user_pages(pins, 8);
 	pm_shmem_put(f);
 	pm_mm_destroy(w);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /*
@@ -738,7 +563,7 @@ static void test_shmem_private_longterm(bool fast)
  */
 static void test_gup_longterm(bool shared, bool rw, bool fast)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
 	struct pm_mm *w = pm_mm_create(m), *p = pm_mm_create(m);
@@ -752,40 +577,42 @@ static void test_gup_longterm(bool shared, bool rw, bool fast)
 	xw = pm_mmap(w, 0, 4 * PG, RW, PM_MAP_SHARED, f, 0);
 	x = pm_mmap(p, 0, 4 * PG, RW, shared ? PM_MAP_SHARED : PM_MAP_PRIVATE, f, 0);
 	ASSERT_TRUE(xw > 0 && x > 0);
-	is_int(put_tag(w, xw, 4, 0xc1), 4, "%s: fill", what);
-	is_int(bad_tag(p, x, 4, 0xc1), 0, "%s: the mapping reads the object", what);
+	is_int(pmt_put_tag(w, xw, 4, 0xc1, 0), 4, "%s: fill", what);
+	is_int(pmt_bad_tag(p, x, 4, 0xc1, 0), 0, "%s: the mapping reads the object", what);
 	if (!rw)
 		is_int(pm_mprotect(p, x, 4 * PG, PM_PROT_READ), 0, "%s: mapping R/O", what);
 	is_int(do_pin(p, x, 4, LT | (rw ? PM_FOLL_WRITE : 0), pins, fast), 4, "%s: pin works",
 	       what);
-	is_int(bad_pin(pins, 4, 0xc1), 0, "%s: the pin reads the data", what);
+	is_int(pmt_bad_pin(pins, 4, 0xc1, 0), 0, "%s: the pin reads the data", what);
 	if (rw) {
 		for (unsigned long i = 0; i < 4; i++)
-			fill_page(pm_page_address(pins[i]), 0xc2, i);
-		is_int(bad_tag(p, x, 4, 0xc2), 0, "%s: writes through the pin show in the mapping",
-		       what);
-		is_int(bad_tag(w, xw, 4, shared ? 0xc2 : 0xc1), 0,
+			pmt_fill_tag(pm_page_address(pins[i]), 0xc2, i);
+		is_int(pmt_bad_tag(p, x, 4, 0xc2, 0), 0,
+		       "%s: writes through the pin show in the mapping", what);
+		is_int(pmt_bad_tag(w, xw, 4, shared ? 0xc2 : 0xc1, 0), 0,
 		       shared ? "%s: and in the object" : "%s: but not in the object", what);
 	} else {
-		is_int(put_tag(w, xw, 4, 0xc3), 4, "%s: the object changes", what);
+		is_int(pmt_put_tag(w, xw, 4, 0xc3, 0), 4, "%s: the object changes", what);
 		is_int(pin_differs(p, x, pins, 4), 0, "%s: pin content == memory", what);
 		if (shared)
-			is_int(bad_pin(pins, 4, 0xc3), 0, "%s: the pin follows the object", what);
+			is_int(pmt_bad_pin(pins, 4, 0xc3, 0), 0, "%s: the pin follows the object",
+			       what);
 		is_int(pm_mprotect(p, x, 4 * PG, RW), 0, "%s: mapping RW", what);
-		is_int(put_tag(p, x, 4, 0xc4), 4, "%s: the process writes", what);
-		is_int(bad_pin(pins, 4, 0xc4), 0, "%s: the pin sees the process's write", what);
+		is_int(pmt_put_tag(p, x, 4, 0xc4, 0), 4, "%s: the process writes", what);
+		is_int(pmt_bad_pin(pins, 4, 0xc4, 0), 0, "%s: the pin sees the process's write",
+		       what);
 	}
 	pm_unpin_user_pages(pins, 4);
 	pm_shmem_put(f);
 	pm_mm_destroy(w);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 int main(void)
 {
 	plan_no_plan();
-	for (int l = 0; l < NR_LAYOUTS; l++) {
+	for (int l = 0; l < PMT_NR_LAYOUTS; l++) {
 		for (int fast = 0; fast < 2; fast++) {
 			test_get_child_unmap(l, fast, CHILD_MUNMAP, false);
 			test_get_child_unmap(l, fast, CHILD_DESTROY, false);

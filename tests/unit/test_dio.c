@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define KiB (1UL << 10)
@@ -22,27 +23,6 @@ static struct pm_machine *m;
 static struct pm_mm *mm;
 static int fd;
 static unsigned char *file_data; /* what the file holds, kept in step with every write */
-
-static bool pins_balanced(void)
-{
-	struct pm_stats st;
-
-	pm_machine_stats(m, &st);
-	if (st.nr_foll_pin_acquired != st.nr_foll_pin_released)
-		diag("pins acquired %lu, released %lu", st.nr_foll_pin_acquired,
-		     st.nr_foll_pin_released);
-	return st.nr_foll_pin_acquired == st.nr_foll_pin_released;
-}
-
-static unsigned long map_anon(struct pm_mm *on, size_t len, int prot, bool thp)
-{
-	long addr = pm_mmap(on, 0, len, prot, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
-
-	ASSERT_TRUE(addr > 0);
-	if (thp)
-		ASSERT_EQ(pm_madvise(on, addr, len, PM_MADV_HUGEPAGE), 0);
-	return addr;
-}
 
 static void fill(unsigned char *buf, size_t len, uint64_t seed)
 {
@@ -93,7 +73,7 @@ static void put_mem(unsigned long addr, const void *buf, size_t len)
 static void test_round_trip(void)
 {
 	size_t len = 2 * MiB + 5 * PAGE; /* 517 pages: many 64-page windows and a short one */
-	unsigned long addr = map_anon(mm, len + 2 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long addr = pmt_map_anon(mm, len + 2 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
 	size_t n = len - 1000;
 	unsigned char *pat = malloc(n);
 	long r;
@@ -126,21 +106,21 @@ static void test_round_trip(void)
 	ASSERT_EQ(pread(fd, file_data + 100, 50, 100), 50);
 	ok(mem_equals(mm, addr + 10, file_data + 100, 50), "50 bytes: file matches");
 
-	ok(pins_balanced(), "round trip: pins acquired == released");
+	ok(pmt_pins_balanced(m), "round trip: pins acquired == released");
 	free(pat);
 	ASSERT_EQ(pm_munmap(mm, addr, len + 2 * PAGE), 0);
 }
 
 static void test_eof(void)
 {
-	unsigned long addr = map_anon(mm, 64 * KiB, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long addr = pmt_map_anon(mm, 64 * KiB, PM_PROT_READ | PM_PROT_WRITE, false);
 
 	is_int(pm_dio_read(mm, fd, FILE_SIZE - 100, addr + 1, 64 * KiB - 1), 100,
 	       "read across the end of the file returns what was there");
 	ok(mem_equals(mm, addr + 1, file_data + FILE_SIZE - 100, 100), "EOF read: data");
 	is_int(pm_dio_read(mm, fd, FILE_SIZE, addr, PAGE), 0, "read at end of file: 0");
 	is_int(pm_dio_read(mm, fd, FILE_SIZE + 5 * MiB, addr, PAGE), 0, "read past end: 0");
-	ok(pins_balanced(), "EOF: pins balanced");
+	ok(pmt_pins_balanced(m), "EOF: pins balanced");
 	ASSERT_EQ(pm_munmap(mm, addr, 64 * KiB), 0);
 }
 
@@ -150,7 +130,7 @@ static void test_eof(void)
  */
 static void test_hole(void)
 {
-	unsigned long addr = map_anon(mm, 104 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long addr = pmt_map_anon(mm, 104 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
 	unsigned long before = 100 * PAGE - 300;
 	unsigned char *pat = malloc(104 * PAGE);
 
@@ -173,7 +153,7 @@ static void test_hole(void)
 	is_int(pm_dio_write(mm, fd, 0, addr + 100 * PAGE, PAGE), -EFAULT,
 	       "write starting in the hole: -EFAULT");
 	ok(file_matches(), "a failed write leaves the file alone");
-	ok(pins_balanced(), "hole: pins balanced");
+	ok(pmt_pins_balanced(m), "hole: pins balanced");
 	free(pat);
 	ASSERT_EQ(pm_munmap(mm, addr, 100 * PAGE), 0);
 }
@@ -181,7 +161,7 @@ static void test_hole(void)
 static void test_thp_and_dirty(void)
 {
 	size_t len = 4 * MiB;
-	unsigned long addr = map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, true);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, true);
 	struct pm_page *page;
 	bool dirty = true, clean = true;
 	unsigned char one = 1;
@@ -209,7 +189,7 @@ static void test_thp_and_dirty(void)
 	ASSERT_EQ(pm_get_user_pages(mm, addr, 1, 0, &page), 1);
 	is_int(pm_folio_order(pm_page_folio(page)), 9, "the memory is THP");
 	pm_put_page(page);
-	ok(pins_balanced(), "THP: pins balanced");
+	ok(pmt_pins_balanced(m), "THP: pins balanced");
 	ASSERT_EQ(pm_munmap(mm, addr, len), 0);
 }
 
@@ -217,7 +197,7 @@ static void test_thp_and_dirty(void)
 static void test_cow(void)
 {
 	size_t len = 80 * PAGE;
-	unsigned long addr = map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, false);
 	unsigned char *old = malloc(len);
 	struct pm_mm *child;
 
@@ -232,14 +212,14 @@ static void test_cow(void)
 	ok(mem_equals(child, addr, old, len), "COW: the child still sees the old data");
 	pm_mm_destroy(child);
 	free(old);
-	ok(pins_balanced(), "COW: pins balanced");
+	ok(pmt_pins_balanced(m), "COW: pins balanced");
 	ASSERT_EQ(pm_munmap(mm, addr, len), 0);
 }
 
 static void test_errors(void)
 {
-	unsigned long addr = map_anon(mm, 8 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
-	unsigned long ro = map_anon(mm, 8 * PAGE, PM_PROT_READ, false);
+	unsigned long addr = pmt_map_anon(mm, 8 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long ro = pmt_map_anon(mm, 8 * PAGE, PM_PROT_READ, false);
 	unsigned char buf[64];
 
 	is_int(pm_dio_read(mm, fd, 0, addr, 0), 0, "len 0: 0");
@@ -254,7 +234,7 @@ static void test_errors(void)
 	memset(file_data + 4000, 0, 64); /* untouched private memory reads as zeroes */
 	ASSERT_EQ(pread(fd, buf, 64, 4000), 64);
 	ok(!memcmp(buf, file_data + 4000, 64), "write from zero pages writes zeroes");
-	ok(pins_balanced(), "errors: pins balanced");
+	ok(pmt_pins_balanced(m), "errors: pins balanced");
 	ASSERT_EQ(pm_munmap(mm, addr, 8 * PAGE), 0);
 	ASSERT_EQ(pm_munmap(mm, ro, 8 * PAGE), 0);
 }
@@ -274,15 +254,10 @@ static int make_temp_file(void)
 
 int main(void)
 {
-	struct pm_config cfg = { .mem_bytes = 64 * MiB };
 	size_t free_at_start;
 
 	plan_no_plan();
-	m = pm_machine_create(&cfg);
-	ASSERT_TRUE(m);
-	free_at_start = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free_at_start = pmt_setup(&m, &mm, 64, 0);
 
 	fd = make_temp_file();
 	file_data = malloc(FILE_SIZE);
@@ -301,10 +276,6 @@ int main(void)
 	close(fd);
 	free(file_data);
 	pm_mm_destroy(mm);
-	ok(pins_balanced(), "all pins released");
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free_at_start, "every frame is free again");
-	is_int(pm_machine_check(m), 0, "pm_machine_check");
-	pm_machine_destroy(m);
+	pmt_end(m, free_at_start, &pmt_end_free_again, NULL);
 	return done_testing();
 }

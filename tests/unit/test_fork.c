@@ -11,7 +11,6 @@
  * from the other side of a fork, is told apart from the right data.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,416 +18,231 @@
 #include <pinmm/pinmm.h>
 
 #include "internal.h" /* white-box: mm->xwrite_protect_seq */
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define PG ((unsigned long)PM_PAGE_SIZE)
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define ANON (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 
-#define STAT(m, field) \
-	({ \
-		struct pm_stats s__; \
-		pm_machine_stats((m), &s__); \
-		s__.field; \
-	})
-
-/* ---- helpers ---- */
-
-static struct pm_machine *new_machine(size_t mib)
-{
-	struct pm_config cfg = { .mem_bytes = mib << 20 };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
-static size_t free_now(struct pm_machine *m)
-{
-	pm_rcu_barrier();
-	return pm_machine_free_pages(m);
-}
-
-static void finish(struct pm_machine *m, size_t free0, const char *what)
-{
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame returned", what);
-	is_int(STAT(m, nr_foll_pin_acquired) - STAT(m, nr_foll_pin_released), 0,
-	       "%s: every pin released", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-}
-
-static uint64_t tagword(uint32_t tag, unsigned long idx)
-{
-	return (uint64_t)tag << 32 | (uint32_t)idx;
-}
-
-static void fill_page(void *p, uint32_t tag, unsigned long idx)
-{
-	uint64_t *w = p;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		w[k] = tag ? tagword(tag, idx) : 0;
-}
-
-static bool page_is(const void *p, uint32_t tag, unsigned long idx)
-{
-	const uint64_t *w = p;
-	uint64_t want = tag ? tagword(tag, idx) : 0;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != want)
-			return false;
-	return true;
-}
-
-static long put_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag)
-{
-	static uint64_t buf[PM_PAGE_SIZE / 8];
-	long done = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		fill_page(buf, tag, i);
-		if (pm_access(mm, addr + i * PG, buf, PG, 1) != (long)PG)
-			break;
-		done++;
-	}
-	return done;
-}
-
-static long bad_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag)
-{
-	static uint64_t buf[PM_PAGE_SIZE / 8];
-	long bad = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		long r = pm_access(mm, addr + i * PG, buf, PG, 0);
-
-		if (r != (long)PG || !page_is(buf, tag, i)) {
-			if (!bad)
-				diag("page %lu: access %ld, word0 %#llx, want %#llx", i, r,
-				     (unsigned long long)buf[0],
-				     (unsigned long long)(tag ? tagword(tag, i) : 0));
-			bad++;
-		}
-	}
-	return bad;
-}
-
-static long bad_pin(struct pm_page **pages, unsigned long n, uint32_t tag)
-{
-	long bad = 0;
-
-	for (unsigned long i = 0; i < n; i++)
-		if (!pages[i] || !page_is(pm_page_address(pages[i]), tag, i))
-			bad++;
-	return bad;
-}
-
-static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr)
-{
-	struct pm_page *p = NULL;
-	unsigned long pfn;
-
-	if (pm_get_user_pages(mm, addr, 1, PM_FOLL_NOFAULT, &p) != 1)
-		return ULONG_MAX;
-	pfn = pm_page_to_pfn(p);
-	pm_put_page(p);
-	return pfn;
-}
-
-static struct pm_mm *fork_ok(struct pm_mm *mm)
-{
-	struct pm_mm *c = pm_mm_fork(mm);
-
-	if (!c)
-		diag("pm_mm_fork: NULL, errno %d", errno);
-	ASSERT_TRUE(c != NULL);
-	return c;
-}
-
-/* ---- cow.c's anonymous layouts ---- */
-
-enum layout { L_BASE, L_THP_PMD, L_THP_PTE, L_THP_SINGLE, L_THP_PARTIAL, NR_LAYOUTS };
-static const char *const lname[NR_LAYOUTS] = {
-	"4KiB", "PMD THP", "PTE-mapped THP", "single PTE of THP", "partially shared THP",
-};
-
-struct area {
-	unsigned long addr; /* start of the pages under test */
-	unsigned long n;    /* pages under test */
-	unsigned long len;  /* the whole mapping */
-};
-
-/*
- * Map a private anonymous area of @layout in @mm and fill its pages with @tag. THP layouts are
- * checked to be what they claim (a test fails otherwise; the properties are then still tested
- * on whatever the area is).
- */
-static void area_setup(struct pm_machine *m, struct pm_mm *mm, enum layout l, uint32_t tag,
-		       struct area *ar)
-{
-	unsigned long len = l == L_BASE ? 16 * PG : PM_PMD_SIZE;
-	unsigned long thp0 = STAT(m, thp_faults), split0;
-	long a = pm_mmap(mm, 0, len, RW, ANON, NULL, 0);
-	struct pm_page *p = NULL;
-
-	ASSERT_TRUE(a > 0);
-	ar->addr = a;
-	ar->len = len;
-	ar->n = len / PG;
-	if (l != L_BASE)
-		ASSERT_EQ(pm_madvise(mm, a, len, PM_MADV_HUGEPAGE), 0);
-	ASSERT_EQ(put_tag(mm, a, ar->n, tag), ar->n);
-	if (l == L_BASE)
-		return;
-	split0 = STAT(m, thp_splits);
-	ASSERT_EQ(pm_get_user_pages(mm, a, 1, PM_FOLL_NOFAULT, &p), 1);
-	ok(!(a & (PM_PMD_SIZE - 1)) && STAT(m, thp_faults) - thp0 == 1 &&
-		   pm_folio_order(pm_page_folio(p)) == 9,
-	   "%s: the area is one 2 MiB folio", lname[l]);
-	pm_put_page(p);
-	switch (l) {
-	case L_THP_PTE:
-		ASSERT_EQ(pm_mprotect(mm, a + PG, PG, PM_PROT_READ), 0);
-		ASSERT_EQ(pm_mprotect(mm, a + PG, PG, RW), 0);
-		is_int(STAT(m, thp_splits) - split0, 1, "%s: the PMD was split", lname[l]);
-		break;
-	case L_THP_SINGLE:
-		ASSERT_EQ(pm_madvise(mm, a + PG, len - PG, PM_MADV_DONTNEED), 0);
-		ar->n = 1;
-		break;
-	case L_THP_PARTIAL: {
-		struct pm_mm *c;
-
-		ASSERT_EQ(pm_madvise(mm, a + PG, len - PG, PM_MADV_DONTFORK), 0);
-		c = fork_ok(mm);
-		is_int(bad_tag(c, a, 1, tag), 0, "%s: the child shared page 0", lname[l]);
-		pm_mm_destroy(c);
-		ASSERT_EQ(pm_madvise(mm, a + PG, len - PG, PM_MADV_DOFORK), 0);
-		break;
-	}
-	default:
-		break;
-	}
-	if (l != L_THP_PMD) {
-		ASSERT_EQ(pm_get_user_pages(mm, a, 1, PM_FOLL_NOFAULT, &p), 1);
-		is_int(pm_folio_order(pm_page_folio(p)), 9, "%s: still part of a THP", lname[l]);
-		pm_put_page(p);
-	}
-}
-
 /* ---- after fork, neither side sees the other's later writes ---- */
 
-static void test_basic(enum layout l, bool parent_first)
+static void test_basic(enum pmt_layout l, bool parent_first)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
-	struct area ar;
+	struct pmt_area ar;
 	unsigned long copies0, reuses0;
 	char what[80];
 
 	snprintf(what, sizeof(what), "basic COW, %s writes first, %s",
-		 parent_first ? "parent" : "child", lname[l]);
+		 parent_first ? "parent" : "child", pmt_layout_name[l]);
 	ASSERT_TRUE(p);
-	area_setup(m, p, l, 0xa1, &ar);
-	c = fork_ok(p);
-	is_int(bad_tag(c, ar.addr, ar.n, 0xa1), 0, "%s: the child reads the parent's data", what);
-	copies0 = STAT(m, cow_copies);
-	reuses0 = STAT(m, cow_reuses);
+	pmt_area_setup(m, p, l, 0xa1, true, &ar);
+	c = pmt_fork(p);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xa1, 0), 0, "%s: the child reads the parent's data",
+	       what);
+	copies0 = PMT_STAT(m, cow_copies);
+	reuses0 = PMT_STAT(m, cow_reuses);
 	if (parent_first) {
-		is_int(put_tag(p, ar.addr, ar.n, 0xa2), ar.n, "%s: parent writes", what);
-		is_int(bad_tag(c, ar.addr, ar.n, 0xa1), 0, "%s: the child still reads old data",
-		       what);
-		is_int(put_tag(c, ar.addr, ar.n, 0xa3), ar.n, "%s: child writes", what);
-		is_int(bad_tag(p, ar.addr, ar.n, 0xa2), 0, "%s: the parent reads its own data",
-		       what);
-		is_int(bad_tag(c, ar.addr, ar.n, 0xa3), 0, "%s: the child reads its own data",
-		       what);
+		is_int(pmt_put_tag(p, ar.addr, ar.n, 0xa2, 0), ar.n, "%s: parent writes", what);
+		is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xa1, 0), 0,
+		       "%s: the child still reads old data", what);
+		is_int(pmt_put_tag(c, ar.addr, ar.n, 0xa3, 0), ar.n, "%s: child writes", what);
+		is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xa2, 0), 0,
+		       "%s: the parent reads its own data", what);
+		is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xa3, 0), 0,
+		       "%s: the child reads its own data", what);
 	} else {
-		is_int(put_tag(c, ar.addr, ar.n, 0xa3), ar.n, "%s: child writes", what);
-		is_int(bad_tag(p, ar.addr, ar.n, 0xa1), 0, "%s: the parent still reads old data",
-		       what);
-		is_int(put_tag(p, ar.addr, ar.n, 0xa2), ar.n, "%s: parent writes", what);
-		is_int(bad_tag(c, ar.addr, ar.n, 0xa3), 0, "%s: the child reads its own data",
-		       what);
-		is_int(bad_tag(p, ar.addr, ar.n, 0xa2), 0, "%s: the parent reads its own data",
-		       what);
+		is_int(pmt_put_tag(c, ar.addr, ar.n, 0xa3, 0), ar.n, "%s: child writes", what);
+		is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xa1, 0), 0,
+		       "%s: the parent still reads old data", what);
+		is_int(pmt_put_tag(p, ar.addr, ar.n, 0xa2, 0), ar.n, "%s: parent writes", what);
+		is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xa3, 0), 0,
+		       "%s: the child reads its own data", what);
+		is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xa2, 0), 0,
+		       "%s: the parent reads its own data", what);
 	}
-	if (l == L_BASE) {
+	if (l == PMT_L_BASE) {
 		/* The first writer copies (the page is shared); the second is then the only
 		 * user of the old page and reuses it in place. */
-		is_int(STAT(m, cow_copies) - copies0, ar.n, "%s: one copy per page", what);
-		is_int(STAT(m, cow_reuses) - reuses0, ar.n, "%s: then one reuse per page", what);
+		is_int(PMT_STAT(m, cow_copies) - copies0, ar.n, "%s: one copy per page", what);
+		is_int(PMT_STAT(m, cow_reuses) - reuses0, ar.n, "%s: then one reuse per page",
+		       what);
 	}
 	is_int(pm_machine_check(m), 0, "%s: invariants hold with the child alive", what);
 	pm_mm_destroy(c);
-	is_int(bad_tag(p, ar.addr, ar.n, 0xa2), 0, "%s: the parent's data survives the child",
-	       what);
-	is_int(put_tag(p, ar.addr, ar.n, 0xa4), ar.n, "%s: the parent writes again", what);
-	is_int(bad_tag(p, ar.addr, ar.n, 0xa4), 0, "%s: and reads it", what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xa2, 0), 0,
+	       "%s: the parent's data survives the child", what);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0xa4, 0), ar.n, "%s: the parent writes again", what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xa4, 0), 0, "%s: and reads it", what);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* Three generations: each keeps its own view. */
-static void test_grandchild(enum layout l)
+static void test_grandchild(enum pmt_layout l)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c, *g;
-	struct area ar;
+	struct pmt_area ar;
 	char what[64];
 
-	snprintf(what, sizeof(what), "grandchild, %s", lname[l]);
+	snprintf(what, sizeof(what), "grandchild, %s", pmt_layout_name[l]);
 	ASSERT_TRUE(p);
-	area_setup(m, p, l, 0xb1, &ar);
-	c = fork_ok(p);
-	g = fork_ok(c);
-	is_int(put_tag(p, ar.addr, ar.n, 0xb2), ar.n, "%s: parent writes", what);
-	is_int(put_tag(c, ar.addr, ar.n, 0xb3), ar.n, "%s: child writes", what);
-	is_int(bad_tag(g, ar.addr, ar.n, 0xb1), 0, "%s: the grandchild reads the original", what);
+	pmt_area_setup(m, p, l, 0xb1, true, &ar);
+	c = pmt_fork(p);
+	g = pmt_fork(c);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0xb2, 0), ar.n, "%s: parent writes", what);
+	is_int(pmt_put_tag(c, ar.addr, ar.n, 0xb3, 0), ar.n, "%s: child writes", what);
+	is_int(pmt_bad_tag(g, ar.addr, ar.n, 0xb1, 0), 0, "%s: the grandchild reads the original",
+	       what);
 	pm_mm_destroy(c);
-	is_int(put_tag(g, ar.addr, ar.n, 0xb4), ar.n, "%s: grandchild writes", what);
-	is_int(bad_tag(p, ar.addr, ar.n, 0xb2), 0, "%s: the parent reads its own", what);
-	is_int(bad_tag(g, ar.addr, ar.n, 0xb4), 0, "%s: the grandchild reads its own", what);
+	is_int(pmt_put_tag(g, ar.addr, ar.n, 0xb4, 0), ar.n, "%s: grandchild writes", what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xb2, 0), 0, "%s: the parent reads its own", what);
+	is_int(pmt_bad_tag(g, ar.addr, ar.n, 0xb4, 0), 0, "%s: the grandchild reads its own", what);
 	pm_mm_destroy(p);
 	pm_mm_destroy(g);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* mprotect R then RW must not make a page shared with a child writable (cow.c #2). */
-static void test_mprotect_roundtrip(enum layout l)
+static void test_mprotect_roundtrip(enum pmt_layout l)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
-	struct area ar;
+	struct pmt_area ar;
 	unsigned long copies0;
 	char what[64];
 
-	snprintf(what, sizeof(what), "mprotect round trip, %s", lname[l]);
+	snprintf(what, sizeof(what), "mprotect round trip, %s", pmt_layout_name[l]);
 	ASSERT_TRUE(p);
-	area_setup(m, p, l, 0xc1, &ar);
-	c = fork_ok(p);
+	pmt_area_setup(m, p, l, 0xc1, true, &ar);
+	c = pmt_fork(p);
 	is_int(pm_mprotect(p, ar.addr, ar.n * PG, PM_PROT_READ), 0, "%s: parent R", what);
 	is_int(pm_mprotect(p, ar.addr, ar.n * PG, RW), 0, "%s: parent RW", what);
-	copies0 = STAT(m, cow_copies);
-	is_int(put_tag(p, ar.addr, ar.n, 0xc2), ar.n, "%s: parent writes", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0xc1), 0, "%s: the child still reads old data", what);
-	if (l == L_BASE)
-		is_int(STAT(m, cow_copies) - copies0, ar.n, "%s: every write copied", what);
+	copies0 = PMT_STAT(m, cow_copies);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0xc2, 0), ar.n, "%s: parent writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xc1, 0), 0, "%s: the child still reads old data",
+	       what);
+	if (l == PMT_L_BASE)
+		is_int(PMT_STAT(m, cow_copies) - copies0, ar.n, "%s: every write copied", what);
 	is_int(pm_mprotect(c, ar.addr, ar.n * PG, PM_PROT_READ), 0, "%s: child R", what);
 	is_int(pm_mprotect(c, ar.addr, ar.n * PG, RW), 0, "%s: child RW", what);
-	is_int(put_tag(c, ar.addr, ar.n, 0xc3), ar.n, "%s: child writes", what);
-	is_int(bad_tag(p, ar.addr, ar.n, 0xc2), 0, "%s: the parent keeps its data", what);
+	is_int(pmt_put_tag(c, ar.addr, ar.n, 0xc3, 0), ar.n, "%s: child writes", what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xc2, 0), 0, "%s: the parent keeps its data", what);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* A page pinned R/W (or R/O) before fork: the child gets a copy at fork; the pin keeps
  * receiving the parent's writes (cow.c #8, "fork() with an iouring fixed buffer"). */
-static void test_pinned_before_fork(enum layout l, bool write, bool fast)
+static void test_pinned_before_fork(enum pmt_layout l, bool write, bool fast)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page **pins = calloc(512, sizeof(*pins));
 	unsigned flags = PM_FOLL_LONGTERM | (write ? PM_FOLL_WRITE : 0);
 	unsigned long fc0, split0, copies0, samepfn = 0, diffpfn = 0;
 	unsigned seq0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[80];
 
 	snprintf(what, sizeof(what), "%s %s pin before fork, %s", fast ? "fast" : "slow",
-		 write ? "R/W" : "R/O", lname[l]);
+		 write ? "R/W" : "R/O", pmt_layout_name[l]);
 	ASSERT_TRUE(p && pins);
-	area_setup(m, p, l, 0xd1, &ar);
+	pmt_area_setup(m, p, l, 0xd1, true, &ar);
 	is_int(fast ? pm_pin_user_pages_fast(p, ar.addr, ar.n, flags, pins)
 		    : pm_pin_user_pages(p, ar.addr, ar.n, flags, pins),
 	       ar.n, "%s: pin the area", what);
 	ok(pm_mm_has_pinned(p), "%s: the parent has pinned", what);
-	fc0 = STAT(m, fork_pinned_copies);
-	split0 = STAT(m, thp_splits);
+	fc0 = PMT_STAT(m, fork_pinned_copies);
+	split0 = PMT_STAT(m, thp_splits);
 	seq0 = atomic_load(&p->xwrite_protect_seq);
-	c = fork_ok(p);
+	c = pmt_fork(p);
 	{
 		unsigned seq1 = atomic_load(&p->xwrite_protect_seq);
 
 		ok(!(seq1 & 1) && seq1 != seq0,
 		   "%s: write_protect_seq advanced and even (%u -> %u)", what, seq0, seq1);
 	}
-	is_int(STAT(m, fork_pinned_copies) - fc0, ar.n, "%s: the child got a copy of every page",
-	       what);
-	if (l == L_THP_PMD)
-		is_int(STAT(m, thp_splits) - split0, 1, "%s: the pinned PMD was split", what);
+	is_int(PMT_STAT(m, fork_pinned_copies) - fc0, ar.n,
+	       "%s: the child got a copy of every page", what);
+	if (l == PMT_L_THP_PMD)
+		is_int(PMT_STAT(m, thp_splits) - split0, 1, "%s: the pinned PMD was split", what);
 	ok(!pm_mm_has_pinned(c), "%s: the child does not inherit has-pinned", what);
 	for (unsigned long i = 0; i < ar.n; i++) {
-		samepfn += pfn_at(p, ar.addr + i * PG) == pm_page_to_pfn(pins[i]);
-		diffpfn += pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pins[i]);
+		samepfn += pmt_pfn_at(p, ar.addr + i * PG) == pm_page_to_pfn(pins[i]);
+		diffpfn += pmt_pfn_at(c, ar.addr + i * PG) != pm_page_to_pfn(pins[i]);
 	}
 	is_int(samepfn, ar.n, "%s: the parent still maps the pinned pages", what);
 	is_int(diffpfn, ar.n, "%s: the child maps other frames", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0xd1), 0, "%s: the child's copy holds the data", what);
-	copies0 = STAT(m, cow_copies);
-	is_int(put_tag(p, ar.addr, ar.n, 0xd2), ar.n, "%s: parent writes", what);
-	is_int(STAT(m, cow_copies) - copies0, 0, "%s: the pinned pages are written in place", what);
-	is_int(bad_pin(pins, ar.n, 0xd2), 0, "%s: the pin sees the parent's writes", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0xd1), 0, "%s: the child does not", what);
-	is_int(put_tag(c, ar.addr, ar.n, 0xd3), ar.n, "%s: child writes", what);
-	is_int(bad_pin(pins, ar.n, 0xd2), 0, "%s: the pin never sees the child's writes", what);
-	is_int(bad_tag(p, ar.addr, ar.n, 0xd2), 0, "%s: neither does the parent", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xd1, 0), 0, "%s: the child's copy holds the data",
+	       what);
+	copies0 = PMT_STAT(m, cow_copies);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0xd2, 0), ar.n, "%s: parent writes", what);
+	is_int(PMT_STAT(m, cow_copies) - copies0, 0, "%s: the pinned pages are written in place",
+	       what);
+	is_int(pmt_bad_pin(pins, ar.n, 0xd2, 0), 0, "%s: the pin sees the parent's writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xd1, 0), 0, "%s: the child does not", what);
+	is_int(pmt_put_tag(c, ar.addr, ar.n, 0xd3, 0), ar.n, "%s: child writes", what);
+	is_int(pmt_bad_pin(pins, ar.n, 0xd2, 0), 0, "%s: the pin never sees the child's writes",
+	       what);
+	is_int(pmt_bad_tag(p, ar.addr, ar.n, 0xd2, 0), 0, "%s: neither does the parent", what);
 	is_int(pm_machine_check(m), 0, "%s: invariants hold", what);
 	pm_unpin_user_pages(pins, ar.n);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
 	free(pins);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* One pinned subpage makes the whole THP "maybe pinned": every subpage is copied at fork. */
 static void test_thp_one_subpage_pinned(void)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page *pin = NULL;
 	unsigned long fc0, copies0;
-	struct area ar;
+	struct pmt_area ar;
 	const char *what = "one pinned subpage of a PMD THP";
 
 	ASSERT_TRUE(p);
-	area_setup(m, p, L_THP_PMD, 0xe1, &ar);
+	pmt_area_setup(m, p, PMT_L_THP_PMD, 0xe1, true, &ar);
 	is_int(pm_pin_user_pages_fast(p, ar.addr + 100 * PG, 1, PM_FOLL_WRITE, &pin), 1,
 	       "%s: pin subpage 100", what);
-	fc0 = STAT(m, fork_pinned_copies);
-	c = fork_ok(p);
-	is_int(STAT(m, fork_pinned_copies) - fc0, 512, "%s: all 512 subpages copied", what);
-	copies0 = STAT(m, cow_copies);
-	is_int(put_tag(p, ar.addr, ar.n, 0xe2), ar.n, "%s: parent writes", what);
-	is_int(STAT(m, cow_copies) - copies0, 0, "%s: the parent's pages stayed exclusive", what);
-	ok(page_is(pm_page_address(pin), 0xe2, 100), "%s: the pin sees the write", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0xe1), 0, "%s: the child reads old data", what);
+	fc0 = PMT_STAT(m, fork_pinned_copies);
+	c = pmt_fork(p);
+	is_int(PMT_STAT(m, fork_pinned_copies) - fc0, 512, "%s: all 512 subpages copied", what);
+	copies0 = PMT_STAT(m, cow_copies);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0xe2, 0), ar.n, "%s: parent writes", what);
+	is_int(PMT_STAT(m, cow_copies) - copies0, 0, "%s: the parent's pages stayed exclusive",
+	       what);
+	ok(pmt_page_is(pm_page_address(pin), 0xe2, 100), "%s: the pin sees the write", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0xe1, 0), 0, "%s: the child reads old data", what);
 	pm_unpin_user_page(pin);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* has-pinned belongs to the mm that pinned; fork does not pass it on. */
 static void test_has_pinned(void)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c, *g;
 	struct pm_page *pg = NULL;
-	struct area ar;
+	struct pmt_area ar;
 
 	ASSERT_TRUE(p);
-	area_setup(m, p, L_BASE, 0xf1, &ar);
+	pmt_area_setup(m, p, PMT_L_BASE, 0xf1, true, &ar);
 	ok(!pm_mm_has_pinned(p), "has-pinned: a new mm has not pinned");
 	is_int(pm_get_user_pages_fast(p, ar.addr, 1, 0, &pg), 1, "has-pinned: get a page");
 	ok(!pm_mm_has_pinned(p), "has-pinned: a get is not a pin");
@@ -436,9 +250,9 @@ static void test_has_pinned(void)
 	is_int(pm_pin_user_pages_fast(p, ar.addr, 1, 0, &pg), 1, "has-pinned: pin a page");
 	pm_unpin_user_page(pg);
 	ok(pm_mm_has_pinned(p), "has-pinned: set by the pin, kept after the unpin");
-	c = fork_ok(p);
+	c = pmt_fork(p);
 	ok(!pm_mm_has_pinned(c), "has-pinned: the child has not pinned");
-	g = fork_ok(c);
+	g = pmt_fork(c);
 	ok(!pm_mm_has_pinned(g), "has-pinned: nor the grandchild");
 	is_int(pm_pin_user_pages(c, ar.addr, 1, PM_FOLL_WRITE, &pg), 1,
 	       "has-pinned: the child pins");
@@ -447,27 +261,27 @@ static void test_has_pinned(void)
 	pm_mm_destroy(g);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
-	finish(m, free0, "has-pinned");
+	pmt_end(m, free0, &pmt_end_returned, "has-pinned");
 }
 
 /* ---- MADV_DONTFORK / MADV_DOFORK ---- */
 
-static void test_dontfork(enum layout l)
+static void test_dontfork(enum pmt_layout l)
 {
-	static const unsigned long copies_first[NR_LAYOUTS] = { 0, 256, 256, 0, 255 };
-	static const unsigned long copies_second[NR_LAYOUTS] = { 1, 512, 512, 1, 511 };
-	struct pm_machine *m = new_machine(128);
+	static const unsigned long copies_first[PMT_NR_LAYOUTS] = { 0, 256, 256, 0, 255 };
+	static const unsigned long copies_second[PMT_NR_LAYOUTS] = { 1, 512, 512, 1, 511 };
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	struct pm_page *pin = NULL;
 	static char buf[PM_PAGE_SIZE];
 	unsigned long lo, hi, fc0, absent = 0;
-	struct area ar;
+	struct pmt_area ar;
 	char what[64];
 
-	snprintf(what, sizeof(what), "DONTFORK, %s", lname[l]);
+	snprintf(what, sizeof(what), "DONTFORK, %s", pmt_layout_name[l]);
 	ASSERT_TRUE(p);
-	area_setup(m, p, l, 0x11, &ar);
+	pmt_area_setup(m, p, l, 0x11, true, &ar);
 	/* DONTFORK the middle half; pin a page inside it (no copy for the child then). */
 	lo = ar.addr + ar.n / 4 * PG;
 	hi = ar.addr + ar.n / 4 * 3 * PG;
@@ -478,51 +292,53 @@ static void test_dontfork(enum layout l)
 	is_int(pm_madvise(p, lo, hi - lo, PM_MADV_DONTFORK), 0, "%s: madvise", what);
 	is_int(pm_pin_user_pages(p, lo, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pin), 1,
 	       "%s: pin a page in the range", what);
-	fc0 = STAT(m, fork_pinned_copies);
-	c = fork_ok(p);
+	fc0 = PMT_STAT(m, fork_pinned_copies);
+	c = pmt_fork(p);
 	/* Only the pinned folio's exclusive pages that the child inherits are copied: for a
 	 * THP, the pages outside the range (page 0 of the partially shared THP is not
 	 * exclusive); for 4 KiB pages, none. */
-	is_int(STAT(m, fork_pinned_copies) - fc0, copies_first[l],
+	is_int(PMT_STAT(m, fork_pinned_copies) - fc0, copies_first[l],
 	       "%s: copies for the child outside the range only", what);
 	for (unsigned long a = lo; a < hi; a += PG)
 		absent += pm_access(c, a, buf, PG, 0) == -EFAULT && pm_fault(c, a, 0) == -EFAULT &&
 			  pm_fault(c, a, PM_FAULT_WRITE) == -EFAULT;
 	is_int(absent, (hi - lo) / PG, "%s: the range is absent in the child (-EFAULT)", what);
-	is_int(bad_tag(c, ar.addr, (lo - ar.addr) / PG, 0x11), 0, "%s: below it is copied", what);
+	is_int(pmt_bad_tag(c, ar.addr, (lo - ar.addr) / PG, 0x11, 0), 0, "%s: below it is copied",
+	       what);
 	{
 		/* Pages above the range, by their index in the area. */
 		long bad = 0;
 
 		for (unsigned long a = hi; a < ar.addr + ar.n * PG; a += PG) {
 			bad += pm_access(c, a, buf, PG, 0) != (long)PG ||
-			       !page_is(buf, 0x11, (a - ar.addr) / PG);
+			       !pmt_page_is(buf, 0x11, (a - ar.addr) / PG);
 		}
 		is_int(bad, 0, "%s: above it is copied", what);
 	}
 	is_int(pm_access(p, lo, buf, PG, 0), PG, "%s: the parent keeps the range", what);
 	pm_mm_destroy(c);
 	is_int(pm_madvise(p, lo, hi - lo, PM_MADV_DOFORK), 0, "%s: DOFORK", what);
-	fc0 = STAT(m, fork_pinned_copies);
-	c = fork_ok(p);
-	is_int(STAT(m, fork_pinned_copies) - fc0, copies_second[l],
+	fc0 = PMT_STAT(m, fork_pinned_copies);
+	c = pmt_fork(p);
+	is_int(PMT_STAT(m, fork_pinned_copies) - fc0, copies_second[l],
 	       "%s: now the pinned page (and its folio's exclusive pages) are copied", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0x11), 0, "%s: the child sees the whole area", what);
-	is_int(put_tag(p, ar.addr, ar.n, 0x12), ar.n, "%s: parent writes", what);
-	is_int(bad_tag(c, ar.addr, ar.n, 0x11), 0, "%s: the child keeps old data", what);
-	ok(page_is(pm_page_address(pin), 0x12, (lo - ar.addr) / PG), "%s: the pin sees the write",
-	   what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0x11, 0), 0, "%s: the child sees the whole area",
+	       what);
+	is_int(pmt_put_tag(p, ar.addr, ar.n, 0x12, 0), ar.n, "%s: parent writes", what);
+	is_int(pmt_bad_tag(c, ar.addr, ar.n, 0x11, 0), 0, "%s: the child keeps old data", what);
+	ok(pmt_page_is(pm_page_address(pin), 0x12, (lo - ar.addr) / PG),
+	   "%s: the pin sees the write", what);
 	pm_unpin_user_page(pin);
 	pm_mm_destroy(c);
 	pm_mm_destroy(p);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* ---- shared mappings are shared across fork; private file mappings are COW ---- */
 
 static void test_fork_shmem(void)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
 	struct pm_mm *p = pm_mm_create(m), *o = pm_mm_create(m), *c;
@@ -535,63 +351,68 @@ static void test_fork_shmem(void)
 	xo = pm_mmap(o, 0, 4 * PG, PM_PROT_READ, PM_MAP_SHARED, f, 0);
 	xa = pm_mmap(p, 0, 4 * PG, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS, NULL, 0);
 	ASSERT_TRUE(xs > 0 && xp > 0 && xo > 0 && xa > 0);
-	is_int(put_tag(p, xs, 4, 0x21), 4, "fork shmem: fill the object");
-	is_int(put_tag(p, xa, 4, 0x25), 4, "fork shmem: fill the shared anonymous area");
-	is_int(bad_tag(p, xp, 4, 0x21), 0, "fork shmem: the private mapping reads the object");
-	is_int(put_tag(p, xp, 1, 0x22), 1, "fork shmem: a private copy of page 0");
-	c = fork_ok(p);
-	copies0 = STAT(m, cow_copies);
-	is_int(bad_tag(c, xs, 4, 0x21), 0, "fork shmem: the child reads the object");
-	is_int(put_tag(c, xs, 4, 0x23), 4, "fork shmem: the child writes the shared mapping");
-	is_int(bad_tag(p, xs, 4, 0x23), 0, "fork shmem: the parent sees it");
-	is_int(bad_tag(o, xo, 4, 0x23), 0, "fork shmem: another address space sees it");
-	is_int(put_tag(p, xa, 4, 0x26), 4,
+	is_int(pmt_put_tag(p, xs, 4, 0x21, 0), 4, "fork shmem: fill the object");
+	is_int(pmt_put_tag(p, xa, 4, 0x25, 0), 4, "fork shmem: fill the shared anonymous area");
+	is_int(pmt_bad_tag(p, xp, 4, 0x21, 0), 0,
+	       "fork shmem: the private mapping reads the object");
+	is_int(pmt_put_tag(p, xp, 1, 0x22, 0), 1, "fork shmem: a private copy of page 0");
+	c = pmt_fork(p);
+	copies0 = PMT_STAT(m, cow_copies);
+	is_int(pmt_bad_tag(c, xs, 4, 0x21, 0), 0, "fork shmem: the child reads the object");
+	is_int(pmt_put_tag(c, xs, 4, 0x23, 0), 4,
+	       "fork shmem: the child writes the shared mapping");
+	is_int(pmt_bad_tag(p, xs, 4, 0x23, 0), 0, "fork shmem: the parent sees it");
+	is_int(pmt_bad_tag(o, xo, 4, 0x23, 0), 0, "fork shmem: another address space sees it");
+	is_int(pmt_put_tag(p, xa, 4, 0x26, 0), 4,
 	       "fork shmem: the parent writes the anonymous shared area");
-	is_int(bad_tag(c, xa, 4, 0x26), 0, "fork shmem: the child sees it");
-	is_int(STAT(m, cow_copies) - copies0, 0, "fork shmem: shared mappings never copy");
+	is_int(pmt_bad_tag(c, xa, 4, 0x26, 0), 0, "fork shmem: the child sees it");
+	is_int(PMT_STAT(m, cow_copies) - copies0, 0, "fork shmem: shared mappings never copy");
 	for (unsigned long i = 0; i < 4; i++) {
-		bad_pfn += pfn_at(p, xs + i * PG) != pfn_at(c, xs + i * PG);
-		bad_pfn += pfn_at(p, xa + i * PG) != pfn_at(c, xa + i * PG);
+		bad_pfn += pmt_pfn_at(p, xs + i * PG) != pmt_pfn_at(c, xs + i * PG);
+		bad_pfn += pmt_pfn_at(p, xa + i * PG) != pmt_pfn_at(c, xa + i * PG);
 	}
 	is_int(bad_pfn, 0, "fork shmem: shared mappings map the same frames in both");
-	is_int(bad_tag(c, xp, 1, 0x22), 0, "fork shmem: the child inherits the private copy");
+	is_int(pmt_bad_tag(c, xp, 1, 0x22, 0), 0,
+	       "fork shmem: the child inherits the private copy");
 	{
 		long bad = 0;
 		static uint64_t buf[PM_PAGE_SIZE / 8];
 
 		for (unsigned long i = 1; i < 4; i++)
 			bad += pm_access(c, xp + i * PG, buf, PG, 0) != (long)PG ||
-			       !page_is(buf, 0x23, i);
+			       !pmt_page_is(buf, 0x23, i);
 		is_int(bad, 0, "fork shmem: unwritten private pages follow the object");
 	}
-	is_int(put_tag(p, xp, 1, 0x24), 1, "fork shmem: the parent rewrites its private copy");
-	is_int(bad_tag(c, xp, 1, 0x22), 0, "fork shmem: the child keeps the old private data");
-	is_int(bad_tag(o, xo, 1, 0x23), 0, "fork shmem: the object never sees private data");
+	is_int(pmt_put_tag(p, xp, 1, 0x24, 0), 1,
+	       "fork shmem: the parent rewrites its private copy");
+	is_int(pmt_bad_tag(c, xp, 1, 0x22, 0), 0,
+	       "fork shmem: the child keeps the old private data");
+	is_int(pmt_bad_tag(o, xo, 1, 0x23, 0), 0, "fork shmem: the object never sees private data");
 	pm_shmem_put(f);
 	pm_mm_destroy(c);
 	pm_mm_destroy(o);
 	pm_mm_destroy(p);
-	finish(m, free0, "fork shmem");
+	pmt_end(m, free0, &pmt_end_returned, "fork shmem");
 }
 
 /* The zero page after fork: the child's write stays the child's. */
 static void test_fork_zero_page(void)
 {
-	struct pm_machine *m = new_machine(64);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c;
 	long x = pm_mmap(p, 0, 8 * PG, RW, ANON, NULL, 0);
 
 	ASSERT_TRUE(x > 0);
-	is_int(bad_tag(p, x, 8, 0), 0, "zero page: read faults read zero");
-	c = fork_ok(p);
-	is_int(put_tag(c, x, 8, 0x31), 8, "zero page: the child writes");
-	is_int(bad_tag(p, x, 8, 0), 0, "zero page: the parent still reads zero");
-	is_int(put_tag(p, x, 4, 0x32), 4, "zero page: the parent writes half");
-	is_int(bad_tag(c, x, 8, 0x31), 0, "zero page: the child keeps its data");
+	is_int(pmt_bad_tag(p, x, 8, 0, 0), 0, "zero page: read faults read zero");
+	c = pmt_fork(p);
+	is_int(pmt_put_tag(c, x, 8, 0x31, 0), 8, "zero page: the child writes");
+	is_int(pmt_bad_tag(p, x, 8, 0, 0), 0, "zero page: the parent still reads zero");
+	is_int(pmt_put_tag(p, x, 4, 0x32, 0), 4, "zero page: the parent writes half");
+	is_int(pmt_bad_tag(c, x, 8, 0x31, 0), 0, "zero page: the child keeps its data");
 	pm_mm_destroy(p);
 	pm_mm_destroy(c);
-	finish(m, free0, "zero page");
+	pmt_end(m, free0, &pmt_end_returned, "zero page");
 }
 
 /* ---- fork failing at each allocation it makes ---- */
@@ -607,25 +428,25 @@ struct parent_state {
 
 static void parent_build(struct pm_machine *m, struct parent_state *s, bool pin_thp)
 {
-	struct area ar;
+	struct pmt_area ar;
 
 	memset(s, 0, sizeof(*s));
 	s->mm = pm_mm_create(m);
 	s->f = pm_shmem_create(m, 4 * PG, 0);
 	ASSERT_TRUE(s->mm && s->f);
-	area_setup(m, s->mm, L_BASE, 0x41, &ar);
+	pmt_area_setup(m, s->mm, PMT_L_BASE, 0x41, true, &ar);
 	s->base = ar.addr;
-	area_setup(m, s->mm, L_THP_PMD, 0x42, &ar);
+	pmt_area_setup(m, s->mm, PMT_L_THP_PMD, 0x42, true, &ar);
 	s->thp = ar.addr;
 	s->shm = pm_mmap(s->mm, 0, 4 * PG, RW, PM_MAP_SHARED, s->f, 0);
 	s->sanon = pm_mmap(s->mm, 0, 4 * PG, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS, NULL, 0);
 	s->dontfork = pm_mmap(s->mm, 0, 4 * PG, RW, ANON, NULL, 0);
 	s->zero = pm_mmap(s->mm, 0, 4 * PG, RW, ANON, NULL, 0);
 	ASSERT_TRUE(s->shm > 0 && s->sanon > 0 && s->dontfork > 0 && s->zero > 0);
-	ASSERT_EQ(put_tag(s->mm, s->shm, 4, 0x43), 4);
-	ASSERT_EQ(put_tag(s->mm, s->sanon, 4, 0x44), 4);
-	ASSERT_EQ(put_tag(s->mm, s->dontfork, 4, 0x45), 4);
-	ASSERT_EQ(bad_tag(s->mm, s->zero, 4, 0), 0);
+	ASSERT_EQ(pmt_put_tag(s->mm, s->shm, 4, 0x43, 0), 4);
+	ASSERT_EQ(pmt_put_tag(s->mm, s->sanon, 4, 0x44, 0), 4);
+	ASSERT_EQ(pmt_put_tag(s->mm, s->dontfork, 4, 0x45, 0), 4);
+	ASSERT_EQ(pmt_bad_tag(s->mm, s->zero, 4, 0, 0), 0);
 	ASSERT_EQ(pm_madvise(s->mm, s->dontfork, 4 * PG, PM_MADV_DONTFORK), 0);
 	ASSERT_EQ(pm_pin_user_pages(s->mm, s->base, 2, PM_FOLL_WRITE | PM_FOLL_LONGTERM, s->pins),
 		  2);
@@ -643,19 +464,19 @@ static long parent_verify(struct parent_state *s, uint32_t iter)
 	static uint64_t buf[PM_PAGE_SIZE / 8];
 	long bad = 0, part[8] = { 0 };
 
-	fill_page(pm_page_address(s->pins[0]), 0x4600 + (iter & 0xff), 0);
-	fill_page(pm_page_address(s->pins[1]), 0x4600 + (iter & 0xff), 1);
-	part[0] = bad_tag(s->mm, s->base, 2, 0x4600 + (iter & 0xff)); /* pins still mapped */
+	pmt_fill_tag(pm_page_address(s->pins[0]), 0x4600 + (iter & 0xff), 0);
+	pmt_fill_tag(pm_page_address(s->pins[1]), 0x4600 + (iter & 0xff), 1);
+	part[0] = pmt_bad_tag(s->mm, s->base, 2, 0x4600 + (iter & 0xff), 0); /* pins still mapped */
 	for (unsigned long i = 2; i < 16; i++)
 		part[1] += pm_access(s->mm, s->base + i * PG, buf, PG, 0) != (long)PG ||
-			   !page_is(buf, 0x41, i);
-	part[2] = bad_tag(s->mm, s->thp, 512, 0x42);
-	part[3] = bad_tag(s->mm, s->shm, 4, 0x43);
-	part[4] = bad_tag(s->mm, s->sanon, 4, 0x44);
-	part[5] = bad_tag(s->mm, s->dontfork, 4, 0x45);
-	part[6] = bad_tag(s->mm, s->zero, 4, 0);
+			   !pmt_page_is(buf, 0x41, i);
+	part[2] = pmt_bad_tag(s->mm, s->thp, 512, 0x42, 0);
+	part[3] = pmt_bad_tag(s->mm, s->shm, 4, 0x43, 0);
+	part[4] = pmt_bad_tag(s->mm, s->sanon, 4, 0x44, 0);
+	part[5] = pmt_bad_tag(s->mm, s->dontfork, 4, 0x45, 0);
+	part[6] = pmt_bad_tag(s->mm, s->zero, 4, 0, 0);
 	/* Still writable where it was: rewrite page 5 with the same data. */
-	fill_page(buf, 0x41, 5);
+	pmt_fill_tag(buf, 0x41, 5);
 	part[7] = pm_access(s->mm, s->base + 5 * PG, buf, PG, 1) != (long)PG;
 	for (int i = 0; i < 8; i++)
 		bad += part[i];
@@ -672,12 +493,12 @@ static long child_verify(struct parent_state *s, struct pm_mm *c, uint32_t iter)
 	static char buf[PM_PAGE_SIZE];
 	long bad = 0;
 
-	bad += bad_tag(c, s->base, 2, 0x4600 + (iter & 0xff));
-	bad += bad_tag(c, s->thp, 512, 0x42);
-	bad += bad_tag(c, s->shm, 4, 0x43);
-	bad += bad_tag(c, s->sanon, 4, 0x44);
+	bad += pmt_bad_tag(c, s->base, 2, 0x4600 + (iter & 0xff), 0);
+	bad += pmt_bad_tag(c, s->thp, 512, 0x42, 0);
+	bad += pmt_bad_tag(c, s->shm, 4, 0x43, 0);
+	bad += pmt_bad_tag(c, s->sanon, 4, 0x44, 0);
 	bad += pm_access(c, s->dontfork, buf, PG, 0) != -EFAULT;
-	bad += bad_tag(c, s->zero, 4, 0);
+	bad += pmt_bad_tag(c, s->zero, 4, 0, 0);
 	return bad;
 }
 
@@ -697,7 +518,7 @@ static void parent_free(struct parent_state *s)
  */
 static void test_fork_failure(bool pin_thp, const long *ns, int nns)
 {
-	struct pm_machine *m = new_machine(128);
+	struct pm_machine *m = pmt_machine(128, 0);
 	size_t free0 = pm_machine_free_pages(m), base_free;
 	struct parent_state s;
 	long fails = 0, bad_errno = 0, bad_parent = 0, bad_leak = 0, bad_check = 0,
@@ -709,14 +530,14 @@ static void test_fork_failure(bool pin_thp, const long *ns, int nns)
 	parent_build(m, &s, pin_thp);
 	is_int(parent_verify(&s, 0), 0, "%s: the parent is set up", what);
 	/* A first fork puts the parent in its after-fork state (write-protected, THP split). */
-	c = fork_ok(s.mm);
+	c = pmt_fork(s.mm);
 	is_int(child_verify(&s, c, 0), 0, "%s: a fork that succeeds", what);
 	pm_mm_destroy(c);
 	is_int(parent_verify(&s, 1), 0, "%s: the parent after it", what);
-	base_free = free_now(m);
+	base_free = pmt_free_pages(m);
 	for (long k = 0; !done && k < (ns ? nns : 100000); k++) {
 		long n = ns ? ns[k] : k + 1;
-		unsigned long f0 = STAT(m, alloc_failures), injected;
+		unsigned long f0 = PMT_STAT(m, alloc_failures), injected;
 		uint32_t cur = (uint32_t)k + 1; /* the tag parent_verify() last wrote */
 		int err;
 
@@ -726,7 +547,7 @@ static void test_fork_failure(bool pin_thp, const long *ns, int nns)
 		c = pm_mm_fork(s.mm);
 		err = errno;
 		pm_fail_nth(m, 0);
-		injected = STAT(m, alloc_failures) - f0;
+		injected = PMT_STAT(m, alloc_failures) - f0;
 		if (c) {
 			if (!injected) {
 				done = true;
@@ -748,7 +569,7 @@ static void test_fork_failure(bool pin_thp, const long *ns, int nns)
 				diag("%s: parent damaged after failing allocation %ld", what, n);
 			bad_parent++;
 		}
-		if (free_now(m) != base_free) {
+		if (pmt_free_pages(m) != base_free) {
 			if (!bad_leak)
 				diag("%s: allocation %ld: %zu free frames, %zu before", what, n,
 				     pm_machine_free_pages(m), base_free);
@@ -771,7 +592,7 @@ static void test_fork_failure(bool pin_thp, const long *ns, int nns)
 	is_int(bad_check, 0, "%s: invariants hold after each failure", what);
 	is_int(bad_child, 0, "%s: the final fork's child is right", what);
 	parent_free(&s);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 int main(void)
@@ -781,7 +602,7 @@ int main(void)
 					700, 800, 1000, 1500, 2000, 4000, 8000 };
 
 	plan_no_plan();
-	for (int l = 0; l < NR_LAYOUTS; l++) {
+	for (int l = 0; l < PMT_NR_LAYOUTS; l++) {
 		test_basic(l, true);
 		test_basic(l, false);
 		test_grandchild(l);

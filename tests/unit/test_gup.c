@@ -16,6 +16,7 @@
 #include <pinmm/pinmm.h>
 
 #include "internal.h"
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -55,29 +56,9 @@ static void release(const struct call *c, struct pm_page **p, long n)
 	}
 }
 
-static struct pm_stats stats_of(void)
-{
-	struct pm_stats s;
-
-	pm_machine_stats(m, &s);
-	return s;
-}
-
-static size_t free_now(void)
-{
-	pm_rcu_barrier();
-	return pm_machine_free_pages(m);
-}
-
 static void setup_knobs(unsigned knobs)
 {
-	struct pm_config c = { .mem_bytes = 64 * MiB, .knobs = knobs };
-
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free0 = pmt_setup(&m, &mm, 64, knobs);
 }
 
 static void setup(void)
@@ -87,18 +68,11 @@ static void setup(void)
 
 static void teardown(const char *what)
 {
-	struct pm_stats s = stats_of();
+	struct pm_stats s = pmt_stats(m);
 
 	is_int(s.nr_foll_pin_acquired, s.nr_foll_pin_released,
 	       "%s: nr_foll_pin acquired == released", what);
-	if (mm)
-		pm_mm_destroy(mm);
-	mm = NULL;
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame free after destroy", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-	m = NULL;
+	pmt_teardown(&m, &mm, free0, what);
 }
 
 static long map(unsigned long addr, size_t len, int prot, int flags)
@@ -224,16 +198,16 @@ static void test_args(void)
 	const unsigned long y = 0x20000000UL;
 
 	ASSERT_EQ(map(y, 4 * PG, RW, PRIV), y);
-	size_t f1 = free_now();
-	struct pm_stats s0 = stats_of();
+	size_t f1 = pmt_free_pages(m);
+	struct pm_stats s0 = pmt_stats(m);
 
 	is_int(pm_get_user_pages(mm, y, 4, PM_FOLL_WRITE, NULL), 4,
 	       "get with pages == NULL faults in and returns 4");
-	ok(free_now() <= f1 - 4, "4 pages were populated");
+	ok(pmt_free_pages(m) <= f1 - 4, "4 pages were populated");
 	is_int(pm_get_user_pages(mm, y, 4, PM_FOLL_WRITE | PM_FOLL_NOFAULT, pg), 4,
 	       "they are present (NOFAULT succeeds)");
 	release(&calls[0], pg, 4);
-	is_int(stats_of().nr_foll_pin_acquired, s0.nr_foll_pin_acquired, "gets are not pins");
+	is_int(pmt_stats(m).nr_foll_pin_acquired, s0.nr_foll_pin_acquired, "gets are not pins");
 	teardown("args");
 }
 
@@ -343,11 +317,11 @@ static void test_force(void)
 	ASSERT_EQ(map(y, PG, RW, PRIV), y);
 	stamp(y, 1);
 	ASSERT_EQ(pm_mprotect(mm, y, PG, PM_PROT_READ), 0);
-	struct pm_stats s0 = stats_of();
+	struct pm_stats s0 = pmt_stats(m);
 
 	r = pm_pin_user_pages(mm, y, 1, PM_FOLL_WRITE | PM_FOLL_FORCE, pg);
 	ok(r == 1 && is_page_of(pg[0], y), "FORCE on an exclusive read-only page pins it in place");
-	is_int(stats_of().cow_copies - s0.cow_copies, 0, "no copy");
+	is_int(pmt_stats(m).cow_copies - s0.cow_copies, 0, "no copy");
 	release(&calls[2], pg, r);
 
 	/* Shared mappings: FORCE never writes through a read-only one. */
@@ -387,7 +361,7 @@ static void test_counts_small(void)
 	ok(!pm_folio_maybe_dma_pinned(f), "not pinned");
 	ok(!pm_mm_has_pinned(mm), "the mm has not pinned yet");
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_pin_user_pages(mm, x, 1, PM_FOLL_WRITE, &p), 1, "pin");
 	ok(pm_mm_has_pinned(mm), "the mm has pinned");
 	is_int(pm_folio_ref_count(f), 1 + BIAS, "refcount 1 + 1024");
@@ -396,14 +370,14 @@ static void test_counts_small(void)
 	is_int(pm_pin_user_pages_fast(mm, x, 1, 0, &q), 1, "pin again (fast, read)");
 	ok(p == q, "the same page");
 	is_int(pm_folio_ref_count(f), 1 + 2 * BIAS, "refcount 1 + 2048");
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.nr_foll_pin_acquired - s0.nr_foll_pin_acquired, 2, "nr_foll_pin_acquired +2");
 	pm_unpin_user_page(p);
 	is_int(pm_folio_ref_count(f), 1 + BIAS, "one unpin: 1 + 1024");
 	pm_unpin_user_page(q);
 	is_int(pm_folio_ref_count(f), 1, "both unpinned: 1");
 	ok(!pm_folio_maybe_dma_pinned(f), "not pinned any more");
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 2, "nr_foll_pin_released +2");
 
 	/* Gets: +1 each; 1023 references read as "maybe pinned", as in Linux. */
@@ -421,7 +395,7 @@ static void test_counts_small(void)
 		pm_put_page(q);
 	pm_put_page(p);
 	is_int(pm_folio_ref_count(f), 1, "all put: 1");
-	is_int(stats_of().nr_foll_pin_acquired - s1.nr_foll_pin_acquired, 0, "gets count no pin");
+	is_int(pmt_stats(m).nr_foll_pin_acquired - s1.nr_foll_pin_acquired, 0, "gets count no pin");
 
 	/* Frame numbers. */
 	ASSERT_EQ(pm_get_user_pages(mm, x + PG, 1, 0, &p), 1);
@@ -430,19 +404,27 @@ static void test_counts_small(void)
 	ok(!pm_page_is_zero(p), "not the zero page");
 	pm_put_page(p);
 
-	/* A pin that would overflow the refcount is refused (white box: refcount near INT_MAX). */
+	/*
+	 * A pin that would pass GUP's reference limit (PM_GUP_REF_LIMIT, 2^30: headroom below
+	 * INT_MAX for the references nobody may refuse) is refused; a get still fits below it
+	 * (white box: the refcount set just under the limit).
+	 */
 	_Atomic int *ref = &((struct pm_page *)f)->xrefcount;
 	int saved = atomic_load(ref);
 
-	atomic_store(ref, INT_MAX - 1000);
-	s0 = stats_of();
-	is_int(pm_pin_user_pages(mm, x, 1, 0, &p), -ENOMEM, "pin near INT_MAX -> -ENOMEM");
+	atomic_store(ref, PM_GUP_REF_LIMIT - 1000);
+	s0 = pmt_stats(m);
+	is_int(pm_pin_user_pages(mm, x, 1, 0, &p), -ENOMEM, "pin near the limit -> -ENOMEM");
 	is_int(pm_pin_user_pages_fast(mm, x, 1, 0, &p), -ENOMEM,
-	       "pin_fast near INT_MAX -> -ENOMEM");
-	is_int(atomic_load(ref), INT_MAX - 1000, "the refcount did not move");
+	       "pin_fast near the limit -> -ENOMEM");
+	is_int(atomic_load(ref), PM_GUP_REF_LIMIT - 1000, "the refcount did not move");
 	is_int(pm_get_user_pages_fast(mm, x, 1, 0, &p), 1, "a get still fits");
 	pm_put_page(p);
-	is_int(stats_of().nr_foll_pin_acquired, s0.nr_foll_pin_acquired,
+	atomic_store(ref, PM_GUP_REF_LIMIT);
+	is_int(pm_get_user_pages(mm, x, 1, 0, &p), -ENOMEM, "a get at the limit -> -ENOMEM");
+	is_int(pm_get_user_pages_fast(mm, x, 1, 0, &p), -ENOMEM,
+	       "a get_fast at the limit -> -ENOMEM");
+	is_int(pmt_stats(m).nr_foll_pin_acquired, s0.nr_foll_pin_acquired,
 	       "refused pins not counted");
 	atomic_store(ref, saved);
 	teardown("small counts");
@@ -466,7 +448,7 @@ static void test_counts_thp(void)
 	is_int(pm_folio_ref_count(a), 1, "PMD-mapped: refcount 1");
 	is_int(pm_folio_pincount(a), 0, "pincount 0");
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages(mm, t, 1, 0, pg);
 	ok(r == 1 && is_page_of(pg[0], t), "pin one page");
 	is_int(pm_folio_ref_count(a), 2, "+1 refcount");
@@ -476,7 +458,8 @@ static void test_counts_thp(void)
 	ok(r == 511 && pages_are(pg + 1, t + PG, 511), "pin the other 511 (fast)");
 	is_int(pm_folio_ref_count(a), 513, "refcount 1 + 512");
 	is_int(pm_folio_pincount(a), 512, "pincount 512");
-	is_int(stats_of().nr_foll_pin_acquired - s0.nr_foll_pin_acquired, 512, "512 pins counted");
+	is_int(pmt_stats(m).nr_foll_pin_acquired - s0.nr_foll_pin_acquired, 512,
+	       "512 pins counted");
 	pm_unpin_user_pages(pg, 512);
 	is_int(pm_folio_ref_count(a), 1, "unpinned: refcount 1");
 	is_int(pm_folio_pincount(a), 0, "unpinned: pincount 0");
@@ -514,7 +497,7 @@ static void test_counts_thp(void)
 			   pm_folio_pincount(b) == 0,
 		   "%s: all back to refcount 1, pincount 0", k->name);
 	}
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.nr_foll_pin_acquired - s0.nr_foll_pin_acquired, 512 + 14, "every pin counted");
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 512 + 14, "every unpin counted");
 	teardown("THP counts");
@@ -531,9 +514,9 @@ static void test_fast_counters(void)
 	ASSERT_EQ(map(y, 8 * PG, RW, PRIV), y);
 	stamp(x, 4);
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages_fast(mm, x, 8, PM_FOLL_WRITE, pg);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(r, 8, "fast pin over 4 present + 4 absent pages -> 8");
 	ok(pages_are(pg, x, 4), "the present ones are the right pages");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 4, "head: 4 gup_fast_pages");
@@ -542,45 +525,45 @@ static void test_fast_counters(void)
 	pm_unpin_user_pages(pg, r);
 	stamp(x + 4 * PG, 4);
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages_fast(mm, x, 8, PM_FOLL_WRITE, pg);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	ok(r == 8 && pages_are(pg, x, 8), "all present: 8, the right pages");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 8, "8 gup_fast_pages");
 	is_int(s1.gup_slow_pages - s0.gup_slow_pages, 0, "0 gup_slow_pages");
 	is_int(s1.gup_fast_fallbacks - s0.gup_fast_fallbacks, 0, "no fallback");
 	pm_unpin_user_pages(pg, r);
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages_fast(mm, y, 8, PM_FOLL_WRITE, pg);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(r, 8, "none present: 8");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 0, "0 gup_fast_pages");
 	is_int(s1.gup_slow_pages - s0.gup_slow_pages, 8, "8 gup_slow_pages");
 	is_int(s1.gup_fast_fallbacks - s0.gup_fast_fallbacks, 1, "one fallback");
 	pm_unpin_user_pages(pg, r);
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages(mm, x, 8, 0, pg);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	ok(r == 8 && pages_are(pg, x, 8), "slow pin: 8");
 	is_int(s1.gup_slow_pages - s0.gup_slow_pages, 8, "slow call: 8 gup_slow_pages");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 0, "slow call: no gup_fast_pages");
 	is_int(s1.gup_fast_fallbacks - s0.gup_fast_fallbacks, 0, "slow call: no fallback");
 	pm_unpin_user_pages(pg, r);
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_get_user_pages_fast(mm, x + 2 * PG, 6, 0, pg);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	ok(r == 6 && pages_are(pg, x + 2 * PG, 6), "get_fast: 6");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 6, "get_fast counts gup_fast_pages");
 	is_int(s1.nr_foll_pin_acquired - s0.nr_foll_pin_acquired, 0, "and no pin");
 	release(&calls[1], pg, r);
 
 	/* A read-only fast pin of an exclusive anonymous page needs no unshare. */
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages_fast(mm, x, 2, 0, pg);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	ok(r == 2 && pages_are(pg, x, 2), "read-only fast pin of exclusive pages");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 2, "taken by the fast walk");
 	pm_unpin_user_pages(pg, r);
@@ -629,9 +612,9 @@ static void test_zero_page(void)
 	ASSERT_EQ(map(x, 8 * PG, RW, PRIV), x);
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(pm_access(mm, x + i * PG, &(char){ 0 }, 1, 0), 1);
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	r = pm_pin_user_pages(mm, x, 1, 0, &z);
 	ok(r == 1 && pm_page_is_zero(z), "a read pin of a read-faulted page gives the zero page");
 	zref = pm_folio_ref_count(pm_page_folio(z));
@@ -646,13 +629,13 @@ static void test_zero_page(void)
 	pm_unpin_user_pages(&z, 1);
 	pm_unpin_user_page_range_dirty_lock(z, 1, true);
 	is_int(pm_folio_ref_count(pm_page_folio(z)), zref, "unpinning it changes nothing either");
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.nr_foll_pin_acquired - s0.nr_foll_pin_acquired, 0, "no pin counted");
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 0, "no unpin counted");
 	static const char zero[PG];
 
 	ok(!memcmp(pm_page_address(z), zero, PG), "it reads zeros");
-	is_int(free_now(), f1, "no frame was allocated");
+	is_int(pmt_free_pages(m), f1, "no frame was allocated");
 
 	/* A long-term read pin unshares: a new anonymous page that sees later writes. */
 	r = pm_pin_user_pages(mm, x + 2 * PG, 1, PM_FOLL_LONGTERM, &p);
@@ -699,27 +682,27 @@ static void test_unpin(void)
 	b = folio_at(t + THP);
 
 	ASSERT_EQ(pm_pin_user_pages(mm, t, 512, 0, pg), 512);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_pages(pg, 512);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 1,
 	       "512 pages of one THP: 1 update");
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 512, "512 released");
 	is_int(pm_folio_pincount(a), 0, "pincount 0");
 
 	ASSERT_EQ(pm_pin_user_pages(mm, x, 8, 0, pg), 8);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_pages(pg, 8);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 8, "8 small folios: 8 updates");
 
 	/* [A0 A1 B0 A2]: runs of the same folio, not folios. */
 	ASSERT_EQ(pm_pin_user_pages(mm, t, 3, 0, pg), 3);
 	ASSERT_EQ(pm_pin_user_pages(mm, t + THP, 1, 0, pg + 3), 1);
 	arr[0] = pg[0], arr[1] = pg[1], arr[2] = pg[3], arr[3] = pg[2];
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_pages(arr, 4);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 3, "[A0 A1 B0 A2]: 3 updates");
 	ok(pm_folio_pincount(a) == 0 && pm_folio_pincount(b) == 0 &&
 		   pm_folio_ref_count(a) == 1 && pm_folio_ref_count(b) == 1,
@@ -728,28 +711,28 @@ static void test_unpin(void)
 	/* A NULL entry is skipped and ends a batch: [A0 A1 NULL A2 A3]. */
 	ASSERT_EQ(pm_pin_user_pages(mm, t, 4, 0, pg), 4);
 	arr[0] = pg[0], arr[1] = pg[1], arr[2] = NULL, arr[3] = pg[2], arr[4] = pg[3];
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_pages(arr, 5);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 2, "[A0 A1 NULL A2 A3]: 2 updates");
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 4, "4 released");
 	is_int(pm_folio_pincount(a), 0, "pincount 0");
 
 	/* Single unpins. */
 	ASSERT_EQ(pm_pin_user_pages(mm, t, 2, 0, pg), 2);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_page(pg[0]);
 	pm_unpin_user_page(pg[1]);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 2, "2 single unpins: 2 updates");
 
 	/* Range unpin: one update per folio, by arithmetic. */
 	r = pm_pin_user_pages(mm, t + 10 * PG, 100, 0, pg);
 	ASSERT_EQ(r, 100);
 	clear_dirty(a);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_page_range_dirty_lock(pg[0], 100, false);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 1,
 	       "range of 100 in a THP: 1 update");
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 100, "100 released");
@@ -761,9 +744,9 @@ static void test_unpin(void)
 	is_int(pm_folio_ref_count(a), 1, "refcount 1");
 	ASSERT_EQ(pm_pin_user_pages(mm, x + 3 * PG, 1, 0, pg), 1);
 	f = pm_page_folio(pg[0]);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_page_range_dirty_lock(pg[0], 1, false);
-	is_int(stats_of().unpin_folio_updates - s0.unpin_folio_updates, 1, "range of 1 small: 1");
+	is_int(pmt_stats(m).unpin_folio_updates - s0.unpin_folio_updates, 1, "range of 1 small: 1");
 	is_int(pm_folio_ref_count(f), 1, "small folio refcount 1");
 
 	/* dirty_lock on an array. */
@@ -779,9 +762,9 @@ static void test_unpin(void)
 	ok(clean, "dirty_lock(false) dirties nothing");
 	ASSERT_EQ(pm_pin_user_pages(mm, x, 4, PM_FOLL_WRITE, pg), 4);
 	ASSERT_EQ(pm_pin_user_pages(mm, t + THP, 4, PM_FOLL_WRITE, pg + 4), 4);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	pm_unpin_user_pages_dirty_lock(pg, 8, true);
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	bool dirty = true;
 
 	for (int i = 0; i < 8; i++)
@@ -803,7 +786,7 @@ static void test_thp_prot(void)
 	setup();
 	thp_region(t, 1);
 	stamp(t, 512);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	ASSERT_EQ(pm_mprotect(mm, t, THP, PM_PROT_NONE), 0);
 	for (int c = 0; c < NCALLS; c++)
 		is_int(calls[c].fn(mm, t + 3 * PG, 4, 0, pg), -EFAULT,
@@ -819,7 +802,7 @@ static void test_thp_prot(void)
 		   k->name);
 		release(k, pg, r);
 	}
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	is_int(s1.thp_splits - s0.thp_splits, 0, "whole-THP mprotect and pins split nothing");
 	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 1024,
 	       "the fast calls took 2 x 512 pages fast");
@@ -847,19 +830,19 @@ static void test_pins_and_changes(void)
 	ok(is_page_of(p, x), "the pinned frame keeps its data");
 	is_int(pm_folio_ref_count(f), BIAS, "refcount 1024: the pin only");
 	is_int(pm_folio_mapcount(f), 0, "no mapping");
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
 	pm_unpin_user_page(p);
-	is_int(free_now(), f1 + 1, "unpinning frees it");
+	is_int(pmt_free_pages(m), f1 + 1, "unpinning frees it");
 
 	/* A pinned buffer made read-only and writable again: writes land in the pinned frame. */
 	ASSERT_EQ(pm_pin_user_pages(mm, x + PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &p), 1);
 	ASSERT_EQ(pm_mprotect(mm, x + PG, PG, PM_PROT_READ), 0);
 	is_int(pm_access(mm, x + PG + 64, "no", 2, 1), -EFAULT, "read-only: write -> -EFAULT");
 	ASSERT_EQ(pm_mprotect(mm, x + PG, PG, RW), 0);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_access(mm, x + PG + 64, "io_uring", 8, 1), 8, "writable again");
-	s1 = stats_of();
+	s1 = pmt_stats(m);
 	ok(!memcmp((char *)pm_page_address(p) + 64, "io_uring", 8),
 	   "the write landed in the pinned frame (reused, not copied)");
 	is_int(s1.cow_copies - s0.cow_copies, 0, "no COW copy");
@@ -870,9 +853,9 @@ static void test_pins_and_changes(void)
 	stamp(t, 512);
 	ASSERT_EQ(pm_pin_user_pages_fast(mm, t + 10 * PG, 2, PM_FOLL_WRITE, q), 2);
 	f = pm_page_folio(q[0]);
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	ASSERT_EQ(pm_munmap(mm, t + 100 * PG, PG), 0);
-	is_int(stats_of().thp_splits - s0.thp_splits, 1, "munmap of one page split the PMD");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 1, "munmap of one page split the PMD");
 	ok(is_page_of(q[0], t + 10 * PG) && is_page_of(q[1], t + 11 * PG),
 	   "pins keep their frames");
 	ASSERT_EQ(pm_access(mm, t + 11 * PG + 64, "after split", 12, 1), 12);
@@ -897,29 +880,30 @@ static void test_pin_outlives(void)
 	stamp(x, 4);
 	ASSERT_EQ(pm_pin_user_pages_fast(mm, x + PG, 1, PM_FOLL_WRITE, &p), 1);
 	f = pm_page_folio(p);
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
 	ASSERT_EQ(pm_munmap(mm, x, 4 * PG), 0);
-	ok(free_now() >= f1 + 3, "the 3 unpinned pages are freed");
+	ok(pmt_free_pages(m) >= f1 + 3, "the 3 unpinned pages are freed");
 	is_int(pm_folio_ref_count(f), BIAS, "the pinned one stays: refcount 1024, no mapping");
 	is_int(pm_folio_mapcount(f), 0, "mapcount 0");
 	ok(is_page_of(p, x + PG), "its data is intact");
-	size_t f2 = free_now();
+	size_t f2 = pmt_free_pages(m);
 
 	pm_unpin_user_page(p);
-	is_int(free_now(), f2 + 1, "the last unpin frees it");
+	is_int(pmt_free_pages(m), f2 + 1, "the last unpin frees it");
 
 	thp_region(t, 1);
 	stamp(t, 512);
 	ASSERT_EQ(pm_pin_user_pages(mm, t + 5 * PG, 2, PM_FOLL_WRITE | PM_FOLL_LONGTERM, q), 2);
 	pm_mm_destroy(mm);
 	mm = NULL;
-	ok(free_now() + 512 <= free0, "after pm_mm_destroy the pinned THP is still allocated");
+	ok(pmt_free_pages(m) + 512 <= free0,
+	   "after pm_mm_destroy the pinned THP is still allocated");
 	ok(is_page_of(q[0], t + 5 * PG) && is_page_of(q[1], t + 6 * PG), "with its data");
 	is_int(pm_folio_ref_count(pm_page_folio(q[0])), 2, "refcount 2 (two pins)");
 	is_int(pm_folio_pincount(pm_page_folio(q[0])), 2, "pincount 2");
 	pm_unpin_user_pages(q, 2);
-	is_int(free_now(), free0, "the last unpin frees it: all frames free");
+	is_int(pmt_free_pages(m), free0, "the last unpin frees it: all frames free");
 	teardown("pins outlive mappings");
 }
 
@@ -972,7 +956,7 @@ static void scenario(unsigned knobs, struct outcome *o, struct knob_counters *k)
 	stamp(s, 8);
 	stamp(t, 4);
 	stamp(t + THP - 4 * PG, 4);
-	start = stats_of();
+	start = pmt_stats(m);
 	out(o, pm_mm_has_pinned(mm));
 	r = pm_get_user_pages_fast(mm, s, 4, 0, pg);
 	out(o, r);
@@ -980,9 +964,9 @@ static void scenario(unsigned knobs, struct outcome *o, struct knob_counters *k)
 	release(&calls[1], pg, r);
 	out(o, pm_mm_has_pinned(mm));
 
-	a = stats_of();
+	a = pmt_stats(m);
 	r = pm_pin_user_pages_fast(mm, s, 16, PM_FOLL_WRITE, pg);
-	b = stats_of();
+	b = pmt_stats(m);
 	out(o, r);
 	out(o, pages_are(pg, s, 8));
 	out(o, (long)sum_pages(pg, r > 0 ? r : 0));
@@ -991,33 +975,33 @@ static void scenario(unsigned knobs, struct outcome *o, struct knob_counters *k)
 	k->fast_partial = b.gup_fast_pages - a.gup_fast_pages;
 	k->slow_partial = b.gup_slow_pages - a.gup_slow_pages;
 	k->fallbacks_partial = b.gup_fast_fallbacks - a.gup_fast_fallbacks;
-	a = stats_of();
+	a = pmt_stats(m);
 	pm_unpin_user_pages(pg, r);
-	k->updates_small16 = stats_of().unpin_folio_updates - a.unpin_folio_updates;
+	k->updates_small16 = pmt_stats(m).unpin_folio_updates - a.unpin_folio_updates;
 	out(o, pm_mm_has_pinned(mm));
 
-	a = stats_of();
+	a = pmt_stats(m);
 	for (int i = 0; i < 10; i++) {
 		r = pm_pin_user_pages_fast(mm, s + i * PG, 1, PM_FOLL_WRITE, pg);
 		out(o, r == 1 && is_page_of(pg[0], s + i * PG));
 		pm_unpin_user_page(pg[0]);
 	}
-	k->has_pinned_writes_10 = stats_of().has_pinned_writes - a.has_pinned_writes;
+	k->has_pinned_writes_10 = pmt_stats(m).has_pinned_writes - a.has_pinned_writes;
 
 	r = pm_pin_user_pages(mm, t, 512, 0, pg);
 	out(o, r);
 	out(o, pm_folio_ref_count(pm_page_folio(pg[0])));
 	out(o, pm_folio_pincount(pm_page_folio(pg[0])));
-	a = stats_of();
+	a = pmt_stats(m);
 	pm_unpin_user_pages(pg, r);
-	k->updates_512 = stats_of().unpin_folio_updates - a.unpin_folio_updates;
+	k->updates_512 = pmt_stats(m).unpin_folio_updates - a.unpin_folio_updates;
 	out(o, pm_folio_pincount(pm_page_folio(pg[0])));
 
 	r = pm_pin_user_pages_fast(mm, t + 10 * PG, 100, PM_FOLL_WRITE, pg);
 	out(o, r);
-	a = stats_of();
+	a = pmt_stats(m);
 	pm_unpin_user_page_range_dirty_lock(pg[0], r, true);
-	k->updates_range = stats_of().unpin_folio_updates - a.unpin_folio_updates;
+	k->updates_range = pmt_stats(m).unpin_folio_updates - a.unpin_folio_updates;
 	out(o, pm_folio_test_dirty(pm_page_folio(pg[0])));
 	out(o, pm_folio_ref_count(pm_page_folio(pg[0])));
 
@@ -1028,7 +1012,7 @@ static void scenario(unsigned knobs, struct outcome *o, struct knob_counters *k)
 	pm_unpin_user_pages_dirty_lock(pg, r, true);
 	out(o, pm_folio_pincount(pm_page_folio(pg[7])));
 
-	struct pm_stats end = stats_of();
+	struct pm_stats end = pmt_stats(m);
 
 	k->fast_total = end.gup_fast_pages - start.gup_fast_pages;
 	k->has_pinned_writes_all = end.has_pinned_writes - start.has_pinned_writes;

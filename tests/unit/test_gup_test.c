@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -29,65 +30,12 @@ static const char *const cmd_name[] = {
 	[PM_DUMP_USER_PAGES_TEST] = "DUMP_USER_PAGES_TEST",
 };
 
-struct counts {
-	struct pm_folio *folio;
-	int ref, pin;
-};
-
-static struct counts *snapshot(unsigned long addr, unsigned long npages)
-{
-	struct counts *c = calloc(npages, sizeof(*c));
-
-	ASSERT_TRUE(c);
-	for (unsigned long i = 0; i < npages; i++) {
-		struct pm_page *page;
-
-		ASSERT_EQ(pm_get_user_pages(mm, addr + i * PAGE, 1, 0, &page), 1);
-		pm_put_page(page);
-		c[i].folio = pm_page_folio(page);
-		c[i].ref = pm_folio_ref_count(c[i].folio);
-		c[i].pin = pm_folio_pincount(c[i].folio);
-	}
-	return c;
-}
-
-static bool counts_equal(const struct counts *c, unsigned long npages)
-{
-	for (unsigned long i = 0; i < npages; i++) {
-		int ref = pm_folio_ref_count(c[i].folio), pin = pm_folio_pincount(c[i].folio);
-
-		if (ref != c[i].ref || pin != c[i].pin) {
-			diag("page %lu: ref %d pin %d, was %d %d", i, ref, pin, c[i].ref, c[i].pin);
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool pins_balanced(void)
-{
-	struct pm_stats st;
-
-	pm_machine_stats(m, &st);
-	if (st.nr_foll_pin_acquired != st.nr_foll_pin_released)
-		diag("pins acquired %lu, released %lu", st.nr_foll_pin_acquired,
-		     st.nr_foll_pin_released);
-	return st.nr_foll_pin_acquired == st.nr_foll_pin_released;
-}
-
+/* Private anonymous memory, every page faulted in for write. */
 static unsigned long map_touched(size_t len, bool thp)
 {
-	long addr = pm_mmap(mm, 0, len, PM_PROT_READ | PM_PROT_WRITE,
-			    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, thp);
 
-	ASSERT_TRUE(addr > 0);
-	if (thp)
-		ASSERT_EQ(pm_madvise(mm, addr, len, PM_MADV_HUGEPAGE), 0);
-	for (size_t off = 0; off < len; off += PAGE) {
-		char zero = 0;
-
-		ASSERT_EQ(pm_access(mm, addr + off, &zero, 1, 1), 1);
-	}
+	pmt_touch(mm, addr, len);
 	return addr;
 }
 
@@ -103,7 +51,7 @@ static void test_commands(const char *what, unsigned long addr, size_t len)
 {
 	static const unsigned per_call[] = { 1, 64, 512, 100000 };
 	unsigned long npages = len / PAGE;
-	struct counts *c = snapshot(addr, npages);
+	struct pmt_snap *c = pmt_snapshot(mm, addr, npages);
 
 	for (unsigned cmd = PM_GUP_FAST_BENCHMARK; cmd <= PM_DUMP_USER_PAGES_TEST; cmd++) {
 		bool all = true;
@@ -113,7 +61,7 @@ static void test_commands(const char *what, unsigned long addr, size_t len)
 				struct pm_gup_test g = mkgup(addr, len, per_call[k], write);
 				int r = pm_gup_test(mm, cmd, &g);
 
-				if (r || g.size != len || !counts_equal(c, npages)) {
+				if (r || g.size != len || !pmt_counts_equal(c, npages)) {
 					diag("%s per_call %u write %u: ret %d size %llu",
 					     cmd_name[cmd], per_call[k], write, r,
 					     (unsigned long long)g.size);
@@ -128,10 +76,10 @@ static void test_commands(const char *what, unsigned long addr, size_t len)
 
 		g.test_flags = PM_GUP_TEST_FLAG_DUMP_PAGES_USE_PIN;
 		g.which_pages[0] = 1;
-		ok(!pm_gup_test(mm, PM_DUMP_USER_PAGES_TEST, &g) && counts_equal(c, npages),
+		ok(!pm_gup_test(mm, PM_DUMP_USER_PAGES_TEST, &g) && pmt_counts_equal(c, npages),
 		   "%s DUMP_USER_PAGES_TEST with pin: counts back", what);
 	}
-	ok(pins_balanced(), "%s: pins balanced", what);
+	ok(pmt_pins_balanced(m), "%s: pins balanced", what);
 	free(c);
 }
 
@@ -142,7 +90,7 @@ static void test_commands(const char *what, unsigned long addr, size_t len)
 static void test_truncated(void)
 {
 	unsigned long addr = map_touched(16 * PAGE, false);
-	struct counts *c = snapshot(addr, 10);
+	struct pmt_snap *c = pmt_snapshot(mm, addr, 10);
 	struct pm_gup_test g;
 
 	ASSERT_EQ(pm_munmap(mm, addr + 10 * PAGE, 6 * PAGE), 0);
@@ -172,7 +120,8 @@ static void test_truncated(void)
 	is_int(pm_gup_test(mm, PM_PIN_FAST_BENCHMARK, &g), 0, "0 pages a call: 0");
 	is_int(g.size, 0, "0 pages a call: size 0");
 
-	ok(counts_equal(c, 10) && pins_balanced(), "truncated: counts back, pins balanced");
+	ok(pmt_counts_equal(c, 10) && pmt_pins_balanced(m),
+	   "truncated: counts back, pins balanced");
 	free(c);
 	ASSERT_EQ(pm_munmap(mm, addr, 10 * PAGE), 0);
 }
@@ -190,14 +139,14 @@ static void test_dump(void)
 	ok(g.which_pages[0] == 1 && g.which_pages[1] == 10 && !g.which_pages[2] &&
 		   !g.which_pages[3],
 	   "dump: out-of-range page indices are zeroed, the others kept");
-	ok(pins_balanced(), "dump: pins balanced");
+	ok(pmt_pins_balanced(m), "dump: pins balanced");
 	ASSERT_EQ(pm_munmap(mm, addr, 10 * PAGE), 0);
 }
 
 static void test_errors(void)
 {
 	unsigned long addr = map_touched(4 * PAGE, false);
-	struct counts *c = snapshot(addr, 4);
+	struct pmt_snap *c = pmt_snapshot(mm, addr, 4);
 	struct pm_gup_test g = mkgup(addr, 4 * PAGE, 1, 0);
 
 	is_int(pm_gup_test(mm, 0, &g), -EINVAL, "command 0: -EINVAL");
@@ -221,18 +170,9 @@ static void test_errors(void)
 	g = mkgup(PM_TASK_SIZE, 4 * PAGE, 1, 0);
 	is_int(pm_gup_test(mm, PM_GUP_FAST_BENCHMARK, &g), 0, "beyond user space: 0, as Linux");
 	is_int(g.size, 0, "beyond user space: size 0");
-	ok(counts_equal(c, 4) && pins_balanced(), "errors: counts back, pins balanced");
+	ok(pmt_counts_equal(c, 4) && pmt_pins_balanced(m), "errors: counts back, pins balanced");
 	free(c);
 	ASSERT_EQ(pm_munmap(mm, addr, 4 * PAGE), 0);
-}
-
-static struct pm_page *page_at(unsigned long addr)
-{
-	struct pm_page *page = NULL;
-
-	ASSERT_EQ(pm_get_user_pages(mm, addr, 1, 0, &page), 1);
-	pm_put_page(page);
-	return page;
 }
 
 /*
@@ -244,19 +184,17 @@ static void test_zero_page(void)
 {
 	static const unsigned cmds[] = { PM_GUP_FAST_BENCHMARK, PM_PIN_FAST_BENCHMARK,
 					 PM_GUP_BASIC_TEST, PM_PIN_BASIC_TEST };
-	long addr = pm_mmap(mm, 0, 64 * PAGE, PM_PROT_READ | PM_PROT_WRITE,
-			    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	unsigned long addr = pmt_map_anon(mm, 64 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
 	struct pm_gup_test g;
 	bool ok_all = true, zero = true;
 
-	ASSERT_TRUE(addr > 0);
 	for (unsigned i = 0; i < 4; i++) {
 		g = mkgup(addr, 64 * PAGE, 8, 0);
 		ok_all &= !pm_gup_test(mm, cmds[i], &g) && g.size == 64 * PAGE;
 	}
 	ok(ok_all, "read-only commands over untouched memory cover it");
 	for (unsigned long off = 0; off < 64 * PAGE; off += PAGE)
-		zero &= pm_page_is_zero(page_at(addr + off));
+		zero &= pm_page_is_zero(pmt_page_at(mm, addr + off));
 	ok(zero, "... and leave it mapped to the zero page");
 
 	g = mkgup(addr, 64 * PAGE, 8, 0);
@@ -264,11 +202,11 @@ static void test_zero_page(void)
 	is_int(g.size, 64 * PAGE, "R/O longterm pin covers the range");
 	zero = false;
 	for (unsigned long off = 0; off < 64 * PAGE; off += PAGE)
-		zero |= pm_page_is_zero(page_at(addr + off));
+		zero |= pm_page_is_zero(pmt_page_at(mm, addr + off));
 	ok(!zero, "R/O longterm pin unshared every zero page");
-	is_int(pm_folio_ref_count(pm_page_folio(page_at(addr))), 1,
+	is_int(pm_folio_ref_count(pm_page_folio(pmt_page_at(mm, addr))), 1,
 	       "an unshared page is left mapped once and unpinned (refcount 1)");
-	ok(pins_balanced(), "zero page: pins balanced");
+	ok(pmt_pins_balanced(m), "zero page: pins balanced");
 	ASSERT_EQ(pm_munmap(mm, addr, 64 * PAGE), 0);
 }
 
@@ -297,7 +235,7 @@ static void test_threads(void)
 {
 	size_t len = 4 * MiB;
 	unsigned long addr = map_touched(len, true);
-	struct counts *c = snapshot(addr, len / PAGE);
+	struct pmt_snap *c = pmt_snapshot(mm, addr, len / PAGE);
 	struct thread_arg args[4];
 	pthread_t tid[4];
 	int failures = 0;
@@ -314,7 +252,8 @@ static void test_threads(void)
 		failures += args[i].failures;
 	}
 	is_int(failures, 0, "4 threads, one buffer: every command covered it");
-	ok(counts_equal(c, len / PAGE) && pins_balanced(), "threads: counts back, pins balanced");
+	ok(pmt_counts_equal(c, len / PAGE) && pmt_pins_balanced(m),
+	   "threads: counts back, pins balanced");
 	free(c);
 	ASSERT_EQ(pm_munmap(mm, addr, len), 0);
 }
@@ -362,16 +301,11 @@ static void test_tool(void)
 
 int main(void)
 {
-	struct pm_config cfg = { .mem_bytes = 128 * MiB };
 	size_t free_at_start;
 	unsigned long addr;
 
 	plan_no_plan();
-	m = pm_machine_create(&cfg);
-	ASSERT_TRUE(m);
-	free_at_start = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free_at_start = pmt_setup(&m, &mm, 128, 0);
 
 	addr = map_touched(1 * MiB + 16 * PAGE, false);
 	test_commands("4K", addr, 1 * MiB + 16 * PAGE);
@@ -387,10 +321,6 @@ int main(void)
 	test_tool();
 
 	pm_mm_destroy(mm);
-	ok(pins_balanced(), "all pins released");
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free_at_start, "every frame is free again");
-	is_int(pm_machine_check(m), 0, "pm_machine_check");
-	pm_machine_destroy(m);
+	pmt_end(m, free_at_start, &pmt_end_free_again, NULL);
 	return done_testing();
 }

@@ -8,17 +8,10 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
-
-static struct pm_stats stats_of(struct pm_machine *m)
-{
-	struct pm_stats s;
-
-	pm_machine_stats(m, &s);
-	return s;
-}
 
 static void test_create_errors(void)
 {
@@ -144,7 +137,7 @@ static void test_stats_sum_threads(void)
 	ASSERT_TRUE(addr > 0);
 	/* Build the page tables first, so that the threads never race to allocate them. */
 	ASSERT_EQ(pm_fault(mm, (unsigned long)addr + 2 * MiB - 4096, PM_FAULT_WRITE), 0);
-	struct pm_stats s0 = stats_of(m);
+	struct pm_stats s0 = pmt_stats(m);
 
 	for (int i = 0; i < 3; i++) {
 		args[i] = (struct fault_arg){ mm, (unsigned long)addr + i * 64 * 4096UL, 64, 0 };
@@ -152,7 +145,7 @@ static void test_stats_sum_threads(void)
 	}
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
-	struct pm_stats s1 = stats_of(m);
+	struct pm_stats s1 = pmt_stats(m);
 
 	is_int(args[0].bad + args[1].bad + args[2].bad, 0, "192 write faults in 3 threads succeed");
 	is_int(s1.faults - s0.faults, 192, "faults counted by 3 exited threads sum to 192");
@@ -161,7 +154,7 @@ static void test_stats_sum_threads(void)
 		ASSERT_EQ(pthread_create(&th[i], NULL, fault_thread, &args[i]), 0);
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
-	ok(stats_of(m).faults - s0.faults >= 192, "counters never go backwards");
+	ok(pmt_stats(m).faults - s0.faults >= 192, "counters never go backwards");
 
 	pm_mm_destroy(mm);
 	pm_rcu_barrier();
@@ -192,7 +185,7 @@ static void test_two_machines(void)
 	ok(pm_machine_free_pages(a) < fa - 16, "faults take frames of their own machine");
 	pm_rcu_barrier();
 	is_int(pm_machine_free_pages(b), fb, "the other machine's free count does not move");
-	is_int(stats_of(b).faults, 0, "the other machine counts no fault");
+	is_int(pmt_stats(b).faults, 0, "the other machine counts no fault");
 	pm_mm_destroy(mm);
 	pm_rcu_barrier();
 	is_int(pm_machine_free_pages(a), fa, "machine a: free pages back");
@@ -215,7 +208,7 @@ static void test_fail_nth(void)
 	errno = 0;
 	mm = pm_mm_create(m);
 	ok(!mm && errno == ENOMEM, "pm_fail_nth(1): pm_mm_create -> NULL, ENOMEM");
-	is_int(stats_of(m).alloc_failures, 1, "alloc_failures counts the injected failure");
+	is_int(pmt_stats(m).alloc_failures, 1, "alloc_failures counts the injected failure");
 	mm = pm_mm_create(m);
 	ok(mm != NULL, "after the injected failure, allocations succeed again");
 	if (mm)
@@ -243,7 +236,7 @@ static void test_fail_nth(void)
 	is_int(pm_machine_free_pages(m), free0, "failed creates leak no frame");
 
 	/* 0 turns injection off. */
-	unsigned long f0 = stats_of(m).alloc_failures;
+	unsigned long f0 = pmt_stats(m).alloc_failures;
 
 	pm_fail_nth(m, 2);
 	pm_fail_nth(m, 0);
@@ -253,7 +246,7 @@ static void test_fail_nth(void)
 		if (mm)
 			pm_mm_destroy(mm);
 	}
-	is_int(stats_of(m).alloc_failures, f0, "no failure counted while off");
+	is_int(pmt_stats(m).alloc_failures, f0, "no failure counted while off");
 
 	pm_rcu_barrier();
 	is_int(pm_machine_free_pages(m), free0, "free pages back at the end");

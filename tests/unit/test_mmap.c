@@ -13,6 +13,7 @@
 #include <pinmm/pinmm.h>
 
 #include "internal.h"
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -33,62 +34,6 @@ static unsigned nr_vmas(void)
 	return mm->nr_vmas;
 }
 
-static uint64_t pat(unsigned long addr, uint64_t seed)
-{
-	uint64_t x = (addr + 1) * 0x9e3779b97f4a7c15ULL ^ seed;
-
-	x ^= x >> 31;
-	return x * 0xbf58476d1ce4e5b9ULL;
-}
-
-static void fill_page(unsigned long addr, uint64_t seed, uint64_t *buf)
-{
-	for (unsigned i = 0; i < PG / 8; i++)
-		buf[i] = pat(addr + i * 8, seed);
-}
-
-/* Write the pattern into @n pages at @addr; true if every write copied a whole page. */
-static bool fill(unsigned long addr, unsigned n, uint64_t seed)
-{
-	uint64_t buf[PG / 8];
-	bool good = true;
-
-	for (unsigned p = 0; p < n; p++) {
-		fill_page(addr + p * PG, seed, buf);
-		good &= pm_access(mm, addr + p * PG, buf, PG, 1) == (long)PG;
-	}
-	return good;
-}
-
-/* Do the @n pages at @addr hold the pattern? */
-static bool check(unsigned long addr, unsigned n, uint64_t seed)
-{
-	uint64_t want[PG / 8], got[PG / 8];
-
-	for (unsigned p = 0; p < n; p++) {
-		fill_page(addr + p * PG, seed, want);
-		memset(got, 0x5a, sizeof(got));
-		if (pm_access(mm, addr + p * PG, got, PG, 0) != (long)PG || memcmp(got, want, PG)) {
-			diag("page %#lx does not hold its pattern", addr + p * PG);
-			return false;
-		}
-	}
-	return true;
-}
-
-static bool reads_zero(unsigned long addr, unsigned n)
-{
-	static const char zero[PG];
-	char got[PG];
-
-	for (unsigned p = 0; p < n; p++) {
-		memset(got, 0x5a, sizeof(got));
-		if (pm_access(mm, addr + p * PG, got, PG, 0) != (long)PG || memcmp(got, zero, PG))
-			return false;
-	}
-	return true;
-}
-
 static long rd(unsigned long addr)
 {
 	char c;
@@ -103,12 +48,6 @@ static long wr(unsigned long addr)
 	return pm_access(mm, addr, &c, 1, 1);
 }
 
-static size_t free_now(void)
-{
-	pm_rcu_barrier();
-	return pm_machine_free_pages(m);
-}
-
 static long map(unsigned long addr, size_t len, int prot, int flags)
 {
 	return pm_mmap(mm, addr, len, prot, flags, NULL, 0);
@@ -116,24 +55,12 @@ static long map(unsigned long addr, size_t len, int prot, int flags)
 
 static void setup(void)
 {
-	struct pm_config c = { .mem_bytes = 64 * MiB };
-
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free0 = pmt_setup(&m, &mm, 64, 0);
 }
 
 static void teardown(const char *what)
 {
-	pm_mm_destroy(mm);
-	mm = NULL;
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame free after destroy", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-	m = NULL;
+	pmt_teardown(&m, &mm, free0, what);
 }
 
 static void test_mmap_errors(void)
@@ -179,19 +106,19 @@ static void test_mmap_errors(void)
 	is_int(map(0, PM_TASK_SIZE, RW, PRIV), -ENOMEM,
 	       "mmap the size of the address space -> -ENOMEM");
 	is_int(nr_vmas(), 0, "no failed mmap left a VMA");
-	is_int(free_now(), free0 - 1, "failed mmaps take no frame (the PGD only)");
+	is_int(pmt_free_pages(m), free0 - 1, "failed mmaps take no frame (the PGD only)");
 
 	/* FIXED_NOREPLACE. */
 	is_int(map(fixed, 4 * PG, RW, PRIV | PM_MAP_FIXED_NOREPLACE), fixed,
 	       "FIXED_NOREPLACE on a free range maps exactly there");
-	ok(fill(fixed, 4, 1), "fill it");
+	ok(pmt_fill(mm, fixed, 4, 1), "fill it");
 	is_int(map(fixed, 4 * PG, RW, PRIV | PM_MAP_FIXED_NOREPLACE), -EEXIST,
 	       "FIXED_NOREPLACE over the same range -> -EEXIST");
 	is_int(map(fixed + 3 * PG, 4 * PG, RW, PRIV | PM_MAP_FIXED_NOREPLACE), -EEXIST,
 	       "FIXED_NOREPLACE overlapping the last page -> -EEXIST");
 	is_int(map(fixed - 2 * PG, 3 * PG, RW, PRIV | PM_MAP_FIXED_NOREPLACE), -EEXIST,
 	       "FIXED_NOREPLACE overlapping the first page -> -EEXIST");
-	ok(check(fixed, 4, 1), "the existing mapping is untouched by the refused ones");
+	ok(pmt_check(mm, fixed, 4, 1), "the existing mapping is untouched by the refused ones");
 	is_int(map(fixed + 4 * PG, PG, PM_PROT_READ, PRIV | PM_MAP_FIXED_NOREPLACE), fixed + 4 * PG,
 	       "FIXED_NOREPLACE right after it succeeds");
 	teardown("mmap errors");
@@ -223,18 +150,18 @@ static void test_mmap_placement(void)
 	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		unsigned n = lens[i] / PG;
 
-		fill((unsigned long)addrs[i], 1, 100 + i);
+		pmt_fill(mm, (unsigned long)addrs[i], 1, 100 + i);
 		if (n > 1)
-			fill((unsigned long)addrs[i] + (n - 1) * PG, 1, 200 + i);
+			pmt_fill(mm, (unsigned long)addrs[i] + (n - 1) * PG, 1, 200 + i);
 	}
 	bool intact = true;
 
 	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		unsigned n = lens[i] / PG;
 
-		intact &= check((unsigned long)addrs[i], 1, 100 + i);
+		intact &= pmt_check(mm, (unsigned long)addrs[i], 1, 100 + i);
 		if (n > 1)
-			intact &= check((unsigned long)addrs[i] + (n - 1) * PG, 1, 200 + i);
+			intact &= pmt_check(mm, (unsigned long)addrs[i] + (n - 1) * PG, 1, 200 + i);
 	}
 	ok(intact, "no two mappings overlap (first and last pages keep their data)");
 
@@ -242,13 +169,13 @@ static void test_mmap_placement(void)
 	const unsigned long hint = 0x200000000UL;
 
 	is_int(map(hint, 3 * PG, RW, PRIV), hint, "a free hint is used as is");
-	fill(hint, 3, 7);
+	pmt_fill(mm, hint, 3, 7);
 	long other = map(hint, 3 * PG, RW, PRIV);
 
 	ok(other > 0 && other != (long)hint &&
 		   ((unsigned long)other + 3 * PG <= hint || (unsigned long)other >= hint + 3 * PG),
 	   "an occupied hint gives another, disjoint range");
-	ok(check(hint, 3, 7), "the hinted mapping is untouched");
+	ok(pmt_check(mm, hint, 3, 7), "the hinted mapping is untouched");
 
 	/* A hint beyond the user space is ignored; an unaligned one is rounded up (Linux). */
 	long far = map(PM_TASK_SIZE + 0x1000, PG, RW, PRIV);
@@ -265,17 +192,17 @@ static void test_mmap_placement(void)
 	is_int(rd((unsigned long)none), -EFAULT, "reading PROT_NONE -> -EFAULT");
 
 	/* POPULATE faults every page in at once. */
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 	long pop = map(0, 16 * PG, RW, PRIV | PM_MAP_POPULATE);
 
 	ok(pop > 0, "MAP_POPULATE mapping");
-	size_t f2 = free_now();
+	size_t f2 = pmt_free_pages(m);
 
 	ok(f1 - f2 >= 16, "MAP_POPULATE took at least 16 frames (took %zu)", f1 - f2);
-	ok(reads_zero((unsigned long)pop, 16), "populated pages read zero");
-	ok(fill((unsigned long)pop, 16, 9) && check((unsigned long)pop, 16, 9),
+	ok(pmt_reads_zero(mm, (unsigned long)pop, 16), "populated pages read zero");
+	ok(pmt_fill(mm, (unsigned long)pop, 16, 9) && pmt_check(mm, (unsigned long)pop, 16, 9),
 	   "populated pages take writes");
-	is_int(free_now(), f2, "writing populated pages allocates nothing");
+	is_int(pmt_free_pages(m), f2, "writing populated pages allocates nothing");
 	teardown("placement");
 }
 
@@ -286,25 +213,26 @@ static void test_fixed_replace(void)
 	setup();
 	/* AAA -> A B A: a fixed mapping over the middle page replaces it. */
 	is_int(map(x, 3 * PG, RW, PRIV | PM_MAP_FIXED), x, "MAP_FIXED on a free range");
-	ok(fill(x, 3, 2), "fill AAA");
-	size_t f1 = free_now();
+	ok(pmt_fill(mm, x, 3, 2), "fill AAA");
+	size_t f1 = pmt_free_pages(m);
 
 	is_int(map(x + PG, PG, RW, PRIV | PM_MAP_FIXED), x + PG, "MAP_FIXED over the middle page");
-	is_int(free_now(), f1 + 1, "the replaced page went back to the allocator");
-	ok(reads_zero(x + PG, 1), "the new middle page reads zero");
-	ok(check(x, 1, 2) && check(x + 2 * PG, 1, 2), "the pages either side are intact");
+	is_int(pmt_free_pages(m), f1 + 1, "the replaced page went back to the allocator");
+	ok(pmt_reads_zero(mm, x + PG, 1), "the new middle page reads zero");
+	ok(pmt_check(mm, x, 1, 2) && pmt_check(mm, x + 2 * PG, 1, 2),
+	   "the pages either side are intact");
 
 	/* A fixed read-only mapping over the last page: writes there now fail. */
 	is_int(map(x + 2 * PG, PG, PM_PROT_READ, PRIV | PM_MAP_FIXED), x + 2 * PG,
 	       "MAP_FIXED read-only over the last page");
 	is_int(wr(x + 2 * PG), -EFAULT, "writing the new read-only page -> -EFAULT");
-	ok(reads_zero(x + 2 * PG, 1), "it reads zero");
+	ok(pmt_reads_zero(mm, x + 2 * PG, 1), "it reads zero");
 
 	/* A fixed mapping over all of it and beyond, holes included. */
 	is_int(map(x - PG, 8 * PG, RW, PRIV | PM_MAP_FIXED), x - PG,
 	       "MAP_FIXED over everything and beyond");
 	is_int(nr_vmas(), 1, "one VMA left");
-	ok(reads_zero(x - PG, 8), "all of it reads zero");
+	ok(pmt_reads_zero(mm, x - PG, 8), "all of it reads zero");
 	teardown("fixed replace");
 }
 
@@ -324,19 +252,19 @@ static void test_munmap(void)
 
 	/* AAAAAAAA -> AAA..AAA */
 	is_int(map(x, 8 * PG, RW, PRIV | PM_MAP_FIXED), x, "map 8 pages");
-	ok(fill(x, 8, 3), "fill them");
-	size_t f1 = free_now();
+	ok(pmt_fill(mm, x, 8, 3), "fill them");
+	size_t f1 = pmt_free_pages(m);
 
 	is_int(pm_munmap(mm, x + 3 * PG, 2 * PG), 0, "munmap pages 3-4");
 	is_int(nr_vmas(), 2, "the VMA is split in two");
-	ok(check(x, 3, 3), "pages 0-2 intact");
-	ok(check(x + 5 * PG, 3, 3), "pages 5-7 intact");
+	ok(pmt_check(mm, x, 3, 3), "pages 0-2 intact");
+	ok(pmt_check(mm, x + 5 * PG, 3, 3), "pages 5-7 intact");
 	is_int(rd(x + 3 * PG), -EFAULT, "reading the hole -> -EFAULT");
 	is_int(wr(x + 4 * PG), -EFAULT, "writing the hole -> -EFAULT");
 	is_int(pm_fault(mm, x + 3 * PG, 0), -EFAULT, "read fault in the hole -> -EFAULT");
 	is_int(pm_fault(mm, x + 4 * PG, PM_FAULT_WRITE), -EFAULT,
 	       "write fault in the hole -> -EFAULT");
-	is_int(free_now(), f1 + 2, "the two unmapped pages are free again");
+	is_int(pmt_free_pages(m), f1 + 2, "the two unmapped pages are free again");
 	char buf[3 * PG];
 
 	is_int(pm_access(mm, x + PG, buf, sizeof(buf), 0), 2 * PG,
@@ -345,13 +273,14 @@ static void test_munmap(void)
 	/* Refill the hole. */
 	is_int(map(x + 3 * PG, 2 * PG, RW, PRIV | PM_MAP_FIXED_NOREPLACE), x + 3 * PG,
 	       "the hole can be mapped again");
-	ok(reads_zero(x + 3 * PG, 2), "the new pages read zero");
-	ok(check(x, 3, 3) && check(x + 5 * PG, 3, 3), "the old pages either side are intact");
+	ok(pmt_reads_zero(mm, x + 3 * PG, 2), "the new pages read zero");
+	ok(pmt_check(mm, x, 3, 3) && pmt_check(mm, x + 5 * PG, 3, 3),
+	   "the old pages either side are intact");
 
 	/* An unaligned length is rounded up to a page. */
 	is_int(pm_munmap(mm, x + 7 * PG, 100), 0, "munmap 100 bytes of the last page");
 	is_int(rd(x + 7 * PG + 4000), -EFAULT, "the whole last page is gone");
-	ok(check(x + 6 * PG, 1, 3), "the page before it is intact");
+	ok(pmt_check(mm, x + 6 * PG, 1, 3), "the page before it is intact");
 
 	/* One munmap over several VMAs and holes. */
 	is_int(pm_munmap(mm, x - 4 * PG, 16 * PG), 0, "munmap across VMAs and holes");
@@ -368,7 +297,7 @@ static void test_mprotect(void)
 	memset(buf, 0x11, sizeof(buf));
 	setup();
 	is_int(map(x, 8 * PG, RW, PRIV | PM_MAP_FIXED), x, "map 8 pages");
-	ok(fill(x, 8, 4), "fill them");
+	ok(pmt_fill(mm, x, 8, 4), "fill them");
 	is_int(pm_mprotect(mm, x + 1, PG, PM_PROT_READ), -EINVAL, "mprotect unaligned -> -EINVAL");
 	is_int(pm_mprotect(mm, x, PG, 0x8), -EINVAL, "mprotect unknown bit 0x8 -> -EINVAL");
 	is_int(pm_mprotect(mm, x, PG, RW | 0x1000), -EINVAL,
@@ -384,7 +313,7 @@ static void test_mprotect(void)
 	is_int(wr(x), 1, "the failed calls changed nothing");
 
 	/* AAAAAAAA -> AArrrrAA */
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
 	is_int(pm_mprotect(mm, x + 2 * PG, 4 * PG, PM_PROT_READ), 0,
 	       "mprotect pages 2-5 read-only");
@@ -392,16 +321,17 @@ static void test_mprotect(void)
 	is_int(wr(x + 3 * PG), -EFAULT, "pm_access write to read-only -> -EFAULT");
 	is_int(pm_fault(mm, x + 3 * PG, PM_FAULT_WRITE), -EFAULT, "write fault -> -EFAULT");
 	is_int(pm_fault(mm, x + 3 * PG, 0), 0, "read fault -> 0");
-	ok(check(x + 2 * PG, 4, 4), "read-only pages still read their data");
+	ok(pmt_check(mm, x + 2 * PG, 4, 4), "read-only pages still read their data");
 	is_int(pm_access(mm, x + PG, buf, sizeof(buf), 1), PG,
 	       "a write running into read-only copies up to it");
-	ok(fill(x, 2, 4) && fill(x + 6 * PG, 2, 4), "the pages either side take writes");
-	ok(check(x, 8, 4), "all data intact");
+	ok(pmt_fill(mm, x, 2, 4) && pmt_fill(mm, x + 6 * PG, 2, 4),
+	   "the pages either side take writes");
+	ok(pmt_check(mm, x, 8, 4), "all data intact");
 
 	/* Back to RW: writes work again, in place, and the VMAs merge back. */
 	is_int(pm_mprotect(mm, x + 2 * PG, 4 * PG, RW), 0, "mprotect back to read-write");
-	ok(fill(x + 2 * PG, 4, 5) && check(x + 2 * PG, 4, 5), "writes work again");
-	is_int(free_now(), f1, "writing a page made writable again reuses it (no copy)");
+	ok(pmt_fill(mm, x + 2 * PG, 4, 5) && pmt_check(mm, x + 2 * PG, 4, 5), "writes work again");
+	is_int(pmt_free_pages(m), f1, "writing a page made writable again reuses it (no copy)");
 	is_int(nr_vmas(), 1, "the three VMAs merged back into one");
 
 	/* PROT_NONE: neither read nor write. */
@@ -410,7 +340,7 @@ static void test_mprotect(void)
 	is_int(wr(x + 4 * PG), -EFAULT, "write PROT_NONE -> -EFAULT");
 	is_int(pm_fault(mm, x + 4 * PG, 0), -EFAULT, "read fault on PROT_NONE -> -EFAULT");
 	is_int(pm_mprotect(mm, x + 4 * PG, PG, PM_PROT_READ), 0, "then read-only");
-	ok(check(x + 4 * PG, 1, 5), "its data survived PROT_NONE");
+	ok(pmt_check(mm, x + 4 * PG, 1, 5), "its data survived PROT_NONE");
 	is_int(pm_mprotect(mm, x + 4 * PG, PG, RW), 0, "then read-write");
 
 	/* A hole in the range: applied up to the hole, -ENOMEM.  AA.AA */
@@ -418,12 +348,12 @@ static void test_mprotect(void)
 
 	is_int(map(y, 5 * PG, RW, PRIV | PM_MAP_FIXED), y, "map 5 pages");
 	is_int(pm_munmap(mm, y + 2 * PG, PG), 0, "punch page 2");
-	ok(fill(y, 2, 6) && fill(y + 3 * PG, 2, 6), "fill both sides");
+	ok(pmt_fill(mm, y, 2, 6) && pmt_fill(mm, y + 3 * PG, 2, 6), "fill both sides");
 	is_int(pm_mprotect(mm, y, 5 * PG, PM_PROT_READ), -ENOMEM,
 	       "mprotect over the hole -> -ENOMEM");
 	is_int(wr(y + PG), -EFAULT, "the part before the hole became read-only");
 	is_int(wr(y + 3 * PG), 1, "the part after the hole did not");
-	ok(check(y, 2, 6), "data before the hole intact");
+	ok(pmt_check(mm, y, 2, 6), "data before the hole intact");
 	/* Starting in a hole: nothing changes. */
 	is_int(pm_mprotect(mm, y + 2 * PG, 3 * PG, PM_PROT_READ), -ENOMEM,
 	       "mprotect starting in the hole -> -ENOMEM");
@@ -434,7 +364,7 @@ static void test_mprotect(void)
 
 	is_int(map(z, 4 * PG, RW, PRIV | PM_MAP_FIXED), z, "map 4 fresh pages");
 	is_int(pm_mprotect(mm, z, 4 * PG, PM_PROT_READ), 0, "mprotect them read-only");
-	ok(reads_zero(z, 4), "they read zero");
+	ok(pmt_reads_zero(mm, z, 4), "they read zero");
 	is_int(wr(z + PG), -EFAULT, "and refuse writes");
 	teardown("mprotect");
 }
@@ -445,7 +375,7 @@ static void test_madvise(void)
 
 	setup();
 	is_int(map(x, 5 * PG, RW, PRIV | PM_MAP_FIXED), x, "map 5 pages");
-	ok(fill(x, 5, 8), "fill them");
+	ok(pmt_fill(mm, x, 5, 8), "fill them");
 	is_int(pm_madvise(mm, x + 8, PG, PM_MADV_DONTNEED), -EINVAL,
 	       "madvise unaligned -> -EINVAL");
 	is_int(pm_madvise(mm, x, PG, 3), -EINVAL, "madvise unknown advice 3 -> -EINVAL");
@@ -454,7 +384,7 @@ static void test_madvise(void)
 	is_int(pm_madvise(mm, x, 0, PM_MADV_DONTNEED), 0, "madvise len 0 -> 0");
 	is_int(pm_madvise(mm, x, ~0UL - x - 100, PM_MADV_DONTNEED), -EINVAL,
 	       "madvise with a wrapping length -> -EINVAL");
-	ok(check(x, 5, 8), "the refused calls changed nothing");
+	ok(pmt_check(mm, x, 5, 8), "the refused calls changed nothing");
 
 	static const int advice[] = { PM_MADV_HUGEPAGE, PM_MADV_NOHUGEPAGE, PM_MADV_DONTFORK,
 				      PM_MADV_DOFORK };
@@ -465,26 +395,26 @@ static void test_madvise(void)
 		is_int(pm_madvise(mm, 0x7f000000UL, PG, advice[i]), -ENOMEM,
 		       "madvise %d on a hole -> -ENOMEM", advice[i]);
 	}
-	ok(check(x, 5, 8), "flag advice keeps the data");
+	ok(pmt_check(mm, x, 5, 8), "flag advice keeps the data");
 
 	/* DONTNEED discards: AA.AA over the whole range -> zeros both sides, -ENOMEM. */
 	is_int(pm_munmap(mm, x + 2 * PG, PG), 0, "punch page 2");
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
 	is_int(pm_madvise(mm, x, 5 * PG, PM_MADV_DONTNEED), -ENOMEM,
 	       "DONTNEED over the hole -> -ENOMEM");
-	ok(reads_zero(x, 2), "pages before the hole were discarded");
-	ok(reads_zero(x + 3 * PG, 2), "pages after the hole were discarded");
-	size_t f2 = free_now();
+	ok(pmt_reads_zero(mm, x, 2), "pages before the hole were discarded");
+	ok(pmt_reads_zero(mm, x + 3 * PG, 2), "pages after the hole were discarded");
+	size_t f2 = pmt_free_pages(m);
 
 	ok(f2 >= f1 + 4, "the four discarded pages were freed (%zu more free)", f2 - f1);
-	ok(fill(x, 2, 9) && check(x, 2, 9), "discarded pages take writes again");
-	is_int(free_now(), f2 - 2, "each rewritten page takes a new frame");
+	ok(pmt_fill(mm, x, 2, 9) && pmt_check(mm, x, 2, 9), "discarded pages take writes again");
+	is_int(pmt_free_pages(m), f2 - 2, "each rewritten page takes a new frame");
 
 	/* DONTNEED of one page in the middle of a VMA. */
 	is_int(pm_madvise(mm, x + PG, PG, PM_MADV_DONTNEED), 0, "DONTNEED one page");
-	ok(check(x, 1, 9), "its neighbour is intact");
-	ok(reads_zero(x + PG, 1), "it reads zero");
+	ok(pmt_check(mm, x, 1, 9), "its neighbour is intact");
+	ok(pmt_reads_zero(mm, x + PG, 1), "it reads zero");
 	teardown("madvise");
 }
 

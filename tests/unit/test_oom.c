@@ -11,6 +11,7 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -24,95 +25,15 @@ static struct pm_machine *m;
 static struct pm_mm *mm;
 static size_t free0;
 
-static struct pm_stats stats_of(void)
+static void setup(size_t mib)
 {
-	struct pm_stats s;
-
-	pm_machine_stats(m, &s);
-	return s;
-}
-
-static void setup(size_t mem)
-{
-	struct pm_config c = { .mem_bytes = mem };
-
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free0 = pmt_setup(&m, &mm, mib, 0);
 }
 
 static void teardown(const char *what)
 {
 	pm_fail_nth(m, 0);
-	pm_mm_destroy(mm);
-	mm = NULL;
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame free after destroy", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-	m = NULL;
-}
-
-static long map_fixed(unsigned long addr, size_t len, int prot)
-{
-	return pm_mmap(mm, addr, len, prot, PRIV | PM_MAP_FIXED, NULL, 0);
-}
-
-/* Each page gets its address in every word. */
-static bool stamp(unsigned long addr, unsigned long n)
-{
-	uint64_t buf[PG / 8];
-
-	for (unsigned long p = 0; p < n; p++) {
-		for (unsigned i = 0; i < PG / 8; i++)
-			buf[i] = addr + p * PG + i;
-		if (pm_access(mm, addr + p * PG, buf, PG, 1) != (long)PG)
-			return false;
-	}
-	return true;
-}
-
-static bool stamped(unsigned long addr, unsigned long n)
-{
-	uint64_t buf[PG / 8];
-
-	for (unsigned long p = 0; p < n; p++) {
-		if (pm_access(mm, addr + p * PG, buf, PG, 0) != (long)PG)
-			return false;
-		for (unsigned i = 0; i < PG / 8; i++)
-			if (buf[i] != addr + p * PG + i)
-				return false;
-	}
-	return true;
-}
-
-static bool reads_zero(unsigned long addr, unsigned long n)
-{
-	uint64_t buf[PG / 8];
-
-	for (unsigned long p = 0; p < n; p++) {
-		if (pm_access(mm, addr + p * PG, buf, PG, 0) != (long)PG)
-			return false;
-		for (unsigned i = 0; i < PG / 8; i++)
-			if (buf[i])
-				return false;
-	}
-	return true;
-}
-
-static long order_at(unsigned long addr)
-{
-	struct pm_page *p;
-	long r = pm_pin_user_pages(mm, addr, 1, 0, &p);
-	unsigned order;
-
-	if (r != 1)
-		return r < 0 ? r : -1000;
-	order = pm_folio_order(pm_page_folio(p));
-	pm_unpin_user_page(p);
-	return order;
+	pmt_teardown(&m, &mm, free0, what);
 }
 
 /* Run the calling thread on @cpu only; false if it cannot. */
@@ -143,11 +64,10 @@ static void test_tiny_machine(void)
 
 	/* One CPU throughout, so no free frame waits in another CPU's cache. */
 	run_on(sched_getcpu());
-	setup(4 * MiB);
-	is_int(map_fixed(x, 8 * MiB, RW), x, "4 MiB machine: map 8 MiB");
+	setup(4);
+	is_int(pmt_map_fixed(mm, x, 8 * MiB, RW), x, "4 MiB machine: map 8 MiB");
 	for (;;) {
-		for (unsigned i = 0; i < PG / 8; i++)
-			buf[i] = x + n * PG + i;
+		pmt_pattern_page(buf, x + n * PG, 0);
 		r = pm_access(mm, x + n * PG, buf, PG, 1);
 		if (r != (long)PG)
 			break;
@@ -155,33 +75,33 @@ static void test_tiny_machine(void)
 	}
 	is_int(r, -ENOMEM, "writing page after page ends in -ENOMEM");
 	ok(n > 900 && n < 1024, "after %ld pages", n);
-	ok(stats_of().alloc_failures > 0, "alloc_failures counted");
+	ok(pmt_stats(m).alloc_failures > 0, "alloc_failures counted");
 	is_int(pm_fault(mm, x + n * PG, PM_FAULT_WRITE), -ENOMEM, "pm_fault write -> -ENOMEM");
 	is_int(pm_fault(mm, x + (n + 1) * PG, PM_FAULT_WRITE), -ENOMEM, "again -> -ENOMEM");
-	ok(stamped(x, n), "every page written before is intact");
+	ok(pmt_check(mm, x, n, 0), "every page written before is intact");
 	is_int(pm_machine_check(m), 0, "the machine is consistent when full");
 	/* Reading an untouched page of an existing table needs no frame. */
 	long idx = (n - 1) | 511;
 
 	if (idx > n - 1 && idx < 2048)
-		ok(reads_zero(x + idx * PG, 1), "a read still maps the zero page");
+		ok(pmt_reads_zero(mm, x + idx * PG, 1), "a read still maps the zero page");
 	else
 		skip(1, "no untouched page in an existing table");
 
 	/* A THP fault when full: falls back, then -ENOMEM. */
 	const unsigned long y = 0x20000000UL;
-	struct pm_stats s0 = stats_of();
+	struct pm_stats s0 = pmt_stats(m);
 
-	is_int(map_fixed(y, THP, RW), y, "map 2 MiB");
+	is_int(pmt_map_fixed(mm, y, THP, RW), y, "map 2 MiB");
 	is_int(pm_madvise(mm, y, THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
 	is_int(pm_access(mm, y, buf, 8, 1), -ENOMEM, "a THP write fault when full -> -ENOMEM");
-	is_int(stats_of().thp_faults - s0.thp_faults, 0, "no THP mapped");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 0, "no THP mapped");
 
 	/* Free 3 pages: a 5-page write copies what fits, then -ENOMEM. */
 	long first = n > 600 ? 600 : 0;
 
 	is_int(pm_madvise(mm, x + first * PG, 3 * PG, PM_MADV_DONTNEED), 0, "DONTNEED 3 pages");
-	ok(reads_zero(x + first * PG, 3), "they read zero");
+	ok(pmt_reads_zero(mm, x + first * PG, 3), "they read zero");
 	char big[5 * PG];
 
 	memset(big, 0x77, sizeof(big));
@@ -197,10 +117,11 @@ static void test_tiny_machine(void)
 	} else {
 		skip(3, "no partial write");
 	}
-	ok(stamped(x, first) && stamped(x + (first + 3) * PG, n - first - 3),
+	ok(pmt_check(mm, x, first, 0) && pmt_check(mm, x + (first + 3) * PG, n - first - 3, 0),
 	   "the other pages are intact");
 	is_int(pm_munmap(mm, x, 8 * MiB), 0, "munmap all");
-	ok(stamp(x, 0) && map_fixed(x, 16 * PG, RW) == (long)x && stamp(x, 16) && stamped(x, 16),
+	ok(pmt_fill(mm, x, 0, 0) && pmt_map_fixed(mm, x, 16 * PG, RW) == (long)x &&
+		   pmt_fill(mm, x, 16, 0) && pmt_check(mm, x, 16, 0),
 	   "memory is usable again");
 	teardown("tiny machine");
 	run_anywhere();
@@ -221,8 +142,8 @@ static void test_full_cross_cpu(void)
 		run_anywhere();
 		return;
 	}
-	setup(4 * MiB);
-	is_int(map_fixed(x, 8 * MiB, RW), x, "4 MiB machine: map 8 MiB");
+	setup(4);
+	is_int(pmt_map_fixed(mm, x, 8 * MiB, RW), x, "4 MiB machine: map 8 MiB");
 	while (pm_access(mm, x + n * PG, &c, 1, 1) == 1)
 		n++;
 	ok(n > 900, "filled on CPU 0: %ld pages", n);
@@ -245,7 +166,7 @@ static void test_fail_mmap(void)
 	int fails = 0, n;
 	long r = 0;
 
-	setup(16 * MiB);
+	setup(16);
 	for (n = 1; n <= MAX_N; n++) {
 		pm_fail_nth(m, n);
 		r = pm_mmap(mm, x, 4 * PG, RW, PRIV | PM_MAP_FIXED_NOREPLACE, NULL, 0);
@@ -260,7 +181,7 @@ static void test_fail_mmap(void)
 	}
 	is_int(r, x, "mmap succeeds once the injected failure is past it (n = %d)", n);
 	ok(fails >= 1, "and failed with -ENOMEM before (%d times)", fails);
-	ok(stamp(x, 4) && stamped(x, 4), "the mapping works");
+	ok(pmt_fill(mm, x, 4, 0) && pmt_check(mm, x, 4, 0), "the mapping works");
 	teardown("fail mmap");
 }
 
@@ -271,9 +192,9 @@ static void test_fail_split(bool prot)
 	int fails = 0, bad = 0, n;
 	long r = 0;
 
-	setup(16 * MiB);
-	is_int(map_fixed(x, 8 * PG, RW), x, "map 8 pages");
-	ok(stamp(x, 8), "stamp them");
+	setup(16);
+	is_int(pmt_map_fixed(mm, x, 8 * PG, RW), x, "map 8 pages");
+	ok(pmt_fill(mm, x, 8, 0), "stamp them");
 	for (n = 1; n <= MAX_N; n++) {
 		pm_fail_nth(m, n);
 		r = prot ? pm_mprotect(mm, x + 3 * PG, 2 * PG, PM_PROT_READ) :
@@ -283,7 +204,7 @@ static void test_fail_split(bool prot)
 			break;
 		fails++;
 		/* Nothing changed: every page readable and writable with its data. */
-		if (!stamped(x, 8) || !stamp(x, 8))
+		if (!pmt_check(mm, x, 8, 0) || !pmt_fill(mm, x, 8, 0))
 			bad++;
 	}
 	is_int(r, 0, "%s succeeds once past the failure (n = %d)", prot ? "mprotect" : "munmap", n);
@@ -291,10 +212,11 @@ static void test_fail_split(bool prot)
 	is_int(bad, 0, "each -ENOMEM left every page as it was");
 	if (prot) {
 		is_int(pm_access(mm, x + 3 * PG, &(char){ 0 }, 1, 1), -EFAULT, "now read-only");
-		ok(stamped(x, 8), "all data intact");
+		ok(pmt_check(mm, x, 8, 0), "all data intact");
 	} else {
 		is_int(pm_access(mm, x + 3 * PG, &(char){ 0 }, 1, 0), -EFAULT, "now unmapped");
-		ok(stamped(x, 3) && stamped(x + 5 * PG, 3), "data either side intact");
+		ok(pmt_check(mm, x, 3, 0) && pmt_check(mm, x + 5 * PG, 3, 0),
+		   "data either side intact");
 	}
 	teardown(prot ? "fail mprotect split" : "fail munmap split");
 }
@@ -306,12 +228,12 @@ static void test_fail_thp_split(void)
 	int fails = 0, bad = 0, n;
 	long r = 0;
 
-	setup(16 * MiB);
-	is_int(map_fixed(x, THP, RW), x, "map 2 MiB");
+	setup(16);
+	is_int(pmt_map_fixed(mm, x, THP, RW), x, "map 2 MiB");
 	is_int(pm_madvise(mm, x, THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	ok(stamp(x, 512), "stamp 512 pages");
-	is_int(order_at(x), 9, "it is a THP");
-	struct pm_stats s0 = stats_of();
+	ok(pmt_fill(mm, x, 512, 0), "stamp 512 pages");
+	is_int(pmt_order_at(mm, x), 9, "it is a THP");
+	struct pm_stats s0 = pmt_stats(m);
 
 	for (n = 1; n <= MAX_N; n++) {
 		pm_fail_nth(m, n);
@@ -320,14 +242,14 @@ static void test_fail_thp_split(void)
 		if (r != -ENOMEM)
 			break;
 		fails++;
-		if (!stamped(x, 512))
+		if (!pmt_check(mm, x, 512, 0))
 			bad++;
 	}
 	is_int(r, 0, "munmap succeeds once past the failure (n = %d)", n);
 	ok(fails >= 1, "and failed with -ENOMEM before (%d times)", fails);
 	is_int(bad, 0, "each -ENOMEM left all 512 pages readable with their data");
-	is_int(stats_of().thp_splits - s0.thp_splits, 1, "exactly one split in the end");
-	ok(stamped(x, 10) && stamped(x + 11 * PG, 501), "the rest intact");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 1, "exactly one split in the end");
+	ok(pmt_check(mm, x, 10, 0) && pmt_check(mm, x + 11 * PG, 501, 0), "the rest intact");
 	teardown("fail THP split");
 }
 
@@ -337,8 +259,8 @@ static void test_fail_fault(void)
 	int n, fails = 0, others = 0;
 	long r = 0;
 
-	setup(16 * MiB);
-	is_int(map_fixed(x, 4 * PG, RW), x, "map 4 pages in a fresh mm");
+	setup(16);
+	is_int(pmt_map_fixed(mm, x, 4 * PG, RW), x, "map 4 pages in a fresh mm");
 	for (n = 1; n <= MAX_N; n++) {
 		pm_fail_nth(m, n);
 		r = pm_fault(mm, x + PG, PM_FAULT_WRITE);
@@ -355,14 +277,14 @@ static void test_fail_fault(void)
 	is_int(r, 0, "the fault succeeds once past the failure (n = %d)", n);
 	is_int(fails, n - 1, "every earlier try was -ENOMEM");
 	is_int(others, 0, "never another error");
-	ok(reads_zero(x, 4), "the pages read zero");
-	ok(stamp(x, 4) && stamped(x, 4), "and take data");
+	ok(pmt_reads_zero(mm, x, 4), "the pages read zero");
+	ok(pmt_fill(mm, x, 4, 0) && pmt_check(mm, x, 4, 0), "and take data");
 
 	/* pm_access of 4 fresh pages with each allocation failing in turn. */
 	const unsigned long y = 0x20000000UL;
 	int bad = 0;
 
-	is_int(map_fixed(y, 4 * PG, RW), y, "map 4 more pages");
+	is_int(pmt_map_fixed(mm, y, 4 * PG, RW), y, "map 4 more pages");
 	for (n = 1; n <= MAX_N; n++) {
 		char buf[4 * PG];
 
@@ -393,8 +315,8 @@ static void test_fail_thp_fault(void)
 	int n, fails = 0, others = 0;
 	long r = 0;
 
-	setup(64 * MiB);
-	is_int(map_fixed(x, 8 * THP, RW), x, "map 16 MiB (8 THP windows)");
+	setup(64);
+	is_int(pmt_map_fixed(mm, x, 8 * THP, RW), x, "map 16 MiB (8 THP windows)");
 	is_int(pm_madvise(mm, x, 8 * THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
 
 	/* Window 0 in a fresh mm: the page tables fail first. */
@@ -412,7 +334,8 @@ static void test_fail_thp_fault(void)
 	is_int(r, 0, "window 0: the fault succeeds once past the failures (n = %d)", n);
 	ok(fails >= 1, "page tables failed first (-ENOMEM, %d times)", fails);
 	is_int(others, 0, "no other error");
-	ok(reads_zero(x, 4) && stamp(x, 4) && stamped(x, 4), "window 0 reads zero, takes data");
+	ok(pmt_reads_zero(mm, x, 4) && pmt_fill(mm, x, 4, 0) && pmt_check(mm, x, 4, 0),
+	   "window 0 reads zero, takes data");
 
 	/*
 	 * Windows 1..6 share window 0's tables: failing the n-th allocation hits the folio (or
@@ -423,12 +346,12 @@ static void test_fail_thp_fault(void)
 
 	for (n = 1; n <= 6; n++) {
 		unsigned long w = x + n * THP;
-		struct pm_stats a = stats_of(), b;
+		struct pm_stats a = pmt_stats(m), b;
 
 		pm_fail_nth(m, n);
 		r = pm_fault(mm, w + 5 * PG, PM_FAULT_WRITE);
 		pm_fail_nth(m, 0);
-		b = stats_of();
+		b = pmt_stats(m);
 		if (r == 0 && b.thp_faults > a.thp_faults) {
 			thps++;
 			last = 9;
@@ -439,9 +362,10 @@ static void test_fail_thp_fault(void)
 		} else if (r != -ENOMEM) {
 			others++;
 		}
-		if (r == 0 && order_at(w + 5 * PG) != last)
+		if (r == 0 && pmt_order_at(mm, w + 5 * PG) != last)
 			others++;
-		if (r == 0 && !(reads_zero(w, 8) && stamp(w, 8) && stamped(w, 8)))
+		if (r == 0 &&
+		    !(pmt_reads_zero(mm, w, 8) && pmt_fill(mm, w, 8, 0) && pmt_check(mm, w, 8, 0)))
 			others++;
 	}
 	ok(fallbacks >= 1, "a failed folio allocation fell back to 4 KiB (%d times)", fallbacks);
@@ -459,8 +383,8 @@ static void test_fail_pin(void)
 	int n, bad = 0, partial = 0;
 	long r = 0;
 
-	setup(16 * MiB);
-	is_int(map_fixed(x, 8 * PG, RW), x, "map 8 pages");
+	setup(16);
+	is_int(pmt_map_fixed(mm, x, 8 * PG, RW), x, "map 8 pages");
 	for (n = 1; n <= MAX_N; n++) {
 		pm_fail_nth(m, n);
 		r = pm_pin_user_pages(mm, x, 8, PM_FOLL_WRITE, pages);
@@ -487,15 +411,15 @@ static void test_fail_pin(void)
 	/* A fast pin keeps its lockless head when the slow tail runs out of memory. */
 	const unsigned long y = 0x20000000UL;
 
-	is_int(map_fixed(y, 8 * PG, RW), y, "map 8 more pages");
-	ok(stamp(y, 4), "populate the first 4");
+	is_int(pmt_map_fixed(mm, y, 8 * PG, RW), y, "map 8 more pages");
+	ok(pmt_fill(mm, y, 4, 0), "populate the first 4");
 	pm_fail_nth(m, 1);
 	r = pm_pin_user_pages_fast(mm, y, 8, PM_FOLL_WRITE, pages);
 	pm_fail_nth(m, 0);
 	is_int(r, 4, "pin_fast: 4 present pages, then -ENOMEM for the tail -> 4");
 	if (r > 0)
 		pm_unpin_user_pages(pages, r);
-	struct pm_stats s = stats_of();
+	struct pm_stats s = pmt_stats(m);
 
 	is_int(s.nr_foll_pin_acquired, s.nr_foll_pin_released, "pins balanced");
 	teardown("fail pin");

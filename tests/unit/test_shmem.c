@@ -19,6 +19,7 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define PG ((unsigned long)PM_PAGE_SIZE)
@@ -27,126 +28,7 @@
 #define PRIVATE PM_MAP_PRIVATE
 #define HINT 0x200000000UL /* 2 MiB aligned: one PTE table covers a small object's mapping */
 
-#define STAT(m, field) \
-	({ \
-		struct pm_stats s__; \
-		pm_machine_stats((m), &s__); \
-		s__.field; \
-	})
-
 /* ---- helpers ---- */
-
-static struct pm_machine *new_machine(size_t mib, unsigned knobs)
-{
-	struct pm_config cfg = { .mem_bytes = mib << 20, .knobs = knobs };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
-static size_t free_now(struct pm_machine *m)
-{
-	pm_rcu_barrier();
-	return pm_machine_free_pages(m);
-}
-
-/* Release the machine after checking that nothing leaked and its invariants hold. */
-static void finish(struct pm_machine *m, size_t free0, const char *what)
-{
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame returned", what);
-	is_int(STAT(m, nr_foll_pin_acquired) - STAT(m, nr_foll_pin_released), 0,
-	       "%s: every pin released", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-}
-
-static uint64_t tagword(uint32_t tag, unsigned long idx)
-{
-	return (uint64_t)tag << 32 | (uint32_t)idx;
-}
-
-static void fill_page(void *p, uint32_t tag, unsigned long idx)
-{
-	uint64_t *w = p;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		w[k] = tag ? tagword(tag, idx) : 0;
-}
-
-/* Does the page hold tag/index everywhere (tag 0: all zero)? */
-static bool page_is(const void *p, uint32_t tag, unsigned long idx)
-{
-	const uint64_t *w = p;
-	uint64_t want = tag ? tagword(tag, idx) : 0;
-
-	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != want)
-			return false;
-	return true;
-}
-
-/* Write @n pages at @addr, page i tagged with index @first + i; returns pages written. */
-static long put_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag,
-		    unsigned long first)
-{
-	static uint64_t buf[PM_PAGE_SIZE / 8];
-	long done = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		fill_page(buf, tag, first + i);
-		if (pm_access(mm, addr + i * PG, buf, PG, 1) != (long)PG)
-			break;
-		done++;
-	}
-	return done;
-}
-
-/* Pages of [addr, addr + n pages) that cannot be read or do not hold tag/index. */
-static long bad_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag,
-		    unsigned long first)
-{
-	static uint64_t buf[PM_PAGE_SIZE / 8];
-	long bad = 0;
-
-	for (unsigned long i = 0; i < n; i++) {
-		long r = pm_access(mm, addr + i * PG, buf, PG, 0);
-
-		if (r != (long)PG || !page_is(buf, tag, first + i)) {
-			if (!bad)
-				diag("page %lu: access %ld, word0 %#llx, want %#llx", i, r,
-				     (unsigned long long)buf[0],
-				     (unsigned long long)(tag ? tagword(tag, first + i) : 0));
-			bad++;
-		}
-	}
-	return bad;
-}
-
-/* Pinned/referenced pages that do not hold tag/index. */
-static long bad_pin(struct pm_page **pages, unsigned long n, uint32_t tag, unsigned long first)
-{
-	long bad = 0;
-
-	for (unsigned long i = 0; i < n; i++)
-		if (!pages[i] || !page_is(pm_page_address(pages[i]), tag, first + i))
-			bad++;
-	return bad;
-}
-
-/* The frame mapped at @addr, without faulting; ULONG_MAX if there is none. */
-static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr)
-{
-	struct pm_page *p = NULL;
-	unsigned long pfn;
-
-	if (pm_get_user_pages(mm, addr, 1, PM_FOLL_NOFAULT, &p) != 1)
-		return ULONG_MAX;
-	pfn = pm_page_to_pfn(p);
-	pm_put_page(p);
-	return pfn;
-}
 
 static long map_shmem(struct pm_mm *mm, unsigned long hint, size_t len, int prot, int flags,
 		      struct pm_shmem *f, size_t off)
@@ -163,9 +45,9 @@ static long map_shmem(struct pm_mm *mm, unsigned long hint, size_t len, int prot
 
 static void test_shared_two_mms(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
-	unsigned long allocs0 = STAT(m, shmem_allocs);
+	unsigned long allocs0 = PMT_STAT(m, shmem_allocs);
 	struct pm_shmem *f = pm_shmem_create(m, 16 * PG, 0);
 	struct pm_mm *a = pm_mm_create(m), *b = pm_mm_create(m);
 	struct pm_page *pa = NULL, *pb = NULL, *pc = NULL;
@@ -178,16 +60,18 @@ static void test_shared_two_mms(void)
 	xb = map_shmem(b, 0, 16 * PG, RW, SHARED, f, 0);
 	xc = map_shmem(b, 0, 8 * PG, RW, SHARED, f, 8 * PG); /* pages 8..15 */
 
-	is_int(put_tag(a, xa, 8, 0xa1, 0), 8, "shared: A writes pages 0..7");
-	is_int(put_tag(b, xb + 8 * PG, 8, 0xb2, 8), 8, "shared: B writes pages 8..15");
-	is_int(bad_tag(b, xb, 8, 0xa1, 0), 0, "shared: B reads A's writes");
-	is_int(bad_tag(a, xa + 8 * PG, 8, 0xb2, 8), 0, "shared: A reads B's writes");
-	is_int(bad_tag(b, xc, 8, 0xb2, 8), 0, "shared: a mapping at an offset sees the same pages");
-	is_int(put_tag(b, xc + 3 * PG, 1, 0xc3, 11), 1, "shared: write page 11 at the offset view");
-	is_int(bad_tag(a, xa + 11 * PG, 1, 0xc3, 11), 0, "shared: A sees it at index 11");
+	is_int(pmt_put_tag(a, xa, 8, 0xa1, 0), 8, "shared: A writes pages 0..7");
+	is_int(pmt_put_tag(b, xb + 8 * PG, 8, 0xb2, 8), 8, "shared: B writes pages 8..15");
+	is_int(pmt_bad_tag(b, xb, 8, 0xa1, 0), 0, "shared: B reads A's writes");
+	is_int(pmt_bad_tag(a, xa + 8 * PG, 8, 0xb2, 8), 0, "shared: A reads B's writes");
+	is_int(pmt_bad_tag(b, xc, 8, 0xb2, 8), 0,
+	       "shared: a mapping at an offset sees the same pages");
+	is_int(pmt_put_tag(b, xc + 3 * PG, 1, 0xc3, 11), 1,
+	       "shared: write page 11 at the offset view");
+	is_int(pmt_bad_tag(a, xa + 11 * PG, 1, 0xc3, 11), 0, "shared: A sees it at index 11");
 	is_int(pm_shmem_nr_pages(f), 16, "shared: 16 pages in the cache");
-	is_int(STAT(m, shmem_allocs) - allocs0, 16, "shared: shmem_allocs counts 16 new pages");
-	is_int(STAT(m, cow_copies), 0, "shared: shared mappings never copy");
+	is_int(PMT_STAT(m, shmem_allocs) - allocs0, 16, "shared: shmem_allocs counts 16 new pages");
+	is_int(PMT_STAT(m, cow_copies), 0, "shared: shared mappings never copy");
 
 	is_int(pm_pin_user_pages(a, xa + 11 * PG, 1, 0, &pa), 1, "shared: pin index 11 in A");
 	is_int(pm_pin_user_pages_fast(b, xb + 11 * PG, 1, PM_FOLL_WRITE, &pb), 1,
@@ -209,16 +93,16 @@ static void test_shared_two_mms(void)
 	/* The creator's reference goes; the mappings keep the object alive. */
 	pm_shmem_put(f);
 	is_int(pm_munmap(a, xa, 16 * PG), 0, "shared: A unmaps");
-	is_int(bad_tag(b, xb, 8, 0xa1, 0), 0, "shared: data lives on in B after put and unmap");
+	is_int(pmt_bad_tag(b, xb, 8, 0xa1, 0), 0, "shared: data lives on in B after put and unmap");
 	pm_mm_destroy(a);
 	pm_mm_destroy(b);
-	finish(m, free0, "shared");
+	pmt_end(m, free0, &pmt_end_returned, "shared");
 }
 
 /* An object with no mapping keeps its pages until its last reference goes. */
 static void test_lifetime(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
 	struct pm_mm *mm = pm_mm_create(m);
@@ -226,23 +110,23 @@ static void test_lifetime(void)
 
 	ASSERT_TRUE(f && mm);
 	x = map_shmem(mm, 0, 4 * PG, RW, SHARED, f, 0);
-	is_int(put_tag(mm, x, 4, 0x11, 0), 4, "lifetime: write 4 pages");
+	is_int(pmt_put_tag(mm, x, 4, 0x11, 0), 4, "lifetime: write 4 pages");
 	is_int(pm_munmap(mm, x, 4 * PG), 0, "lifetime: unmap");
 	is_int(pm_shmem_nr_pages(f), 4, "lifetime: pages stay in the unmapped object");
 	x = map_shmem(mm, 0, 4 * PG, PM_PROT_READ, SHARED, f, 0);
-	is_int(bad_tag(mm, x, 4, 0x11, 0), 0, "lifetime: a new mapping sees the data");
-	is_int(put_tag(mm, x, 1, 0x12, 0), 0,
+	is_int(pmt_bad_tag(mm, x, 4, 0x11, 0), 0, "lifetime: a new mapping sees the data");
+	is_int(pmt_put_tag(mm, x, 1, 0x12, 0), 0,
 	       "lifetime: a read-only shared mapping refuses writes");
 	pm_mm_destroy(mm);
 	is_int(pm_machine_free_pages(m) < free0, 1, "lifetime: pages held while the object lives");
 	pm_shmem_put(f);
-	finish(m, free0, "lifetime");
+	pmt_end(m, free0, &pmt_end_returned, "lifetime");
 }
 
 /* PM_MAP_SHARED|PM_MAP_ANONYMOUS: an internal object, shared (not copied) across fork. */
 static void test_anon_shared_fork(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *p = pm_mm_create(m), *c, *g;
 	unsigned long bad_pfn = 0;
@@ -252,45 +136,45 @@ static void test_anon_shared_fork(void)
 	x = pm_mmap(p, 0, 8 * PG, RW, SHARED | PM_MAP_ANONYMOUS, NULL, 0);
 	ok(x > 0, "anon shared: mmap");
 	ASSERT_TRUE(x > 0);
-	is_int(put_tag(p, x, 4, 0x21, 0), 4, "anon shared: parent writes pages 0..3");
-	c = pm_mm_fork(p);
-	ASSERT_TRUE(c != NULL);
-	is_int(bad_tag(c, x, 4, 0x21, 0), 0, "anon shared: child reads the parent's data");
-	is_int(put_tag(c, x, 2, 0x22, 0), 2, "anon shared: child writes pages 0..1");
-	is_int(bad_tag(p, x, 2, 0x22, 0), 0, "anon shared: parent sees the child's writes");
-	is_int(put_tag(p, x + 2 * PG, 2, 0x23, 2), 2, "anon shared: parent writes pages 2..3");
-	is_int(bad_tag(c, x + 2 * PG, 2, 0x23, 2), 0,
+	is_int(pmt_put_tag(p, x, 4, 0x21, 0), 4, "anon shared: parent writes pages 0..3");
+	c = pmt_fork(p);
+	is_int(pmt_bad_tag(c, x, 4, 0x21, 0), 0, "anon shared: child reads the parent's data");
+	is_int(pmt_put_tag(c, x, 2, 0x22, 0), 2, "anon shared: child writes pages 0..1");
+	is_int(pmt_bad_tag(p, x, 2, 0x22, 0), 0, "anon shared: parent sees the child's writes");
+	is_int(pmt_put_tag(p, x + 2 * PG, 2, 0x23, 2), 2, "anon shared: parent writes pages 2..3");
+	is_int(pmt_bad_tag(c, x + 2 * PG, 2, 0x23, 2), 0,
 	       "anon shared: child sees the parent's writes");
 	/* A hole first faulted after fork, by the child, is the same page for the parent. */
-	is_int(put_tag(c, x + 6 * PG, 1, 0x24, 6), 1, "anon shared: child fills a hole");
-	is_int(bad_tag(p, x + 6 * PG, 1, 0x24, 6), 0, "anon shared: parent sees the filled hole");
-	is_int(bad_tag(p, x + 7 * PG, 1, 0, 7), 0, "anon shared: an untouched page reads zero");
+	is_int(pmt_put_tag(c, x + 6 * PG, 1, 0x24, 6), 1, "anon shared: child fills a hole");
+	is_int(pmt_bad_tag(p, x + 6 * PG, 1, 0x24, 6), 0,
+	       "anon shared: parent sees the filled hole");
+	is_int(pmt_bad_tag(p, x + 7 * PG, 1, 0, 7), 0, "anon shared: an untouched page reads zero");
 	for (unsigned long i = 0; i < 8; i++) {
 		unsigned long pp, pc;
 
 		ASSERT_EQ(pm_fault(p, x + i * PG, 0), 0);
 		ASSERT_EQ(pm_fault(c, x + i * PG, 0), 0);
-		pp = pfn_at(p, x + i * PG);
-		pc = pfn_at(c, x + i * PG);
+		pp = pmt_pfn_at(p, x + i * PG);
+		pc = pmt_pfn_at(c, x + i * PG);
 		bad_pfn += pp == ULONG_MAX || pp != pc;
 	}
 	is_int(bad_pfn, 0, "anon shared: parent and child map the same frames");
-	g = pm_mm_fork(c);
-	ASSERT_TRUE(g != NULL);
-	is_int(put_tag(g, x, 1, 0x25, 0), 1, "anon shared: grandchild writes page 0");
-	is_int(bad_tag(p, x, 1, 0x25, 0), 0, "anon shared: the parent sees the grandchild's write");
-	is_int(STAT(m, cow_copies), 0, "anon shared: nothing was copied");
+	g = pmt_fork(c);
+	is_int(pmt_put_tag(g, x, 1, 0x25, 0), 1, "anon shared: grandchild writes page 0");
+	is_int(pmt_bad_tag(p, x, 1, 0x25, 0), 0,
+	       "anon shared: the parent sees the grandchild's write");
+	is_int(PMT_STAT(m, cow_copies), 0, "anon shared: nothing was copied");
 	pm_mm_destroy(p);
-	is_int(bad_tag(c, x, 1, 0x25, 0), 0, "anon shared: data survives the parent");
+	is_int(pmt_bad_tag(c, x, 1, 0x25, 0), 0, "anon shared: data survives the parent");
 	pm_mm_destroy(g);
 	pm_mm_destroy(c);
-	finish(m, free0, "anon shared");
+	pmt_end(m, free0, &pmt_end_returned, "anon shared");
 }
 
 /* MAP_PRIVATE: reads see the object until written; writes never reach the object. */
 static void test_private_cow(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0), *h = pm_shmem_create(m, 4 * PG, 0);
 	struct pm_mm *w = pm_mm_create(m), *p = pm_mm_create(m), *q = pm_mm_create(m), *c;
@@ -301,20 +185,21 @@ static void test_private_cow(void)
 	xw = map_shmem(w, 0, 8 * PG, RW, SHARED, f, 0);
 	xp = map_shmem(p, 0, 8 * PG, RW, PRIVATE, f, 0);
 	xq = map_shmem(q, 0, 8 * PG, RW, PRIVATE, f, 0);
-	is_int(put_tag(w, xw, 8, 0x31, 0), 8, "private: object written through a shared mapping");
-	is_int(bad_tag(p, xp, 8, 0x31, 0), 0, "private: a private mapping reads the object");
-	is_int(put_tag(p, xp, 2, 0x32, 0), 2, "private: private writes to pages 0..1");
-	is_int(bad_tag(p, xp, 2, 0x32, 0), 0, "private: the writer reads its private data");
-	is_int(bad_tag(w, xw, 2, 0x31, 0), 0, "private: the object is unchanged");
-	is_int(bad_tag(q, xq, 2, 0x31, 0), 0, "private: another private mapping is unchanged");
+	is_int(pmt_put_tag(w, xw, 8, 0x31, 0), 8,
+	       "private: object written through a shared mapping");
+	is_int(pmt_bad_tag(p, xp, 8, 0x31, 0), 0, "private: a private mapping reads the object");
+	is_int(pmt_put_tag(p, xp, 2, 0x32, 0), 2, "private: private writes to pages 0..1");
+	is_int(pmt_bad_tag(p, xp, 2, 0x32, 0), 0, "private: the writer reads its private data");
+	is_int(pmt_bad_tag(w, xw, 2, 0x31, 0), 0, "private: the object is unchanged");
+	is_int(pmt_bad_tag(q, xq, 2, 0x31, 0), 0, "private: another private mapping is unchanged");
 	is_int(pm_shmem_nr_pages(f), 8, "private: private copies are not in the cache");
 
 	/* The object changes: private copies keep theirs, unwritten pages follow the object. */
-	is_int(put_tag(w, xw, 8, 0x33, 0), 8, "private: object rewritten");
-	is_int(bad_tag(p, xp, 2, 0x32, 0), 0, "private: private copies keep their data");
-	is_int(bad_tag(p, xp + 2 * PG, 6, 0x33, 2), 0,
+	is_int(pmt_put_tag(w, xw, 8, 0x33, 0), 8, "private: object rewritten");
+	is_int(pmt_bad_tag(p, xp, 2, 0x32, 0), 0, "private: private copies keep their data");
+	is_int(pmt_bad_tag(p, xp + 2 * PG, 6, 0x33, 2), 0,
 	       "private: pages not yet written privately show the new object data");
-	is_int(bad_tag(q, xq, 8, 0x33, 0), 0, "private: a read-only user follows the object");
+	is_int(pmt_bad_tag(q, xq, 8, 0x33, 0), 0, "private: a read-only user follows the object");
 
 	is_int(pm_pin_user_pages(p, xp, 1, 0, &pp), 1, "private: pin the private copy");
 	is_int(pm_pin_user_pages(w, xw, 1, 0, &pw), 1, "private: pin the object's page");
@@ -326,29 +211,28 @@ static void test_private_cow(void)
 	pm_unpin_user_page(pw);
 
 	/* A fork inherits the private copies, and COW keeps parent and child apart. */
-	c = pm_mm_fork(p);
-	ASSERT_TRUE(c != NULL);
-	is_int(bad_tag(c, xp, 2, 0x32, 0), 0, "private: the child inherits the private copies");
-	is_int(put_tag(p, xp, 1, 0x34, 0), 1, "private: parent rewrites its copy");
-	is_int(bad_tag(c, xp, 1, 0x32, 0), 0, "private: the child keeps the old private data");
-	is_int(bad_tag(w, xw, 1, 0x33, 0), 0, "private: the object is still unchanged");
+	c = pmt_fork(p);
+	is_int(pmt_bad_tag(c, xp, 2, 0x32, 0), 0, "private: the child inherits the private copies");
+	is_int(pmt_put_tag(p, xp, 1, 0x34, 0), 1, "private: parent rewrites its copy");
+	is_int(pmt_bad_tag(c, xp, 1, 0x32, 0), 0, "private: the child keeps the old private data");
+	is_int(pmt_bad_tag(w, xw, 1, 0x33, 0), 0, "private: the object is still unchanged");
 	pm_mm_destroy(c);
 
 	/* A private write into a hole: the object stays zero there. */
 	xh = map_shmem(p, 0, 4 * PG, RW, PRIVATE, h, 0);
 	xhw = map_shmem(w, 0, 4 * PG, RW, SHARED, h, 0);
-	is_int(put_tag(p, xh, 1, 0x35, 0), 1, "private: write a hole privately");
-	is_int(bad_tag(w, xhw, 1, 0, 0), 0, "private: the object reads zero there");
-	is_int(bad_tag(p, xh + PG, 1, 0, 1), 0, "private: a private read of a hole reads zero");
-	is_int(put_tag(w, xhw + PG, 1, 0x36, 1), 1, "private: the object writes that page");
-	is_int(bad_tag(p, xh + PG, 1, 0x36, 1), 0, "private: the private reader follows it");
+	is_int(pmt_put_tag(p, xh, 1, 0x35, 0), 1, "private: write a hole privately");
+	is_int(pmt_bad_tag(w, xhw, 1, 0, 0), 0, "private: the object reads zero there");
+	is_int(pmt_bad_tag(p, xh + PG, 1, 0, 1), 0, "private: a private read of a hole reads zero");
+	is_int(pmt_put_tag(w, xhw + PG, 1, 0x36, 1), 1, "private: the object writes that page");
+	is_int(pmt_bad_tag(p, xh + PG, 1, 0x36, 1), 0, "private: the private reader follows it");
 
 	pm_shmem_put(f);
 	pm_shmem_put(h);
 	pm_mm_destroy(w);
 	pm_mm_destroy(p);
 	pm_mm_destroy(q);
-	finish(m, free0, "private");
+	pmt_end(m, free0, &pmt_end_returned, "private");
 }
 
 /* ---- racing faults on the same index ---- */
@@ -385,12 +269,12 @@ static void *racer_fn(void *arg)
  */
 static void test_fault_race(unsigned knobs, bool same_mm, unsigned flags0, unsigned flags1)
 {
-	struct pm_machine *m = new_machine(64, knobs);
+	struct pm_machine *m = pmt_machine(64, knobs);
 	size_t free0 = pm_machine_free_pages(m);
 	const unsigned long n = 256;
 	long rounds = tap_scale(12), errs = 0, bad_nr = 0, bad_allocs = 0, bad_pfn = 0,
 	     bad_count = 0, bad_zero = 0;
-	unsigned long races0 = STAT(m, shmem_alloc_races);
+	unsigned long races0 = PMT_STAT(m, shmem_alloc_races);
 	char what[96];
 
 	snprintf(what, sizeof(what), "race %s, %s/%s, knobs %#x", same_mm ? "one mm" : "two mms",
@@ -398,7 +282,7 @@ static void test_fault_race(unsigned knobs, bool same_mm, unsigned flags0, unsig
 	for (long r = 0; r < rounds; r++) {
 		struct pm_shmem *f = pm_shmem_create(m, n * PG, 0);
 		struct pm_mm *mm0 = pm_mm_create(m), *mm1 = same_mm ? mm0 : pm_mm_create(m);
-		unsigned long allocs0 = STAT(m, shmem_allocs);
+		unsigned long allocs0 = PMT_STAT(m, shmem_allocs);
 		pthread_barrier_t bar;
 		pthread_t t[2];
 		struct racer rc[2];
@@ -419,7 +303,7 @@ static void test_fault_race(unsigned knobs, bool same_mm, unsigned flags0, unsig
 		pthread_barrier_destroy(&bar);
 		errs += rc[0].efault + rc[0].other + rc[1].efault + rc[1].other;
 		bad_nr += pm_shmem_nr_pages(f) != n;
-		bad_allocs += STAT(m, shmem_allocs) - allocs0 != n;
+		bad_allocs += PMT_STAT(m, shmem_allocs) - allocs0 != n;
 		for (unsigned long i = 0; i < n; i++) {
 			struct pm_page *p0 = NULL, *p1 = NULL;
 			int maps = same_mm ? 1 : 2;
@@ -435,7 +319,7 @@ static void test_fault_race(unsigned knobs, bool same_mm, unsigned flags0, unsig
 			/* mappings + the cache + two pins */
 			bad_count += pm_folio_mapcount(pm_page_folio(p0)) != maps ||
 				     pm_folio_ref_count(pm_page_folio(p0)) != maps + 1 + 2 * 1024;
-			bad_zero += !page_is(pm_page_address(p0), 0, 0);
+			bad_zero += !pmt_page_is(pm_page_address(p0), 0, 0);
 			pm_unpin_user_page(p0);
 			pm_unpin_user_page(p1);
 		}
@@ -451,15 +335,15 @@ static void test_fault_race(unsigned knobs, bool same_mm, unsigned flags0, unsig
 	is_int(bad_count, 0, "%s: mapcount and refcount exact (no leaked loser reference)", what);
 	is_int(bad_zero, 0, "%s: every new page reads zero", what);
 	diag("%s: %lu allocation races in %ld rounds", what,
-	     STAT(m, shmem_alloc_races) - races0, rounds);
-	finish(m, free0, what);
+	     PMT_STAT(m, shmem_alloc_races) - races0, rounds);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* ---- the max_bytes limit ---- */
 
 static void test_limit(unsigned knobs)
 {
-	struct pm_machine *m = new_machine(64, knobs);
+	struct pm_machine *m = pmt_machine(64, knobs);
 	size_t free0 = pm_machine_free_pages(m), free1;
 	struct pm_shmem *f = pm_shmem_create(m, 16 * PG, 8 * PG);
 	struct pm_mm *mm = pm_mm_create(m), *mm2 = pm_mm_create(m);
@@ -477,12 +361,12 @@ static void test_limit(unsigned knobs)
 	is_int(okc, 8, "%s: 8 pages fit", what);
 	is_int(pm_fault(mm2, x2 + 3 * PG, PM_FAULT_WRITE), 0,
 	       "%s: faults on pages already in the cache still work", what);
-	free1 = free_now(m);
+	free1 = pmt_free_pages(m);
 	is_int(pm_fault(mm, x + 8 * PG, PM_FAULT_WRITE), -EFAULT,
 	       "%s: the 9th write fault is SIGBUS", what);
 	is_int(pm_fault(mm, x + 9 * PG, 0), -EFAULT, "%s: a read fault of a hole too", what);
 	is_int(pm_fault(mm2, x2 + 15 * PG, 0), -EFAULT, "%s: from another address space too", what);
-	is_int(free_now(m), free1, "%s: failed faults leak no frame", what);
+	is_int(pmt_free_pages(m), free1, "%s: failed faults leak no frame", what);
 	is_int(pm_shmem_nr_pages(f), 8, "%s: 8 pages in the cache", what);
 
 	memset(buf, 0x5a, sizeof(buf));
@@ -510,27 +394,27 @@ static void test_limit(unsigned knobs)
 	is_int(pm_fault(mm, x + 4 * PG, PM_FAULT_WRITE), -EFAULT, "%s: and then the limit again",
 	       what);
 	is_int(pm_shmem_nr_pages(f), 8, "%s: 8 pages", what);
-	is_int(bad_tag(mm, x + 8 * PG, 4, 0, 0), 0, "%s: the refilled pages read zero", what);
+	is_int(pmt_bad_tag(mm, x + 8 * PG, 4, 0, 0), 0, "%s: the refilled pages read zero", what);
 	is_int(pm_access(mm, x + 4 * PG, buf, PG, 0), -EFAULT,
 	       "%s: the truncated pages are holes over the limit", what);
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
 	pm_mm_destroy(mm2);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* Threads faulting disjoint indexes past the limit: exactly the limit gets in. */
 static void test_limit_concurrent(unsigned knobs)
 {
 	enum { T = 4, N = 256, LIMIT = 100 };
-	struct pm_machine *m = new_machine(64, knobs);
+	struct pm_machine *m = pmt_machine(64, knobs);
 	size_t free0 = pm_machine_free_pages(m);
 	long rounds = tap_scale(10), bad_sum = 0, bad_nr = 0, bad_other = 0, bad_leak = 0;
 	char what[64];
 
 	snprintf(what, sizeof(what), "limit, %d threads (knobs %#x)", T, knobs);
 	for (long r = 0; r < rounds; r++) {
-		size_t before = free_now(m);
+		size_t before = pmt_free_pages(m);
 		struct pm_shmem *f = pm_shmem_create(m, N * PG, LIMIT * PG);
 		struct pm_mm *mm[T];
 		struct racer rc[T];
@@ -565,13 +449,13 @@ static void test_limit_concurrent(unsigned knobs)
 		pm_shmem_put(f);
 		for (int i = 0; i < T; i++)
 			pm_mm_destroy(mm[i]);
-		bad_leak += free_now(m) != before;
+		bad_leak += pmt_free_pages(m) != before;
 	}
 	is_int(bad_sum, 0, "%s: exactly %d faults succeed", what, LIMIT);
 	is_int(bad_nr, 0, "%s: exactly %d pages in the cache", what, LIMIT);
 	is_int(bad_other, 0, "%s: failures are -EFAULT only", what);
 	is_int(bad_leak, 0, "%s: every round returns its frames", what);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /*
@@ -581,7 +465,7 @@ static void test_limit_concurrent(unsigned knobs)
 static void test_limit_race_last(unsigned knobs)
 {
 	enum { N = 8 };
-	struct pm_machine *m = new_machine(64, knobs);
+	struct pm_machine *m = pmt_machine(64, knobs);
 	size_t free0 = pm_machine_free_pages(m);
 	long rounds = tap_scale(100), fails = 0, bad_nr = 0, bad_after = 0;
 	char what[64];
@@ -618,14 +502,14 @@ static void test_limit_race_last(unsigned knobs)
 	is_int(fails, 0, "%s: no spurious SIGBUS", what);
 	is_int(bad_nr, 0, "%s: the object is exactly full", what);
 	is_int(bad_after, 0, "%s: the next page is over the limit", what);
-	finish(m, free0, what);
+	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 /* ---- truncation ---- */
 
 static void test_truncate_beyond(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0);
 	struct pm_mm *mm = pm_mm_create(m);
@@ -635,7 +519,7 @@ static void test_truncate_beyond(void)
 
 	ASSERT_TRUE(f && mm);
 	x = map_shmem(mm, HINT, 8 * PG, RW, SHARED, f, 0);
-	is_int(put_tag(mm, x, 8, 0x41, 0), 8, "truncate: fill 8 pages");
+	is_int(pmt_put_tag(mm, x, 8, 0x41, 0), 8, "truncate: fill 8 pages");
 	is_int(pm_shmem_truncate(f, 4 * PG), 0, "truncate: shrink to 4 pages");
 	is_int(pm_shmem_size(f), 4 * PG, "truncate: size is 4 pages");
 	is_int(pm_shmem_nr_pages(f), 4, "truncate: 4 pages left in the cache");
@@ -651,7 +535,7 @@ static void test_truncate_beyond(void)
 	pm_unpin_user_pages(pages, 4);
 	is_int(pm_get_user_pages_fast(mm, x + 6 * PG, 1, 0, pages), -EFAULT,
 	       "truncate: a fast get beyond the size: -EFAULT");
-	is_int(bad_tag(mm, x, 4, 0x41, 0), 0, "truncate: pages below the size are intact");
+	is_int(pmt_bad_tag(mm, x, 4, 0x41, 0), 0, "truncate: pages below the size are intact");
 	is_int(pm_shmem_nr_pages(f), 4, "truncate: failed faults added nothing");
 
 	/* A size inside a page: that page stays, its tail is gone (POSIX: reads as zero). */
@@ -667,12 +551,12 @@ static void test_truncate_beyond(void)
 		unsigned long bad = 0;
 
 		for (unsigned long k = 0; k < 96 / 8; k++)
-			bad += w[k] != tagword(0x41, 2);
+			bad += w[k] != pmt_tag_word(0x41, 2);
 		for (unsigned long k = 104 / 8; k < PG / 8; k++)
 			bad += w[k] != 0;
 		is_int(bad, 0, "truncate: bytes before the old end kept, bytes after it zeroed");
 	}
-	is_int(bad_tag(mm, x + 3 * PG, 5, 0, 3), 0, "truncate: re-grown pages read zero");
+	is_int(pmt_bad_tag(mm, x + 3 * PG, 5, 0, 3), 0, "truncate: re-grown pages read zero");
 
 	is_int(pm_shmem_truncate(f, 0), 0, "truncate: to zero");
 	is_int(pm_shmem_nr_pages(f), 0, "truncate: empty cache");
@@ -681,13 +565,13 @@ static void test_truncate_beyond(void)
 	is_int(pm_shmem_size(f), 0, "truncate: the failed call changed nothing");
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
-	finish(m, free0, "truncate");
+	pmt_end(m, free0, &pmt_end_returned, "truncate");
 }
 
 /* Truncation unmaps what it drops from every mapping, private COW copies included. */
 static void test_truncate_mapped(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m), before;
 	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0);
 	struct pm_mm *s1 = pm_mm_create(m), *s2 = pm_mm_create(m), *pv = pm_mm_create(m);
@@ -702,14 +586,15 @@ static void test_truncate_mapped(void)
 	addr[0] = x1;
 	addr[1] = x2;
 	addr[2] = xp;
-	is_int(put_tag(s1, x1, 8, 0x51, 0), 8, "truncate mapped: fill");
-	is_int(bad_tag(s2, x2, 8, 0x51, 0), 0, "truncate mapped: second shared mapping reads");
-	is_int(bad_tag(pv, xp, 8, 0x51, 0), 0, "truncate mapped: private mapping reads");
-	is_int(put_tag(pv, xp + PG, 1, 0x52, 1), 1, "truncate mapped: private copy of page 1");
-	is_int(put_tag(pv, xp + 5 * PG, 2, 0x52, 5), 2, "truncate mapped: private copies of 5, 6");
-	before = free_now(m);
+	is_int(pmt_put_tag(s1, x1, 8, 0x51, 0), 8, "truncate mapped: fill");
+	is_int(pmt_bad_tag(s2, x2, 8, 0x51, 0), 0, "truncate mapped: second shared mapping reads");
+	is_int(pmt_bad_tag(pv, xp, 8, 0x51, 0), 0, "truncate mapped: private mapping reads");
+	is_int(pmt_put_tag(pv, xp + PG, 1, 0x52, 1), 1, "truncate mapped: private copy of page 1");
+	is_int(pmt_put_tag(pv, xp + 5 * PG, 2, 0x52, 5), 2,
+	       "truncate mapped: private copies of 5, 6");
+	before = pmt_free_pages(m);
 	is_int(pm_shmem_truncate(f, 4 * PG), 0, "truncate mapped: shrink to 4 pages");
-	is_int(free_now(m) - before, 4 + 2,
+	is_int(pmt_free_pages(m) - before, 4 + 2,
 	       "truncate mapped: 4 cache pages and 2 private copies freed");
 	is_int(pm_shmem_nr_pages(f), 4, "truncate mapped: 4 pages left");
 	for (int j = 0; j < 3; j++)
@@ -720,29 +605,31 @@ static void test_truncate_mapped(void)
 	stale = 0;
 	for (int j = 0; j < 3; j++)
 		for (unsigned long i = 4; i < 8; i++)
-			stale += pfn_at(mms[j], addr[j] + i * PG) != ULONG_MAX;
+			stale += pmt_pfn_at(mms[j], addr[j] + i * PG) != ULONG_MAX;
 	is_int(stale, 0, "truncate mapped: no mapping kept a page beyond the old size");
-	is_int(bad_tag(s1, x1 + 4 * PG, 4, 0, 4), 0, "truncate mapped: re-grown pages read zero");
-	is_int(bad_tag(s2, x2 + 4 * PG, 4, 0, 4), 0, "truncate mapped: in the other mapping too");
-	is_int(bad_tag(pv, xp + 4 * PG, 4, 0, 4), 0,
+	is_int(pmt_bad_tag(s1, x1 + 4 * PG, 4, 0, 4), 0,
+	       "truncate mapped: re-grown pages read zero");
+	is_int(pmt_bad_tag(s2, x2 + 4 * PG, 4, 0, 4), 0,
+	       "truncate mapped: in the other mapping too");
+	is_int(pmt_bad_tag(pv, xp + 4 * PG, 4, 0, 4), 0,
 	       "truncate mapped: and where private copies were");
-	is_int(bad_tag(s1, x1, 4, 0x51, 0), 0, "truncate mapped: pages below the size intact");
-	is_int(bad_tag(s2, x2, 4, 0x51, 0), 0, "truncate mapped: in the other mapping too");
-	is_int(bad_tag(pv, xp, 1, 0x51, 0) + bad_tag(pv, xp + PG, 1, 0x52, 1) +
-		       bad_tag(pv, xp + 2 * PG, 2, 0x51, 2),
+	is_int(pmt_bad_tag(s1, x1, 4, 0x51, 0), 0, "truncate mapped: pages below the size intact");
+	is_int(pmt_bad_tag(s2, x2, 4, 0x51, 0), 0, "truncate mapped: in the other mapping too");
+	is_int(pmt_bad_tag(pv, xp, 1, 0x51, 0) + pmt_bad_tag(pv, xp + PG, 1, 0x52, 1) +
+		       pmt_bad_tag(pv, xp + 2 * PG, 2, 0x51, 2),
 	       0, "truncate mapped: a private copy below the size survives");
 	is_int(pm_shmem_nr_pages(f), 8, "truncate mapped: 8 pages again");
 	pm_shmem_put(f);
 	pm_mm_destroy(s1);
 	pm_mm_destroy(s2);
 	pm_mm_destroy(pv);
-	finish(m, free0, "truncate mapped");
+	pmt_end(m, free0, &pmt_end_returned, "truncate mapped");
 }
 
 /* A pinned page outlives its truncation until it is unpinned. */
 static void test_truncate_pinned(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m), before, after;
 	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0);
 	struct pm_mm *mm = pm_mm_create(m);
@@ -754,8 +641,9 @@ static void test_truncate_pinned(void)
 	ASSERT_TRUE(f && mm && pv);
 	x = map_shmem(mm, HINT, 8 * PG, RW, SHARED, f, 0);
 	xp = map_shmem(pv, HINT, 8 * PG, RW, PRIVATE, f, 0);
-	is_int(put_tag(mm, x, 8, 0x61, 0), 8, "truncate pinned: fill");
-	is_int(put_tag(pv, xp + 7 * PG, 1, 0x63, 7), 1, "truncate pinned: private copy of page 7");
+	is_int(pmt_put_tag(mm, x, 8, 0x61, 0), 8, "truncate pinned: fill");
+	is_int(pmt_put_tag(pv, xp + 7 * PG, 1, 0x63, 7), 1,
+	       "truncate pinned: private copy of page 7");
 	is_int(pm_pin_user_pages_fast(pv, xp + 7 * PG, 1, PM_FOLL_WRITE, &pc), 1,
 	       "truncate pinned: pin the private copy");
 	ASSERT_TRUE(pc != NULL);
@@ -765,44 +653,46 @@ static void test_truncate_pinned(void)
 	       "truncate pinned: R/O long-term fast pin page 6");
 	ASSERT_TRUE(p5 && p6);
 	pfn5 = pm_page_to_pfn(p5);
-	before = free_now(m);
+	before = pmt_free_pages(m);
 	is_int(pm_shmem_truncate(f, 4 * PG), 0, "truncate pinned: shrink to 4 pages");
-	after = free_now(m);
+	after = pmt_free_pages(m);
 	is_int(after - before, 2, "truncate pinned: only the 2 unpinned cache pages were freed");
-	is_int(pfn_at(pv, xp + 7 * PG), ULONG_MAX, "truncate pinned: the private copy is unmapped");
-	ok(page_is(pm_page_address(pc), 0x63, 7), "truncate pinned: its pin still reads it");
+	is_int(pmt_pfn_at(pv, xp + 7 * PG), ULONG_MAX,
+	       "truncate pinned: the private copy is unmapped");
+	ok(pmt_page_is(pm_page_address(pc), 0x63, 7), "truncate pinned: its pin still reads it");
 	is_int(pm_shmem_nr_pages(f), 4, "truncate pinned: the pinned pages left the cache");
-	ok(page_is(pm_page_address(p5), 0x61, 5) && page_is(pm_page_address(p6), 0x61, 6),
+	ok(pmt_page_is(pm_page_address(p5), 0x61, 5) && pmt_page_is(pm_page_address(p6), 0x61, 6),
 	   "truncate pinned: the pins still read the data");
-	fill_page(pm_page_address(p5), 0x62, 5);
-	ok(page_is(pm_page_address(p5), 0x62, 5), "truncate pinned: writing through the pin works");
+	pmt_fill_tag(pm_page_address(p5), 0x62, 5);
+	ok(pmt_page_is(pm_page_address(p5), 0x62, 5),
+	   "truncate pinned: writing through the pin works");
 	is_int(pm_folio_mapcount(pm_page_folio(p5)), 0, "truncate pinned: the page is unmapped");
 	is_int(pm_folio_ref_count(pm_page_folio(p5)), 1024,
 	       "truncate pinned: only the pin holds the page");
 	ok(pm_folio_maybe_dma_pinned(pm_page_folio(p6)), "truncate pinned: page 6 still pinned");
 	is_int(pm_shmem_truncate(f, 8 * PG), 0, "truncate pinned: grow back");
-	is_int(bad_tag(mm, x + 5 * PG, 1, 0, 5), 0,
+	is_int(pmt_bad_tag(mm, x + 5 * PG, 1, 0, 5), 0,
 	       "truncate pinned: index 5 is a new zero page, not the pinned one");
-	npfn = pfn_at(mm, x + 5 * PG);
+	npfn = pmt_pfn_at(mm, x + 5 * PG);
 	ok(npfn != ULONG_MAX && npfn != pfn5, "truncate pinned: a different frame");
-	ok(page_is(pm_page_address(p5), 0x62, 5), "truncate pinned: the pin kept its data");
-	before = free_now(m);
+	ok(pmt_page_is(pm_page_address(p5), 0x62, 5), "truncate pinned: the pin kept its data");
+	before = pmt_free_pages(m);
 	pm_unpin_user_page(p5);
-	is_int(free_now(m) - before, 1, "truncate pinned: the last unpin frees page 5");
+	is_int(pmt_free_pages(m) - before, 1, "truncate pinned: the last unpin frees page 5");
 	pm_unpin_user_page(p6);
-	is_int(free_now(m) - before, 2, "truncate pinned: and page 6");
+	is_int(pmt_free_pages(m) - before, 2, "truncate pinned: and page 6");
 	pm_unpin_user_page(pc);
-	is_int(free_now(m) - before, 3, "truncate pinned: and the private copy");
+	is_int(pmt_free_pages(m) - before, 3, "truncate pinned: and the private copy");
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
 	pm_mm_destroy(pv);
-	finish(m, free0, "truncate pinned");
+	pmt_end(m, free0, &pmt_end_returned, "truncate pinned");
 }
 
 /* Destroying everything with a page still pinned: that page lives until the unpin. */
 static void test_destroy_pinned(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 32 * PG, 0);
 	struct pm_mm *mm = pm_mm_create(m), *c;
@@ -811,18 +701,17 @@ static void test_destroy_pinned(void)
 
 	ASSERT_TRUE(f && mm);
 	x = map_shmem(mm, 0, 32 * PG, RW, SHARED, f, 0);
-	is_int(put_tag(mm, x, 32, 0x71, 0), 32, "destroy: fill 32 pages");
-	c = pm_mm_fork(mm);
-	ASSERT_TRUE(c != NULL);
+	is_int(pmt_put_tag(mm, x, 32, 0x71, 0), 32, "destroy: fill 32 pages");
+	c = pmt_fork(mm);
 	is_int(pm_pin_user_pages_fast(c, x + 7 * PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &p), 1,
 	       "destroy: the child pins page 7");
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
 	pm_mm_destroy(c);
-	is_int(free_now(m), free0 - 1, "destroy: everything but the pinned page returned");
-	ok(p && page_is(pm_page_address(p), 0x71, 7), "destroy: the pin still reads the data");
+	is_int(pmt_free_pages(m), free0 - 1, "destroy: everything but the pinned page returned");
+	ok(p && pmt_page_is(pm_page_address(p), 0x71, 7), "destroy: the pin still reads the data");
 	pm_unpin_user_page(p);
-	finish(m, free0, "destroy");
+	pmt_end(m, free0, &pmt_end_returned, "destroy");
 }
 
 /* ---- the knob: identical results, different locking ---- */
@@ -832,11 +721,11 @@ static void test_destroy_pinned(void)
 static void knob_scenario(unsigned knobs, long *res, int *nres, unsigned long *locks_a,
 			  unsigned long *allocs_a)
 {
-	struct pm_machine *m = new_machine(64, knobs);
+	struct pm_machine *m = pmt_machine(64, knobs);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 32 * PG, 24 * PG);
 	struct pm_mm *a = pm_mm_create(m), *b = pm_mm_create(m), *c = pm_mm_create(m);
-	unsigned long l0 = STAT(m, shmem_lock_acquisitions), s0 = STAT(m, shmem_allocs);
+	unsigned long l0 = PMT_STAT(m, shmem_lock_acquisitions), s0 = PMT_STAT(m, shmem_allocs);
 	static char buf[PM_PAGE_SIZE];
 	long xa, xb, xc;
 	int n = 0;
@@ -848,34 +737,35 @@ static void knob_scenario(unsigned knobs, long *res, int *nres, unsigned long *l
 	/* Phase A: write faults on holes only. */
 	for (unsigned long i = 0; i < 16; i++)
 		res[n++] = pm_fault(a, xa + i * PG, PM_FAULT_WRITE);
-	*locks_a = STAT(m, shmem_lock_acquisitions) - l0;
-	*allocs_a = STAT(m, shmem_allocs) - s0;
-	res[n++] = put_tag(a, xa, 16, 0x81, 0);
+	*locks_a = PMT_STAT(m, shmem_lock_acquisitions) - l0;
+	*allocs_a = PMT_STAT(m, shmem_allocs) - s0;
+	res[n++] = pmt_put_tag(a, xa, 16, 0x81, 0);
 	for (unsigned long i = 0; i < 32; i++)
 		res[n++] = pm_access(b, xb + i * PG, buf, PG, 0);
 	res[n++] = (long)pm_shmem_nr_pages(f);
-	res[n++] = put_tag(c, xc + 3 * PG, 1, 0x82, 3);
-	res[n++] = put_tag(c, xc + 30 * PG, 1, 0x82, 30);
-	res[n++] = bad_tag(b, xb + 3 * PG, 1, 0x81, 3);
+	res[n++] = pmt_put_tag(c, xc + 3 * PG, 1, 0x82, 3);
+	res[n++] = pmt_put_tag(c, xc + 30 * PG, 1, 0x82, 30);
+	res[n++] = pmt_bad_tag(b, xb + 3 * PG, 1, 0x81, 3);
 	res[n++] = pm_shmem_truncate(f, 8 * PG);
 	res[n++] = (long)pm_shmem_nr_pages(f);
 	res[n++] = pm_fault(b, xb + 10 * PG, 0);
 	res[n++] = pm_shmem_truncate(f, 32 * PG);
-	res[n++] = bad_tag(a, xa + 10 * PG, 1, 0, 10);
-	res[n++] = bad_tag(c, xc + 3 * PG, 1, 0x82, 3);
-	res[n++] = bad_tag(b, xb, 8, 0x81, 0);
+	res[n++] = pmt_bad_tag(a, xa + 10 * PG, 1, 0, 10);
+	res[n++] = pmt_bad_tag(c, xc + 3 * PG, 1, 0x82, 3);
+	res[n++] = pmt_bad_tag(b, xb, 8, 0x81, 0);
 	for (unsigned long i = 16; i < 32; i++)
 		res[n++] = pm_fault(c, xc + i * PG, PM_FAULT_WRITE);
 	res[n++] = (long)pm_shmem_nr_pages(f);
-	res[n++] = (long)(STAT(m, shmem_allocs) - s0);
-	res[n++] = STAT(m, shmem_alloc_races);
+	res[n++] = (long)(PMT_STAT(m, shmem_allocs) - s0);
+	res[n++] = PMT_STAT(m, shmem_alloc_races);
 	ASSERT_TRUE(n <= MAXRES);
 	*nres = n;
 	pm_shmem_put(f);
 	pm_mm_destroy(a);
 	pm_mm_destroy(b);
 	pm_mm_destroy(c);
-	finish(m, free0, knobs ? "knob scenario (lock twice)" : "knob scenario (modern)");
+	pmt_end(m, free0, &pmt_end_returned,
+		knobs ? "knob scenario (lock twice)" : "knob scenario (modern)");
 }
 
 static void test_knob_identical(void)
@@ -906,18 +796,18 @@ static void test_knob_identical(void)
 
 static void test_gup_shmem(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
 	struct pm_mm *a = pm_mm_create(m), *b = pm_mm_create(m);
 	struct pm_page *pins[4] = { 0 }, *q = NULL;
-	unsigned long pins0 = STAT(m, nr_foll_pin_acquired);
+	unsigned long pins0 = PMT_STAT(m, nr_foll_pin_acquired);
 	long xa, xb, xr;
 
 	ASSERT_TRUE(f && a && b);
 	xa = map_shmem(a, 0, 4 * PG, RW, SHARED, f, 0);
 	xb = map_shmem(b, 0, 4 * PG, RW, SHARED, f, 0);
-	is_int(put_tag(a, xa, 4, 0x91, 0), 4, "gup shmem: fill");
+	is_int(pmt_put_tag(a, xa, 4, 0x91, 0), 4, "gup shmem: fill");
 	is_int(pm_pin_user_pages(a, xa, 1, 0, &pins[0]), 1, "gup shmem: R/O pin");
 	is_int(pm_pin_user_pages_fast(a, xa + PG, 1, PM_FOLL_LONGTERM, &pins[1]), 1,
 	       "gup shmem: R/O long-term fast pin");
@@ -925,18 +815,18 @@ static void test_gup_shmem(void)
 	       "gup shmem: R/W fast pin");
 	is_int(pm_pin_user_pages(a, xa + 3 * PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pins[3]), 1,
 	       "gup shmem: R/W long-term pin");
-	is_int(STAT(m, nr_foll_pin_acquired) - pins0, 4, "gup shmem: 4 pins counted");
-	is_int(STAT(m, cow_copies), 0, "gup shmem: pinning a shared mapping copies nothing");
-	is_int(bad_pin(pins, 4, 0x91, 0), 0, "gup shmem: pins read the data");
-	is_int(put_tag(b, xb, 4, 0x92, 0), 4, "gup shmem: the other address space writes");
-	is_int(bad_pin(pins, 4, 0x92, 0), 0, "gup shmem: every pin sees it");
-	is_int(put_tag(a, xa, 4, 0x93, 0), 4, "gup shmem: the pinning address space writes");
-	is_int(bad_pin(pins, 4, 0x93, 0), 0, "gup shmem: every pin sees that too");
-	fill_page(pm_page_address(pins[2]), 0x94, 2);
-	fill_page(pm_page_address(pins[3]), 0x94, 3);
-	is_int(bad_tag(a, xa + 2 * PG, 2, 0x94, 2), 0,
+	is_int(PMT_STAT(m, nr_foll_pin_acquired) - pins0, 4, "gup shmem: 4 pins counted");
+	is_int(PMT_STAT(m, cow_copies), 0, "gup shmem: pinning a shared mapping copies nothing");
+	is_int(pmt_bad_pin(pins, 4, 0x91, 0), 0, "gup shmem: pins read the data");
+	is_int(pmt_put_tag(b, xb, 4, 0x92, 0), 4, "gup shmem: the other address space writes");
+	is_int(pmt_bad_pin(pins, 4, 0x92, 0), 0, "gup shmem: every pin sees it");
+	is_int(pmt_put_tag(a, xa, 4, 0x93, 0), 4, "gup shmem: the pinning address space writes");
+	is_int(pmt_bad_pin(pins, 4, 0x93, 0), 0, "gup shmem: every pin sees that too");
+	pmt_fill_tag(pm_page_address(pins[2]), 0x94, 2);
+	pmt_fill_tag(pm_page_address(pins[3]), 0x94, 3);
+	is_int(pmt_bad_tag(a, xa + 2 * PG, 2, 0x94, 2), 0,
 	       "gup shmem: writes through R/W pins show in A");
-	is_int(bad_tag(b, xb + 2 * PG, 2, 0x94, 2), 0, "gup shmem: and in B");
+	is_int(pmt_bad_tag(b, xb + 2 * PG, 2, 0x94, 2), 0, "gup shmem: and in B");
 	is_int(pm_get_user_pages(b, xb + 3 * PG, 1, 0, &q), 1, "gup shmem: get the page from B");
 	ok(q && pm_page_to_pfn(q) == pm_page_to_pfn(pins[3]), "gup shmem: the same frame");
 	pm_put_page(q);
@@ -954,19 +844,19 @@ static void test_gup_shmem(void)
 	is_int(pm_get_user_pages_fast(b, xr, 1, PM_FOLL_WRITE | PM_FOLL_FORCE, &q), -EFAULT,
 	       "gup shmem: fast FOLL_FORCE on a shared mapping: -EFAULT");
 	is_int(pm_pin_user_pages(b, xr, 1, 0, &q), 1, "gup shmem: R/O pin of it works");
-	ok(q && page_is(pm_page_address(q), 0x93, 0), "gup shmem: and reads the data");
+	ok(q && pmt_page_is(pm_page_address(q), 0x93, 0), "gup shmem: and reads the data");
 	pm_unpin_user_page(q);
 	pm_shmem_put(f);
 	pm_mm_destroy(a);
 	pm_mm_destroy(b);
-	finish(m, free0, "gup shmem");
+	pmt_end(m, free0, &pmt_end_returned, "gup shmem");
 }
 
 /* ---- arguments ---- */
 
 static void test_args(void)
 {
-	struct pm_machine *m = new_machine(64, 0);
+	struct pm_machine *m = pmt_machine(64, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_shmem *f;
 	struct pm_mm *mm = pm_mm_create(m);
@@ -999,7 +889,7 @@ static void test_args(void)
 	}
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
-	finish(m, free0, "args");
+	pmt_end(m, free0, &pmt_end_returned, "args");
 }
 
 int main(void)

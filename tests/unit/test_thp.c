@@ -11,6 +11,7 @@
 
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
@@ -24,131 +25,33 @@ static struct pm_mm *mm;
 static size_t free0;
 static struct pm_page *pages[1024];
 
-static struct pm_stats stats_of(void)
+static void setup(size_t mib)
 {
-	struct pm_stats s;
-
-	pm_machine_stats(m, &s);
-	return s;
-}
-
-static size_t free_now(void)
-{
-	pm_rcu_barrier();
-	return pm_machine_free_pages(m);
-}
-
-static void setup(size_t mem)
-{
-	struct pm_config c = { .mem_bytes = mem };
-
-	m = pm_machine_create(&c);
-	ASSERT_TRUE(m);
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free0 = pmt_setup(&m, &mm, mib, 0);
 }
 
 static void teardown(const char *what)
 {
-	pm_mm_destroy(mm);
-	mm = NULL;
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free0, "%s: every frame free after destroy", what);
-	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
-	pm_machine_destroy(m);
-	m = NULL;
-}
-
-static long map_fixed(unsigned long addr, size_t len, int prot)
-{
-	return pm_mmap(mm, addr, len, prot, PRIV | PM_MAP_FIXED, NULL, 0);
-}
-
-static uint64_t pat(unsigned long addr)
-{
-	uint64_t x = (addr + 1) * 0x9e3779b97f4a7c15ULL;
-
-	return (x ^ (x >> 29)) * 0xbf58476d1ce4e5b9ULL;
-}
-
-static bool fill(unsigned long addr, unsigned long n)
-{
-	uint64_t buf[PG / 8];
-
-	for (unsigned long p = 0; p < n; p++) {
-		for (unsigned i = 0; i < PG / 8; i++)
-			buf[i] = pat(addr + p * PG + i * 8);
-		if (pm_access(mm, addr + p * PG, buf, PG, 1) != (long)PG)
-			return false;
-	}
-	return true;
-}
-
-/* Pages [first, first + n) hold the pattern, skipping page @skip (relative; -1 = none). */
-static bool check(unsigned long addr, unsigned long n, long skip_page)
-{
-	uint64_t buf[PG / 8];
-
-	for (unsigned long p = 0; p < n; p++) {
-		if ((long)p == skip_page)
-			continue;
-		if (pm_access(mm, addr + p * PG, buf, PG, 0) != (long)PG)
-			return false;
-		for (unsigned i = 0; i < PG / 8; i++)
-			if (buf[i] != pat(addr + p * PG + i * 8)) {
-				diag("page %#lx word %u differs", addr + p * PG, i);
-				return false;
-			}
-	}
-	return true;
-}
-
-static bool reads_zero(unsigned long addr, unsigned long n)
-{
-	uint64_t buf[PG / 8];
-
-	for (unsigned long p = 0; p < n; p++) {
-		if (pm_access(mm, addr + p * PG, buf, PG, 0) != (long)PG)
-			return false;
-		for (unsigned i = 0; i < PG / 8; i++)
-			if (buf[i])
-				return false;
-	}
-	return true;
-}
-
-/* The order of the folio behind @addr (pinned and unpinned again), or -errno. */
-static long order_at(unsigned long addr)
-{
-	struct pm_page *p;
-	long r = pm_pin_user_pages(mm, addr, 1, 0, &p);
-	unsigned order;
-
-	if (r != 1)
-		return r < 0 ? r : -1000;
-	order = pm_folio_order(pm_page_folio(p));
-	pm_unpin_user_page(p);
-	return order;
+	pmt_teardown(&m, &mm, free0, what);
 }
 
 static void test_thp_fault(void)
 {
-	setup(64 * MiB);
+	setup(64);
 	long a = pm_mmap(mm, 0, 2 * THP, RW, PRIV, NULL, 0);
 
 	ok(a > 0 && (a & (THP - 1)) == 0, "a 4 MiB mapping is 2 MiB aligned");
 	is_int(pm_madvise(mm, a, 2 * THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	size_t f1 = free_now();
-	struct pm_stats s0 = stats_of();
+	size_t f1 = pmt_free_pages(m);
+	struct pm_stats s0 = pmt_stats(m);
 	char c = 'x';
 
 	is_int(pm_access(mm, a + 5000, &c, 1, 1), 1, "write one byte");
-	struct pm_stats s1 = stats_of();
+	struct pm_stats s1 = pmt_stats(m);
 
 	is_int(s1.thp_faults - s0.thp_faults, 1, "thp_faults +1");
 	is_int(s1.thp_fallbacks - s0.thp_fallbacks, 0, "no fallback");
-	size_t used = f1 - free_now();
+	size_t used = f1 - pmt_free_pages(m);
 
 	ok(used >= 512 && used <= 512 + 4, "one 2 MiB folio (+ tables): %zu frames", used);
 
@@ -159,7 +62,8 @@ static void test_thp_fault(void)
 	struct pm_folio *f = pm_page_folio(p);
 
 	is_int(pm_folio_order(f), 9, "it is an order-9 folio");
-	is_int(pm_folio_mapcount(f), 1, "mapped once at PMD level: mapcount 1 (a PMD mapping counts once)");
+	is_int(pm_folio_mapcount(f), 1,
+	       "mapped once at PMD level: mapcount 1 (a PMD mapping counts once)");
 	is_int(pm_folio_ref_count(f), 2, "refcount: 1 for the PMD mapping + 1 pin");
 	is_int(pm_folio_pincount(f), 1, "pincount 1");
 	ok(pm_folio_test_anon(f), "anonymous");
@@ -183,10 +87,10 @@ static void test_thp_fault(void)
 	pm_unpin_user_pages(pages, 512);
 	is_int(pm_folio_pincount(f), 0, "all unpinned");
 
-	ok(fill(a, 1024), "fill both windows");
-	is_int(stats_of().thp_faults - s0.thp_faults, 2,
+	ok(pmt_fill(mm, a, 1024, 0), "fill both windows");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 2,
 	       "the second window was one more THP fault");
-	ok(check(a, 1024, -1), "4 MiB of data read back");
+	ok(pmt_check(mm, a, 1024, 0), "4 MiB of data read back");
 	teardown("THP fault");
 }
 
@@ -194,49 +98,49 @@ static void test_fallback_window(void)
 {
 	const unsigned long x = 0x20000000UL; /* 2 MiB aligned */
 
-	setup(64 * MiB);
+	setup(64);
 	/* [x+4K, x+2M): the window x..x+2M starts before the VMA. */
-	is_int(map_fixed(x + PG, THP - PG, RW), x + PG, "map 511 pages at x + 4 KiB");
+	is_int(pmt_map_fixed(mm, x + PG, THP - PG, RW), x + PG, "map 511 pages at x + 4 KiB");
 	is_int(pm_madvise(mm, x + PG, THP - PG, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	struct pm_stats s0 = stats_of();
+	struct pm_stats s0 = pmt_stats(m);
 
-	ok(fill(x + PG, 511), "fill them");
-	is_int(stats_of().thp_faults - s0.thp_faults, 0, "no THP: the window does not fit");
-	is_int(order_at(x + 10 * PG), 0, "small folios");
-	ok(check(x + PG, 511, -1), "data reads back");
+	ok(pmt_fill(mm, x + PG, 511, 0), "fill them");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 0, "no THP: the window does not fit");
+	is_int(pmt_order_at(mm, x + 10 * PG), 0, "small folios");
+	ok(pmt_check(mm, x + PG, 511, 0), "data reads back");
 
 	/* [y+4K, y+4M+4K): only the window y+2M..y+4M fits. */
 	const unsigned long y = 0x30000000UL;
 
-	is_int(map_fixed(y + PG, 2 * THP, RW), y + PG, "map 4 MiB at y + 4 KiB");
+	is_int(pmt_map_fixed(mm, y + PG, 2 * THP, RW), y + PG, "map 4 MiB at y + 4 KiB");
 	is_int(pm_madvise(mm, y + PG, 2 * THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	s0 = stats_of();
-	ok(fill(y + PG, 4), "write at its start");
-	is_int(stats_of().thp_faults - s0.thp_faults, 0, "the first window does not fit");
-	ok(fill(y + THP + 7 * PG, 1), "write in the second window");
-	is_int(stats_of().thp_faults - s0.thp_faults, 1, "the second window fits: THP");
-	is_int(order_at(y + PG), 0, "4 KiB at the start");
-	is_int(order_at(y + THP + 7 * PG), 9, "2 MiB in the second window");
-	ok(fill(y + 2 * THP, 1), "write the last page, past the second window");
-	is_int(order_at(y + 2 * THP), 0, "4 KiB there");
-	is_int(stats_of().thp_faults - s0.thp_faults, 1, "still one THP fault");
+	s0 = pmt_stats(m);
+	ok(pmt_fill(mm, y + PG, 4, 0), "write at its start");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 0, "the first window does not fit");
+	ok(pmt_fill(mm, y + THP + 7 * PG, 1, 0), "write in the second window");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 1, "the second window fits: THP");
+	is_int(pmt_order_at(mm, y + PG), 0, "4 KiB at the start");
+	is_int(pmt_order_at(mm, y + THP + 7 * PG), 9, "2 MiB in the second window");
+	ok(pmt_fill(mm, y + 2 * THP, 1, 0), "write the last page, past the second window");
+	is_int(pmt_order_at(mm, y + 2 * THP), 0, "4 KiB there");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 1, "still one THP fault");
 
 	/* No advice: THP policy is "madvise". Then NOHUGEPAGE undoes HUGEPAGE. */
 	long b = pm_mmap(mm, 0, THP, RW, PRIV, NULL, 0);
 
 	ok(b > 0 && (b & (THP - 1)) == 0, "an aligned 2 MiB mapping without advice");
-	s0 = stats_of();
-	ok(fill(b, 2), "write it");
-	is_int(stats_of().thp_faults - s0.thp_faults, 0, "no THP without MADV_HUGEPAGE");
-	is_int(order_at(b), 0, "small folio");
+	s0 = pmt_stats(m);
+	ok(pmt_fill(mm, b, 2, 0), "write it");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 0, "no THP without MADV_HUGEPAGE");
+	is_int(pmt_order_at(mm, b), 0, "small folio");
 	long c = pm_mmap(mm, 0, THP, RW, PRIV, NULL, 0);
 
 	ok(c > 0 && (c & (THP - 1)) == 0, "another aligned 2 MiB mapping");
 	is_int(pm_madvise(mm, c, THP, PM_MADV_HUGEPAGE), 0, "HUGEPAGE");
 	is_int(pm_madvise(mm, c, THP, PM_MADV_NOHUGEPAGE), 0, "then NOHUGEPAGE");
-	ok(fill(c, 2), "write it");
-	is_int(stats_of().thp_faults - s0.thp_faults, 0, "no THP after NOHUGEPAGE");
-	is_int(order_at(c), 0, "small folio");
+	ok(pmt_fill(mm, c, 2, 0), "write it");
+	is_int(pmt_stats(m).thp_faults - s0.thp_faults, 0, "no THP after NOHUGEPAGE");
+	is_int(pmt_order_at(mm, c), 0, "small folio");
 	teardown("window fallback");
 }
 
@@ -245,24 +149,24 @@ static void test_fallback_memory(void)
 	const unsigned long x = 0x20000000UL;
 
 	/* A 2 MiB machine: the zero page breaks its only 2 MiB block. */
-	setup(2 * MiB);
-	is_int(map_fixed(x, THP, RW), x, "2 MiB machine: map 2 MiB");
+	setup(2);
+	is_int(pmt_map_fixed(mm, x, THP, RW), x, "2 MiB machine: map 2 MiB");
 	is_int(pm_madvise(mm, x, THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	struct pm_stats s0 = stats_of();
+	struct pm_stats s0 = pmt_stats(m);
 
-	ok(fill(x, 8), "write 8 pages");
-	struct pm_stats s1 = stats_of();
+	ok(pmt_fill(mm, x, 8, 0), "write 8 pages");
+	struct pm_stats s1 = pmt_stats(m);
 
 	is_int(s1.thp_faults - s0.thp_faults, 0, "no THP fault");
 	ok(s1.thp_fallbacks - s0.thp_fallbacks >= 1, "the THP fault fell back (%lu)",
 	   s1.thp_fallbacks - s0.thp_fallbacks);
-	is_int(order_at(x), 0, "4 KiB folios");
-	ok(check(x, 8, -1), "data reads back");
+	is_int(pmt_order_at(mm, x), 0, "4 KiB folios");
+	ok(pmt_check(mm, x, 8, 0), "data reads back");
 	teardown("2 MiB machine");
 
 	/* A fragmented 16 MiB machine: plenty free, no 2 MiB block. */
-	setup(16 * MiB);
-	is_int(map_fixed(x, 32 * MiB, RW), x, "16 MiB machine: map 32 MiB of 4 KiB pages");
+	setup(16);
+	is_int(pmt_map_fixed(mm, x, 32 * MiB, RW), x, "16 MiB machine: map 32 MiB of 4 KiB pages");
 	long n = 0;
 	char c = 1;
 
@@ -271,29 +175,29 @@ static void test_fallback_memory(void)
 	ok(n > 3000, "filled memory with %ld pages", n);
 	for (long i = 0; i < n; i += 2)
 		ASSERT_EQ(pm_madvise(mm, x + i * PG, PG, PM_MADV_DONTNEED), 0);
-	ok(free_now() > 1500, "freed every other page: %zu free", pm_machine_free_pages(m));
+	ok(pmt_free_pages(m) > 1500, "freed every other page: %zu free", pm_machine_free_pages(m));
 	const unsigned long y = 0x60000000UL;
 
-	is_int(map_fixed(y, THP, RW), y, "map 2 MiB");
+	is_int(pmt_map_fixed(mm, y, THP, RW), y, "map 2 MiB");
 	is_int(pm_madvise(mm, y, THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	s0 = stats_of();
-	ok(fill(y, 8), "write 8 pages");
-	s1 = stats_of();
+	s0 = pmt_stats(m);
+	ok(pmt_fill(mm, y, 8, 0), "write 8 pages");
+	s1 = pmt_stats(m);
 	is_int(s1.thp_faults - s0.thp_faults, 0, "no THP fault");
 	ok(s1.thp_fallbacks - s0.thp_fallbacks >= 1, "fell back to 4 KiB");
-	is_int(order_at(y + 3 * PG), 0, "4 KiB folios");
-	ok(check(y, 8, -1), "data reads back");
+	is_int(pmt_order_at(mm, y + 3 * PG), 0, "4 KiB folios");
+	ok(pmt_check(mm, y, 8, 0), "data reads back");
 	teardown("fragmented machine");
 }
 
 /* Set up one filled 2 MiB THP at @x; returns false if it is not one. */
 static bool one_thp(unsigned long x)
 {
-	if (map_fixed(x, THP, RW) != (long)x || pm_madvise(mm, x, THP, PM_MADV_HUGEPAGE))
+	if (pmt_map_fixed(mm, x, THP, RW) != (long)x || pm_madvise(mm, x, THP, PM_MADV_HUGEPAGE))
 		return false;
-	if (!fill(x, 512))
+	if (!pmt_fill(mm, x, 512, 0))
 		return false;
-	return order_at(x) == 9;
+	return pmt_order_at(mm, x) == 9;
 }
 
 static void test_splits(void)
@@ -302,14 +206,15 @@ static void test_splits(void)
 	const unsigned long d = 0x50000000UL, e = 0x60000000UL;
 	struct pm_stats s0;
 
-	setup(64 * MiB);
+	setup(64);
 
 	/* munmap one page in the middle. */
 	ok(one_thp(a), "THP at a");
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_munmap(mm, a + 100 * PG, PG), 0, "munmap page 100");
-	is_int(stats_of().thp_splits - s0.thp_splits, 1, "thp_splits +1");
-	ok(check(a, 512, 100), "the other 511 pages are intact");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 1, "thp_splits +1");
+	ok(pmt_check(mm, a, 100, 0) && pmt_check(mm, a + 101 * PG, 411, 0),
+	   "the other 511 pages are intact");
 	is_int(pm_access(mm, a + 100 * PG, &(char){ 0 }, 1, 0), -EFAULT, "the hole -> -EFAULT");
 	struct pm_page *p;
 
@@ -317,61 +222,67 @@ static void test_splits(void)
 	is_int(pm_folio_mapcount(pm_page_folio(p)), 511, "PTE-mapped: 511 mappings");
 	is_int(pm_folio_ref_count(pm_page_folio(p)), 512, "refcount 511 mappings + 1 pin");
 	pm_unpin_user_page(p);
-	size_t f1 = free_now();
+	size_t f1 = pmt_free_pages(m);
 
-	ok(fill(a, 100) && fill(a + 101 * PG, 411), "rewrite the mapped pages");
-	is_int(free_now(), f1, "rewriting split pages allocates nothing");
+	ok(pmt_fill(mm, a, 100, 0) && pmt_fill(mm, a + 101 * PG, 411, 0),
+	   "rewrite the mapped pages");
+	is_int(pmt_free_pages(m), f1, "rewriting split pages allocates nothing");
 	is_int(pm_machine_check(m), 0, "check after the split");
 
 	/* mprotect one page read-only. */
 	ok(one_thp(b), "THP at b");
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_mprotect(mm, b + 300 * PG, PG, PM_PROT_READ), 0, "mprotect page 300 read-only");
-	is_int(stats_of().thp_splits - s0.thp_splits, 1, "thp_splits +1");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 1, "thp_splits +1");
 	is_int(pm_access(mm, b + 300 * PG, &(char){ 1 }, 1, 1), -EFAULT, "it refuses writes");
-	ok(check(b, 512, -1), "all 512 pages read their data");
-	ok(fill(b + 299 * PG, 1) && fill(b + 301 * PG, 1), "its neighbours take writes");
+	ok(pmt_check(mm, b, 512, 0), "all 512 pages read their data");
+	ok(pmt_fill(mm, b + 299 * PG, 1, 0) && pmt_fill(mm, b + 301 * PG, 1, 0),
+	   "its neighbours take writes");
 	is_int(pm_mprotect(mm, b + 300 * PG, PG, RW), 0, "back to read-write");
-	ok(fill(b + 300 * PG, 1) && check(b, 512, -1), "writable again, data intact");
+	ok(pmt_fill(mm, b + 300 * PG, 1, 0) && pmt_check(mm, b, 512, 0),
+	   "writable again, data intact");
 
 	/* DONTNEED one page. */
 	ok(one_thp(c), "THP at c");
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_madvise(mm, c + 511 * PG, PG, PM_MADV_DONTNEED), 0, "DONTNEED the last page");
-	is_int(stats_of().thp_splits - s0.thp_splits, 1, "thp_splits +1");
-	ok(reads_zero(c + 511 * PG, 1), "it reads zero");
-	ok(check(c, 511, -1), "the other 511 pages are intact");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 1, "thp_splits +1");
+	ok(pmt_reads_zero(mm, c + 511 * PG, 1), "it reads zero");
+	ok(pmt_check(mm, c, 511, 0), "the other 511 pages are intact");
 
 	/* Whole-THP operations do not split. */
 	ok(one_thp(d), "THP at d");
-	s0 = stats_of();
-	f1 = free_now();
+	s0 = pmt_stats(m);
+	f1 = pmt_free_pages(m);
 	is_int(pm_madvise(mm, d, THP, PM_MADV_DONTNEED), 0, "DONTNEED the whole THP");
-	is_int(stats_of().thp_splits - s0.thp_splits, 0, "no split");
-	ok(free_now() >= f1 + 512, "its 512 frames are free");
-	ok(reads_zero(d, 512), "it reads zero");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 0, "no split");
+	ok(pmt_free_pages(m) >= f1 + 512, "its 512 frames are free");
+	ok(pmt_reads_zero(mm, d, 512), "it reads zero");
 	ok(one_thp(e) && one_thp(e + THP), "two THPs at e");
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_munmap(mm, e, THP), 0, "munmap the first whole THP");
-	is_int(stats_of().thp_splits - s0.thp_splits, 0, "no split");
-	ok(check(e + THP, 512, -1), "the second THP is intact");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 0, "no split");
+	ok(pmt_check(mm, e + THP, 512, 0), "the second THP is intact");
 
 	/* A fixed mapping over two pages inside a THP replaces just them. */
 	const unsigned long f = 0x70000000UL;
 
 	ok(one_thp(f), "THP at f");
-	s0 = stats_of();
-	is_int(map_fixed(f + 10 * PG, 2 * PG, RW), f + 10 * PG, "MAP_FIXED over pages 10-11");
-	is_int(stats_of().thp_splits - s0.thp_splits, 1, "thp_splits +1");
-	ok(reads_zero(f + 10 * PG, 2), "the new pages read zero");
-	ok(check(f, 10, -1) && check(f + 12 * PG, 500, -1), "the other 510 pages are intact");
+	s0 = pmt_stats(m);
+	is_int(pmt_map_fixed(mm, f + 10 * PG, 2 * PG, RW), f + 10 * PG,
+	       "MAP_FIXED over pages 10-11");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 1, "thp_splits +1");
+	ok(pmt_reads_zero(mm, f + 10 * PG, 2), "the new pages read zero");
+	ok(pmt_check(mm, f, 10, 0) && pmt_check(mm, f + 12 * PG, 500, 0),
+	   "the other 510 pages are intact");
 
 	/* A range across the boundary of two THPs splits both. */
 	ok(one_thp(e), "THP at e again");
-	s0 = stats_of();
+	s0 = pmt_stats(m);
 	is_int(pm_munmap(mm, e + THP - 4 * PG, 8 * PG), 0, "munmap 8 pages across the boundary");
-	is_int(stats_of().thp_splits - s0.thp_splits, 2, "both PMDs split");
-	ok(check(e, 508, -1) && check(e + THP + 4 * PG, 508, -1), "the rest of both is intact");
+	is_int(pmt_stats(m).thp_splits - s0.thp_splits, 2, "both PMDs split");
+	ok(pmt_check(mm, e, 508, 0) && pmt_check(mm, e + THP + 4 * PG, 508, 0),
+	   "the rest of both is intact");
 	is_int(pm_machine_check(m), 0, "check with split THPs mapped");
 	teardown("splits");
 }
@@ -432,30 +343,30 @@ static void test_racing_faults(void)
 	const int nthp = 8, npages = 256;
 	bool good = true;
 
-	setup(64 * MiB);
-	is_int(map_fixed(t, nthp * THP, RW), t, "map %d THP windows", nthp);
+	setup(64);
+	is_int(pmt_map_fixed(mm, t, nthp * THP, RW), t, "map %d THP windows", nthp);
 	is_int(pm_madvise(mm, t, nthp * THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
-	struct pm_stats s0 = stats_of();
-	size_t f1 = free_now();
+	struct pm_stats s0 = pmt_stats(m);
+	size_t f1 = pmt_free_pages(m);
 
 	race(t, THP, nthp);
-	struct pm_stats s1 = stats_of();
+	struct pm_stats s1 = pmt_stats(m);
 
 	is_int(s1.thp_faults - s0.thp_faults, nthp, "one THP fault per window");
 	for (int i = 0; i < nthp; i++)
-		good &= both_bytes(t + i * THP) && order_at(t + i * THP) == 9;
+		good &= both_bytes(t + i * THP) && pmt_order_at(mm, t + i * THP) == 9;
 	ok(good, "each window is one 2 MiB folio holding both threads' bytes");
-	size_t used = f1 - free_now();
+	size_t used = f1 - pmt_free_pages(m);
 
 	ok(used >= (size_t)nthp * 512 && used <= (size_t)nthp * 512 + nthp + 4,
 	   "no folio leaked by the losers: %zu frames for %d windows", used, nthp);
 
 	/* The same with 4 KiB pages (tables built first: only the pages race). */
-	is_int(map_fixed(x, npages * PG, RW), x, "map %d pages", npages);
-	ok(fill(x + (npages - 1) * PG, 1), "build the page tables");
-	f1 = free_now();
+	is_int(pmt_map_fixed(mm, x, npages * PG, RW), x, "map %d pages", npages);
+	ok(pmt_fill(mm, x + (npages - 1) * PG, 1, 0), "build the page tables");
+	f1 = pmt_free_pages(m);
 	race(x, PG, npages - 1);
-	is_int(f1 - free_now(), npages - 1, "one frame per page, none leaked");
+	is_int(f1 - pmt_free_pages(m), npages - 1, "one frame per page, none leaked");
 	good = true;
 	for (int i = 0; i < npages - 1; i++)
 		good &= both_bytes(x + i * PG);

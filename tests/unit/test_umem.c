@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <pinmm/pinmm.h>
 
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define KiB (1UL << 10)
@@ -25,58 +26,8 @@ static const char *const mode_name[] = {
 	[PM_UNPIN_PER_PAGE] = "per-page",
 };
 
-/* What one page of a range looks like, read without taking anything that lasts. */
-struct snap {
-	unsigned long pfn;
-	struct pm_folio *folio;
-	int ref, pin;
-	bool dirty;
-};
-
-static struct pm_page *page_at(unsigned long addr)
-{
-	struct pm_page *page = NULL;
-	long r = pm_get_user_pages(mm, addr, 1, 0, &page);
-
-	ASSERT_EQ(r, 1);
-	pm_put_page(page);
-	return page;
-}
-
-static struct snap *snapshot(unsigned long addr, unsigned long npages)
-{
-	struct snap *s = calloc(npages, sizeof(*s));
-
-	ASSERT_TRUE(s);
-	for (unsigned long i = 0; i < npages; i++) {
-		struct pm_page *page = page_at(addr + i * PAGE);
-
-		s[i].pfn = pm_page_to_pfn(page);
-		s[i].folio = pm_page_folio(page);
-		s[i].ref = pm_folio_ref_count(s[i].folio);
-		s[i].pin = pm_folio_pincount(s[i].folio);
-		s[i].dirty = pm_folio_test_dirty(s[i].folio);
-	}
-	return s;
-}
-
-/* Are refcount and pincount of every page's folio back where @s saw them? */
-static bool counts_equal(const struct snap *s, unsigned long npages)
-{
-	for (unsigned long i = 0; i < npages; i++) {
-		int ref = pm_folio_ref_count(s[i].folio), pin = pm_folio_pincount(s[i].folio);
-
-		if (ref != s[i].ref || pin != s[i].pin) {
-			diag("page %lu (pfn %#lx): ref %d pin %d, was ref %d pin %d", i, s[i].pfn,
-			     ref, pin, s[i].ref, s[i].pin);
-			return false;
-		}
-	}
-	return true;
-}
-
 /* While registered: +1024 per small folio page, +1 ref and +1 pincount per large folio page. */
-static bool counts_pinned(const struct snap *s, unsigned long npages)
+static bool counts_pinned(const struct pmt_snap *s, unsigned long npages)
 {
 	for (unsigned long i = 0; i < npages; i++) {
 		struct pm_folio *f = s[i].folio;
@@ -103,7 +54,7 @@ static bool counts_pinned(const struct snap *s, unsigned long npages)
 }
 
 /* The SG table lists exactly the frames of @s, in order, in maximal runs. */
-static bool sg_matches(const struct pm_umem *umem, const struct snap *s, unsigned long npages)
+static bool sg_matches(const struct pm_umem *umem, const struct pmt_snap *s, unsigned long npages)
 {
 	unsigned long nents, k = 0;
 	const struct pm_sg *sg = pm_umem_sg(umem, &nents);
@@ -131,7 +82,7 @@ static bool sg_matches(const struct pm_umem *umem, const struct snap *s, unsigne
 }
 
 /* The fewest runs the frames of @s can make. */
-static unsigned long min_runs(const struct snap *s, unsigned long npages)
+static unsigned long min_runs(const struct pmt_snap *s, unsigned long npages)
 {
 	unsigned long runs = npages ? 1 : 0;
 
@@ -140,41 +91,11 @@ static unsigned long min_runs(const struct snap *s, unsigned long npages)
 	return runs;
 }
 
-static bool pins_balanced(void)
-{
-	struct pm_stats st;
-
-	pm_machine_stats(m, &st);
-	if (st.nr_foll_pin_acquired != st.nr_foll_pin_released)
-		diag("pins acquired %lu, released %lu", st.nr_foll_pin_acquired,
-		     st.nr_foll_pin_released);
-	return st.nr_foll_pin_acquired == st.nr_foll_pin_released;
-}
-
-static unsigned long map_anon(size_t len, int prot, bool thp)
-{
-	long addr = pm_mmap(mm, 0, len, prot, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
-
-	ASSERT_TRUE(addr > 0);
-	if (thp)
-		ASSERT_EQ(pm_madvise(mm, addr, len, PM_MADV_HUGEPAGE), 0);
-	return addr;
-}
-
-static void touch(unsigned long addr, size_t len)
-{
-	for (size_t off = 0; off < len; off += PAGE) {
-		char c = (char)(off >> 12) | 1;
-
-		ASSERT_EQ(pm_access(mm, addr + off, &c, 1, 1), 1);
-	}
-}
-
 /* Register [addr, addr + len) writable and release it in every mode; check counts and SG. */
 static void check_region(const char *what, unsigned long addr, size_t len, unsigned long max_nents)
 {
 	unsigned long npages = len / PAGE, nents = 0;
-	struct snap *s = snapshot(addr, npages);
+	struct pmt_snap *s = pmt_snapshot(mm, addr, npages);
 
 	for (int mode = PM_UNPIN_RANGE; mode <= PM_UNPIN_PER_PAGE; mode++) {
 		struct pm_umem *umem = pm_umem_get(mm, addr, len, PM_UMEM_WRITE);
@@ -191,30 +112,30 @@ static void check_region(const char *what, unsigned long addr, size_t len, unsig
 		ok(nents <= max_nents, "%s: at most %lu entries", what, max_nents);
 		ok(counts_pinned(s, npages), "%s: every page pinned once while registered", what);
 		pm_umem_release(umem, mode);
-		ok(counts_equal(s, npages), "%s: %s release gives refcount and pincount back", what,
-		   mode_name[mode]);
+		ok(pmt_counts_equal(s, npages), "%s: %s release gives refcount and pincount back",
+		   what, mode_name[mode]);
 	}
-	ok(pins_balanced(), "%s: pins acquired == released", what);
+	ok(pmt_pins_balanced(m), "%s: pins acquired == released", what);
 	free(s);
 }
 
 static void test_4k(void)
 {
 	size_t len = 1100 * PAGE; /* more than two 512-page pin chunks */
-	unsigned long addr = map_anon(len, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, false);
 
-	touch(addr, len);
+	pmt_touch(mm, addr, len);
 	check_region("4K", addr, len, len / PAGE);
 
 	/* Unaligned start and length: the pages that hold any byte of the range. */
 	{
 		unsigned long a = addr + 2 * PAGE + 100;
-		struct snap *s = snapshot(addr + 2 * PAGE, 4);
+		struct pmt_snap *s = pmt_snapshot(mm, addr + 2 * PAGE, 4);
 		struct pm_umem *umem = pm_umem_get(mm, a, 3 * PAGE, 0);
 
 		ok(umem && sg_matches(umem, s, 4), "unaligned 3 pages at +100 cover 4 pages");
 		pm_umem_release(umem, PM_UNPIN_RANGE);
-		ok(counts_equal(s, 4), "unaligned: counts back");
+		ok(pmt_counts_equal(s, 4), "unaligned: counts back");
 		free(s);
 	}
 	ASSERT_EQ(pm_munmap(mm, addr, len), 0);
@@ -223,15 +144,16 @@ static void test_4k(void)
 static void test_thp(void)
 {
 	size_t len = 8 * MiB;
-	unsigned long addr = map_anon(len, PM_PROT_READ | PM_PROT_WRITE, true);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, true);
 	unsigned long nents;
 	struct pm_umem *umem;
 	const struct pm_sg *sg;
 	bool aligned = true;
 
-	touch(addr, len);
+	pmt_touch(mm, addr, len);
 	is_int(addr % PM_PMD_SIZE, 0, "THP mapping is 2 MiB-aligned");
-	is_int(pm_folio_order(pm_page_folio(page_at(addr))), 9, "THP region is backed by order 9");
+	is_int(pm_folio_order(pm_page_folio(pmt_page_at(mm, addr))), 9,
+	       "THP region is backed by order 9");
 	check_region("THP", addr, len, len / PM_PMD_SIZE);
 
 	umem = pm_umem_get(mm, addr, len, 0);
@@ -252,17 +174,17 @@ static void test_thp(void)
 static void test_mixed(void)
 {
 	size_t len = 6 * MiB;
-	unsigned long addr = map_anon(len, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, false);
 	unsigned long hole = addr + 3 * MiB;
 
 	ASSERT_EQ(pm_madvise(mm, addr, 4 * MiB, PM_MADV_HUGEPAGE), 0);
-	touch(addr, len);
+	pmt_touch(mm, addr, len);
 	/* Knock one page out of the second THP and fault a fresh 4 KiB page in its place. */
 	ASSERT_EQ(pm_madvise(mm, hole, PAGE, PM_MADV_DONTNEED), 0);
-	touch(hole, PAGE);
-	ok(pm_folio_order(pm_page_folio(page_at(addr + 2 * MiB))) == 9 &&
-		   pm_folio_order(pm_page_folio(page_at(hole))) == 0 &&
-		   pm_folio_order(pm_page_folio(page_at(addr + 5 * MiB))) == 0,
+	pmt_touch(mm, hole, PAGE);
+	ok(pm_folio_order(pm_page_folio(pmt_page_at(mm, addr + 2 * MiB))) == 9 &&
+		   pm_folio_order(pm_page_folio(pmt_page_at(mm, hole))) == 0 &&
+		   pm_folio_order(pm_page_folio(pmt_page_at(mm, addr + 5 * MiB))) == 0,
 	   "mixed: THP, PTE-mapped THP with a small page, small pages");
 	/* Runs: THP 1, THP 2 split around the small page (3), then one per small run. */
 	check_region("mixed", addr, len, 1 + 3 + 512);
@@ -275,14 +197,15 @@ static void test_dirty(void)
 	for (int mode = PM_UNPIN_RANGE; mode <= PM_UNPIN_PER_PAGE; mode++) {
 		for (int thp = 0; thp <= 1; thp++) {
 			size_t len = thp ? 2 * MiB : 16 * PAGE;
-			unsigned long addr = map_anon(len, PM_PROT_READ | PM_PROT_WRITE, thp);
+			unsigned long addr =
+				pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, thp);
 			unsigned long npages = len / PAGE, clean = 0;
 			struct pm_umem *umem;
-			struct snap *s;
+			struct pmt_snap *s;
 			bool same = true, dirty = true;
 
-			touch(addr, len);
-			s = snapshot(addr, npages);
+			pmt_touch(mm, addr, len);
+			s = pmt_snapshot(mm, addr, npages);
 			for (unsigned long i = 0; i < npages; i++)
 				clean += !s[i].dirty;
 
@@ -302,7 +225,7 @@ static void test_dirty(void)
 			ok(dirty,
 			   "dirty %s %s: writable registration releases dirty (%lu were clean)",
 			   mode_name[mode], thp ? "THP" : "4K", clean);
-			ok(counts_equal(s, npages), "dirty %s %s: counts back", mode_name[mode],
+			ok(pmt_counts_equal(s, npages), "dirty %s %s: counts back", mode_name[mode],
 			   thp ? "THP" : "4K");
 			free(s);
 			ASSERT_EQ(pm_munmap(mm, addr, len), 0);
@@ -320,19 +243,19 @@ static void expect_fail(const char *what, unsigned long addr, size_t len, unsign
 	ok(!umem && errno == want_errno, "%s: NULL, errno %d (got %d)", what, want_errno, errno);
 	if (umem)
 		pm_umem_release(umem, PM_UNPIN_RANGE);
-	ok(pins_balanced(), "%s: nothing left pinned", what);
+	ok(pmt_pins_balanced(m), "%s: nothing left pinned", what);
 }
 
 static void test_errors(void)
 {
 	size_t len = 600 * PAGE;
-	unsigned long addr = map_anon(len, PM_PROT_READ | PM_PROT_WRITE, false);
-	unsigned long ro = map_anon(4 * PAGE, PM_PROT_READ, false);
+	unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, false);
+	unsigned long ro = pmt_map_anon(mm, 4 * PAGE, PM_PROT_READ, false);
 	struct pm_umem *umem;
 	unsigned long nents = 99, gone;
-	struct snap *s;
+	struct pmt_snap *s;
 
-	touch(addr, len);
+	pmt_touch(mm, addr, len);
 	expect_fail("len 0", addr, 0, 0, EINVAL);
 	expect_fail("unknown access bit", addr, PAGE, 0x2, EINVAL);
 	expect_fail("wrapping range", ~0UL - PAGE + 1, 2 * PAGE, 0, EINVAL);
@@ -340,7 +263,7 @@ static void test_errors(void)
 	expect_fail("beyond the user address space", PM_TASK_SIZE, PAGE, 0, EFAULT);
 	errno = 0;
 	ok(!pm_umem_get(NULL, addr, PAGE, 0) && errno == EINVAL, "NULL mm: EINVAL");
-	gone = map_anon(4 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
+	gone = pmt_map_anon(mm, 4 * PAGE, PM_PROT_READ | PM_PROT_WRITE, false);
 	ASSERT_EQ(pm_munmap(mm, gone, 4 * PAGE), 0);
 	expect_fail("unmapped", gone, 4 * PAGE, 0, EFAULT);
 	expect_fail("writable registration of a read-only mapping", ro, 4 * PAGE, PM_UMEM_WRITE,
@@ -351,10 +274,10 @@ static void test_errors(void)
 	 *  [ mapped ...   ][hole][ mapped ...  ]
 	 * The first 512-page chunk and 37 more pages are pinned before the hole is met.
 	 */
-	s = snapshot(addr, 549);
+	s = pmt_snapshot(mm, addr, 549);
 	ASSERT_EQ(pm_munmap(mm, addr + 549 * PAGE, PAGE), 0);
 	expect_fail("hole after the first chunk", addr, len, PM_UMEM_WRITE, EFAULT);
-	ok(counts_equal(s, 549), "hole: counts of the pages before it are back");
+	ok(pmt_counts_equal(s, 549), "hole: counts of the pages before it are back");
 	expect_fail("hole at the start", addr + 549 * PAGE, 2 * PAGE, 0, EFAULT);
 	expect_fail("hole in the first chunk", addr + 540 * PAGE, 20 * PAGE, 0, EFAULT);
 	free(s);
@@ -363,11 +286,11 @@ static void test_errors(void)
 	pm_umem_release(NULL, PM_UNPIN_RANGE);
 
 	/* An unknown release mode still releases everything. */
-	s = snapshot(addr, 8);
+	s = pmt_snapshot(mm, addr, 8);
 	umem = pm_umem_get(mm, addr, 8 * PAGE, PM_UMEM_WRITE);
 	ASSERT_TRUE(umem);
 	pm_umem_release(umem, (enum pm_unpin_mode)42);
-	ok(counts_equal(s, 8), "unknown release mode releases like the default");
+	ok(pmt_counts_equal(s, 8), "unknown release mode releases like the default");
 	free(s);
 
 	ASSERT_EQ(pm_munmap(mm, addr, 549 * PAGE), 0);
@@ -384,14 +307,14 @@ static void test_outlives_mm(void)
 
 	mm = pm_mm_create(m);
 	ASSERT_TRUE(mm);
-	addr = map_anon(2 * MiB, PM_PROT_READ | PM_PROT_WRITE, true);
-	touch(addr, 2 * MiB);
+	addr = pmt_map_anon(mm, 2 * MiB, PM_PROT_READ | PM_PROT_WRITE, true);
+	pmt_touch(mm, addr, 2 * MiB);
 	umem = pm_umem_get(mm, addr, 2 * MiB, PM_UMEM_WRITE);
 	ok(umem != NULL, "outlives mm: registered");
 	pm_mm_destroy(mm);
 	mm = saved;
 	pm_umem_release(umem, PM_UNPIN_BATCH);
-	ok(pins_balanced(), "outlives mm: released after pm_mm_destroy");
+	ok(pmt_pins_balanced(m), "outlives mm: released after pm_mm_destroy");
 }
 
 /*
@@ -407,7 +330,7 @@ static void test_fail_nth(void)
 	bool clean = true;
 
 	for (unsigned i = 0; i < sizeof(nth) / sizeof(nth[0]); i++) {
-		unsigned long addr = map_anon(len, PM_PROT_READ | PM_PROT_WRITE, false);
+		unsigned long addr = pmt_map_anon(mm, len, PM_PROT_READ | PM_PROT_WRITE, false);
 		struct pm_umem *umem;
 
 		pm_fail_nth(m, nth[i]);
@@ -423,7 +346,7 @@ static void test_fail_nth(void)
 			diag("fail_nth %d: errno %d", nth[i], errno);
 			clean = false;
 		}
-		clean &= pins_balanced();
+		clean &= pmt_pins_balanced(m);
 		ASSERT_EQ(pm_munmap(mm, addr, len), 0);
 	}
 	ok(clean, "injected allocation failures: ENOMEM, nothing pinned");
@@ -433,15 +356,10 @@ static void test_fail_nth(void)
 
 int main(void)
 {
-	struct pm_config cfg = { .mem_bytes = 128 * MiB };
 	size_t free_at_start;
 
 	plan_no_plan();
-	m = pm_machine_create(&cfg);
-	ASSERT_TRUE(m);
-	free_at_start = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	free_at_start = pmt_setup(&m, &mm, 128, 0);
 
 	test_4k();
 	test_thp();
@@ -452,10 +370,6 @@ int main(void)
 	test_fail_nth();
 
 	pm_mm_destroy(mm);
-	ok(pins_balanced(), "all pins released");
-	pm_rcu_barrier();
-	is_int(pm_machine_free_pages(m), free_at_start, "every frame is free again");
-	is_int(pm_machine_check(m), 0, "pm_machine_check");
-	pm_machine_destroy(m);
+	pmt_end(m, free_at_start, &pmt_end_free_again, NULL);
 	return done_testing();
 }

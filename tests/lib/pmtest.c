@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pmtest.c - the helpers of pmtest.h that run no TAP test (see there).
+ */
+#include <errno.h>
+#include <limits.h>
+
+#include "pmtest.h"
+
+#define PG ((unsigned long)PM_PAGE_SIZE)
+
+/* ---- machines and address spaces ---- */
+
+struct pm_machine *pmt_machine(size_t mib, unsigned knobs)
+{
+	struct pm_config cfg = { .mem_bytes = mib << 20, .knobs = knobs };
+	struct pm_machine *m = pm_machine_create(&cfg);
+
+	if (!m)
+		diag("pm_machine_create(%zu MiB, knobs %#x): errno %d", mib, knobs, errno);
+	ASSERT_TRUE(m != NULL);
+	return m;
+}
+
+struct pm_mm *pmt_fork(struct pm_mm *mm)
+{
+	struct pm_mm *c = pm_mm_fork(mm);
+
+	if (!c)
+		diag("pm_mm_fork: NULL, errno %d", errno);
+	ASSERT_TRUE(c != NULL);
+	return c;
+}
+
+size_t pmt_setup(struct pm_machine **m, struct pm_mm **mm, size_t mib, unsigned knobs)
+{
+	size_t free0;
+
+	*m = pmt_machine(mib, knobs);
+	free0 = pm_machine_free_pages(*m);
+	*mm = pm_mm_create(*m);
+	ASSERT_TRUE(*mm != NULL);
+	return free0;
+}
+
+/* ---- counters ---- */
+
+struct pm_stats pmt_stats(struct pm_machine *m)
+{
+	struct pm_stats s;
+
+	pm_machine_stats(m, &s);
+	return s;
+}
+
+size_t pmt_free_pages(struct pm_machine *m)
+{
+	pm_rcu_barrier();
+	return pm_machine_free_pages(m);
+}
+
+bool pmt_pins_balanced(struct pm_machine *m)
+{
+	struct pm_stats st = pmt_stats(m);
+
+	if (st.nr_foll_pin_acquired != st.nr_foll_pin_released)
+		diag("pins acquired %lu, released %lu", st.nr_foll_pin_acquired,
+		     st.nr_foll_pin_released);
+	return st.nr_foll_pin_acquired == st.nr_foll_pin_released;
+}
+
+/* ---- pages and folios ---- */
+
+unsigned long pmt_pfn_at(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_page *p = NULL;
+	unsigned long pfn;
+
+	if (pm_get_user_pages(mm, addr, 1, PM_FOLL_NOFAULT, &p) != 1)
+		return ULONG_MAX;
+	pfn = pm_page_to_pfn(p);
+	pm_put_page(p);
+	return pfn;
+}
+
+struct pm_page *pmt_page_at(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_page *page = NULL;
+
+	ASSERT_EQ(pm_get_user_pages(mm, addr, 1, 0, &page), 1);
+	pm_put_page(page);
+	return page;
+}
+
+long pmt_order_at(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_page *p;
+	long r = pm_pin_user_pages(mm, addr, 1, 0, &p);
+	unsigned order;
+
+	if (r != 1)
+		return r < 0 ? r : -1000;
+	order = pm_folio_order(pm_page_folio(p));
+	pm_unpin_user_page(p);
+	return order;
+}
+
+struct pmt_snap *pmt_snapshot(struct pm_mm *mm, unsigned long addr, unsigned long npages)
+{
+	struct pmt_snap *s = calloc(npages, sizeof(*s));
+
+	ASSERT_TRUE(s);
+	for (unsigned long i = 0; i < npages; i++) {
+		struct pm_page *page = pmt_page_at(mm, addr + i * PG);
+
+		s[i].pfn = pm_page_to_pfn(page);
+		s[i].folio = pm_page_folio(page);
+		s[i].ref = pm_folio_ref_count(s[i].folio);
+		s[i].pin = pm_folio_pincount(s[i].folio);
+		s[i].dirty = pm_folio_test_dirty(s[i].folio);
+	}
+	return s;
+}
+
+bool pmt_counts_equal(const struct pmt_snap *s, unsigned long npages)
+{
+	for (unsigned long i = 0; i < npages; i++) {
+		int ref = pm_folio_ref_count(s[i].folio), pin = pm_folio_pincount(s[i].folio);
+
+		if (ref != s[i].ref || pin != s[i].pin) {
+			diag("page %lu (pfn %#lx): ref %d pin %d, was ref %d pin %d", i, s[i].pfn,
+			     ref, pin, s[i].ref, s[i].pin);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- mappings ---- */
+
+long pmt_map_fixed(struct pm_mm *mm, unsigned long addr, size_t len, int prot)
+{
+	return pm_mmap(mm, addr, len, prot, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL,
+		       0);
+}
+
+unsigned long pmt_map_anon(struct pm_mm *mm, size_t len, int prot, bool thp)
+{
+	long addr = pm_mmap(mm, 0, len, prot, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+
+	ASSERT_TRUE(addr > 0);
+	if (thp)
+		ASSERT_EQ(pm_madvise(mm, addr, len, PM_MADV_HUGEPAGE), 0);
+	return addr;
+}
+
+void pmt_touch(struct pm_mm *mm, unsigned long addr, size_t len)
+{
+	for (size_t off = 0; off < len; off += PG) {
+		char c = (char)(off >> 12) | 1;
+
+		ASSERT_EQ(pm_access(mm, addr + off, &c, 1, 1), 1);
+	}
+}
+
+/* ---- page contents ---- */
+
+uint64_t pmt_pattern(unsigned long addr, uint64_t seed)
+{
+	uint64_t x = (addr + 1) * 0x9e3779b97f4a7c15ULL ^ seed;
+
+	x ^= x >> 31;
+	return x * 0xbf58476d1ce4e5b9ULL;
+}
+
+void pmt_pattern_page(uint64_t *page, unsigned long addr, uint64_t seed)
+{
+	for (unsigned i = 0; i < PG / 8; i++)
+		page[i] = pmt_pattern(addr + i * 8, seed);
+}
+
+bool pmt_fill(struct pm_mm *mm, unsigned long addr, unsigned long npages, uint64_t seed)
+{
+	uint64_t buf[PG / 8];
+
+	for (unsigned long p = 0; p < npages; p++) {
+		pmt_pattern_page(buf, addr + p * PG, seed);
+		if (pm_access(mm, addr + p * PG, buf, PG, 1) != (long)PG)
+			return false;
+	}
+	return true;
+}
+
+bool pmt_check(struct pm_mm *mm, unsigned long addr, unsigned long npages, uint64_t seed)
+{
+	uint64_t want[PG / 8], got[PG / 8];
+
+	for (unsigned long p = 0; p < npages; p++) {
+		pmt_pattern_page(want, addr + p * PG, seed);
+		memset(got, 0x5a, sizeof(got));
+		if (pm_access(mm, addr + p * PG, got, PG, 0) != (long)PG || memcmp(got, want, PG)) {
+			diag("page %#lx does not hold its pattern", addr + p * PG);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool pmt_reads_zero(struct pm_mm *mm, unsigned long addr, unsigned long npages)
+{
+	static const char zero[PM_PAGE_SIZE];
+	char got[PM_PAGE_SIZE];
+
+	for (unsigned long p = 0; p < npages; p++) {
+		memset(got, 0x5a, sizeof(got));
+		if (pm_access(mm, addr + p * PG, got, PG, 0) != (long)PG || memcmp(got, zero, PG))
+			return false;
+	}
+	return true;
+}
+
+void pmt_fill_words(void *page, uint64_t v)
+{
+	uint64_t *w = page;
+
+	for (unsigned long k = 0; k < PG / 8; k++)
+		w[k] = v;
+}
+
+bool pmt_page_all(const void *page, uint64_t v)
+{
+	const uint64_t *w = page;
+
+	for (unsigned long k = 0; k < PG / 8; k++)
+		if (w[k] != v)
+			return false;
+	return true;
+}
+
+uint64_t pmt_tag_word(uint32_t tag, unsigned long idx)
+{
+	return tag ? (uint64_t)tag << 32 | (uint32_t)idx : 0;
+}
+
+void pmt_fill_tag(void *page, uint32_t tag, unsigned long idx)
+{
+	pmt_fill_words(page, pmt_tag_word(tag, idx));
+}
+
+bool pmt_page_is(const void *page, uint32_t tag, unsigned long idx)
+{
+	return pmt_page_all(page, pmt_tag_word(tag, idx));
+}
+
+long pmt_put_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag,
+		 unsigned long first)
+{
+	uint64_t buf[PG / 8];
+	long done = 0;
+
+	for (unsigned long i = 0; i < n; i++) {
+		pmt_fill_tag(buf, tag, first + i);
+		if (pm_access(mm, addr + i * PG, buf, PG, 1) != (long)PG)
+			break;
+		done++;
+	}
+	return done;
+}
+
+long pmt_bad_tag(struct pm_mm *mm, unsigned long addr, unsigned long n, uint32_t tag,
+		 unsigned long first)
+{
+	uint64_t buf[PG / 8];
+	long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++) {
+		long r;
+
+		memset(buf, 0x5a, sizeof(buf)); /* neither a tag word nor zero */
+		r = pm_access(mm, addr + i * PG, buf, PG, 0);
+		if (r != (long)PG || !pmt_page_is(buf, tag, first + i)) {
+			if (!bad)
+				diag("page %lu: access %ld, word0 %#llx, want %#llx", i, r,
+				     (unsigned long long)buf[0],
+				     (unsigned long long)pmt_tag_word(tag, first + i));
+			bad++;
+		}
+	}
+	return bad;
+}
+
+long pmt_bad_pin(struct pm_page **pages, unsigned long n, uint32_t tag, unsigned long first)
+{
+	long bad = 0;
+
+	for (unsigned long i = 0; i < n; i++) {
+		if (!pages[i] || !pmt_page_is(pm_page_address(pages[i]), tag, first + i)) {
+			if (!bad && pages[i])
+				diag("pinned page %lu: word0 %#llx, want %#llx", i,
+				     *(unsigned long long *)pm_page_address(pages[i]),
+				     (unsigned long long)pmt_tag_word(tag, first + i));
+			bad++;
+		}
+	}
+	return bad;
+}
+
+/* ---- threads ---- */
+
+uint64_t pmt_mix(uint64_t a, uint64_t b)
+{
+	uint64_t x = a * 0x9e3779b97f4a7c15ULL ^ (b + 0x632be59bd9b4e019ULL);
+
+	x ^= x >> 32;
+	x *= 0xd6e8feb86659fd93ULL;
+	return x ^ (x >> 32);
+}
+
+void pmt_error(atomic_long *errors, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (atomic_fetch_add(errors, 1) >= 10)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diag("%s", msg);
+}
+
+void pmt_wait_until(double end, atomic_long *errors)
+{
+	while (tap_now() < end && !(errors && atomic_load(errors))) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+void pmt_gate_init(struct pmt_gate *g, unsigned nworkers)
+{
+	atomic_store(&g->pause, 0);
+	atomic_store(&g->done, 0);
+	ASSERT_EQ(pthread_barrier_init(&g->paused, NULL, nworkers + 1), 0);
+	ASSERT_EQ(pthread_barrier_init(&g->resume, NULL, nworkers + 1), 0);
+}
+
+void pmt_gate_destroy(struct pmt_gate *g)
+{
+	pthread_barrier_destroy(&g->paused);
+	pthread_barrier_destroy(&g->resume);
+}
+
+bool pmt_gate_pausing(struct pmt_gate *g)
+{
+	return atomic_load_explicit(&g->pause, memory_order_acquire);
+}
+
+bool pmt_gate_wait(struct pmt_gate *g)
+{
+	pthread_barrier_wait(&g->paused);
+	pthread_barrier_wait(&g->resume);
+	return !atomic_load(&g->done);
+}
+
+bool pmt_gate_point(struct pmt_gate *g)
+{
+	return pmt_gate_pausing(g) ? pmt_gate_wait(g) : true;
+}
+
+void pmt_gate_pause(struct pmt_gate *g)
+{
+	atomic_store_explicit(&g->pause, 1, memory_order_release);
+	pthread_barrier_wait(&g->paused);
+}
+
+void pmt_gate_resume(struct pmt_gate *g, bool last)
+{
+	atomic_store(&g->pause, 0);
+	if (last)
+		atomic_store(&g->done, 1);
+	pthread_barrier_wait(&g->resume);
+}
