@@ -34,11 +34,15 @@
  * installs a page-cache page only under the PTE lock and only while PG_shmem is still set: if
  * it runs before the zap took that PTL, the zap removes what it installed; if after, it sees
  * PG_shmem clear (the clear happened before the zap, and the PTL orders the two) and retries,
- * finding the size changed. A fault that inserted a new page re-checks the size after the
- * insert, so a page inserted past a concurrent truncation is taken out again.
+ * finding the size changed. When the zap finds no page table at all (the fault published it
+ * after the zap looked), the two sides are ordered by a full barrier each: truncate's between
+ * its clears and its zap, the fault's between taking the PTL and testing PG_shmem. A fault
+ * that inserted a new page re-checks the size after the insert, so a page inserted past a
+ * concurrent truncation is taken out again.
  *
  * Locks, outermost first: truncate_lock > i_mmap_lock > PTL > tree_lock > info_lock
- * (LOCK_TWICE: info_lock > tree_lock, never with a PTL held) > limit.lock.
+ * (LOCK_TWICE: info_lock > tree_lock, never with a PTL held) > limit.lock. tree_lock is held
+ * while tree nodes are allocated (malloc); unlinked nodes go to RCU only after it is dropped.
  */
 #include "internal.h"
 
@@ -159,8 +163,13 @@ static void node_free_rcu(struct pm_rcu_head *head)
 	free(container_of(head, struct pm_shmem_node, rcu));
 }
 
-/* Empty the slot of @index in leaf @leaf; unlink nodes that became empty. Context: tree_lock. */
-static void tree_clear_slot(struct pm_shmem *f, struct pm_shmem_node *leaf, unsigned long index)
+/*
+ * Empty the slot of @index in leaf @leaf; unlink nodes that became empty and chain them on
+ * *@dead (through their parent pointer, which nobody needs once they are unlinked), for
+ * free_dead_nodes() to hand to RCU once tree_lock is dropped. Context: tree_lock.
+ */
+static void tree_clear_slot(struct pm_shmem_node *leaf, unsigned long index,
+			    struct pm_shmem_node **dead)
 {
 	struct pm_shmem_node *n = leaf;
 
@@ -171,8 +180,20 @@ static void tree_clear_slot(struct pm_shmem *f, struct pm_shmem_node *leaf, unsi
 
 		atomic_store_release(&parent->slots[n->offset], NULL);
 		parent->count--;
-		pm_call_rcu(&n->rcu, node_free_rcu);
+		n->parent = *dead;
+		*dead = n;
 		n = parent;
+	}
+}
+
+/* Free unlinked nodes after a grace period. Context: no spinlock held. */
+static void free_dead_nodes(struct pm_shmem_node *dead)
+{
+	while (dead) {
+		struct pm_shmem_node *next = dead->parent;
+
+		pm_call_rcu(&dead->rcu, node_free_rcu);
+		dead = next;
 	}
 }
 
@@ -188,13 +209,14 @@ static struct pm_shmem_node *leaf_of(struct pm_shmem *f, unsigned long index)
 }
 
 /* Remove @folio from index @index if it is still there. Context: tree_lock. */
-static bool tree_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
+static bool tree_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio,
+			struct pm_shmem_node **dead)
 {
 	struct pm_shmem_node *leaf = leaf_of(f, index);
 
 	if (!leaf || atomic_load_relaxed(&leaf->slots[index & SHMEM_TREE_MASK]) != folio)
 		return false;
-	tree_clear_slot(f, leaf, index);
+	tree_clear_slot(leaf, index, dead);
 	return true;
 }
 
@@ -358,6 +380,7 @@ static void cache_folio_removed(struct pm_folio *folio)
 static void shmem_destroy(struct pm_shmem *f)
 {
 	struct pm_machine *m = f->m;
+	struct pm_shmem_node *dead = NULL;
 	struct pm_folio *batch[64];
 	unsigned long idx[64];
 	unsigned n;
@@ -372,12 +395,13 @@ static void shmem_destroy(struct pm_shmem *f)
 	while (atomic_load_relaxed(&f->xroot) &&
 	       (n = tree_gang(atomic_load_relaxed(&f->xroot), 0, 0, batch, idx, 64))) {
 		for (unsigned i = 0; i < n; i++) {
-			tree_delete(f, idx[i], batch[i]);
+			tree_delete(f, idx[i], batch[i], &dead);
 			cache_folio_removed(batch[i]);
 		}
 	}
 	tree_free_all(atomic_load_relaxed(&f->xroot));
 	pm_spin_unlock(&f->tree_lock);
+	free_dead_nodes(dead);
 	free(f->limit.xpcpu);
 	pthread_mutex_destroy(&f->i_mmap_lock);
 	pthread_mutex_destroy(&f->truncate_lock);
@@ -428,13 +452,15 @@ static struct pm_folio *shmem_lookup(struct pm_shmem *f, unsigned long index)
 /* Undo the insert of a new page that may not stay (over the limit, or truncated meanwhile). */
 static bool shmem_drop_new(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
 {
+	struct pm_shmem_node *dead = NULL;
 	bool removed;
 
 	pm_spin_lock(&f->tree_lock);
-	removed = tree_delete(f, index, folio);
+	removed = tree_delete(f, index, folio, &dead);
 	if (removed)
 		atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) - 1);
 	pm_spin_unlock(&f->tree_lock);
+	free_dead_nodes(dead);
 	if (removed)
 		cache_folio_removed(folio);
 	return removed;
@@ -554,6 +580,7 @@ static int shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 		folio_put(folio);
 		return -EAGAIN;
 	}
+	pm_smp_mb(); /* pairs with truncate's barrier before its zap */
 	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem)) {
 		/* Someone mapped it, or truncation took the page out: look again. */
 		pm_spin_unlock(ptl);
@@ -672,6 +699,7 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	}
 	/* 1. Out of the cache (PG_shmem cleared), in batches. */
 	do {
+		struct pm_shmem_node *dead = NULL;
 		long removed = 0;
 
 		pm_spin_lock(&f->tree_lock);
@@ -679,12 +707,13 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 			    tree_gang(atomic_load_relaxed(&f->xroot), 0, new_pages, batch, idx, 64) :
 			    0;
 		for (unsigned i = 0; i < n; i++) {
-			tree_delete(f, idx[i], batch[i]);
+			tree_delete(f, idx[i], batch[i], &dead);
 			page_clear(&batch[i]->page, PG_shmem);
 			removed++;
 		}
 		atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) - removed);
 		pm_spin_unlock(&f->tree_lock);
+		free_dead_nodes(dead);
 		if (removed) {
 			pm_spin_lock(&f->info_lock);
 			f->alloced -= removed;
@@ -695,7 +724,13 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 		for (unsigned i = 0; i < n; i++)
 			folio_put(batch[i]);
 	} while (n == 64);
-	/* 2. Out of every mapping. Pinned pages live on until their last unpin. */
+	/*
+	 * 2. Out of every mapping. Pinned pages live on until their last unpin. The barrier
+	 * orders the PG_shmem clears before the zap's reads of the page tables; it pairs with
+	 * the one in shmem_map() (a fault that published a table we do not see must see the
+	 * clear: store-buffering, which the locks alone do not forbid in C11).
+	 */
+	pm_smp_mb();
 	unmap_mapping_range(f, new_pages);
 	pthread_mutex_unlock(&f->truncate_lock);
 	return 0;
