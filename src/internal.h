@@ -42,6 +42,7 @@
 #include "lib/compiler.h"
 #include "lib/list.h"
 #include "lib/rcu.h"
+#include "lib/rwsem.h"
 #include "lib/spinlock.h"
 
 /* ------------------------------------------------------------------------------------------
@@ -586,7 +587,7 @@ struct pm_mm {
 	_Atomic unsigned xwrite_protect_seq; /* odd while fork write-protects; under mmap_lock (W) */
 	unsigned knobs;
 
-	pthread_rwlock_t mmap_lock __cacheline_aligned;
+	struct pm_rwsem mmap_lock __cacheline_aligned;
 	struct pm_spinlock page_table_lock; /* populating PGD/PUD entries */
 	struct pm_vma **vmas;		    /* sorted by start; under mmap_lock */
 	unsigned nr_vmas, cap_vmas;
@@ -599,10 +600,10 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
 	return atomic_load_relaxed(&mm->xhas_pinned) != 0;
 }
 
-static inline void mmap_read_lock(struct pm_mm *mm) { pthread_rwlock_rdlock(&mm->mmap_lock); }
-static inline void mmap_read_unlock(struct pm_mm *mm) { pthread_rwlock_unlock(&mm->mmap_lock); }
-static inline void mmap_write_lock(struct pm_mm *mm) { pthread_rwlock_wrlock(&mm->mmap_lock); }
-static inline void mmap_write_unlock(struct pm_mm *mm) { pthread_rwlock_unlock(&mm->mmap_lock); }
+static inline void mmap_read_lock(struct pm_mm *mm) { pm_down_read(&mm->mmap_lock); }
+static inline void mmap_read_unlock(struct pm_mm *mm) { pm_up_read(&mm->mmap_lock); }
+static inline void mmap_write_lock(struct pm_mm *mm) { pm_down_write(&mm->mmap_lock); }
+static inline void mmap_write_unlock(struct pm_mm *mm) { pm_up_write(&mm->mmap_lock); }
 
 /* // mm/vma.c */
 __hidden struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr);

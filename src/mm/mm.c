@@ -2,25 +2,14 @@
 /*
  * mm.c - an address space's life: creation, teardown, and its small accessors.
  *
- * mmap_lock is a writer-preferring rwlock, like the kernel's rwsem: once mmap or munmap waits,
- * new readers (faults, slow GUP) queue behind it. Nothing takes it recursively.
+ * mmap_lock is a pm_rwsem (lib/rwsem.h), like the kernel's rwsem: once mmap or munmap waits,
+ * new readers (faults, slow GUP) queue behind it, and waiters spin briefly before sleeping.
+ * Nothing takes it recursively.
  */
 #include "internal.h"
 
 /* Default top of the top-down mmap area: below the user space's end, leaving a stack gap. */
 #define PM_MMAP_BASE ((PM_TASK_SIZE - (128UL << 20)) & PMD_MASK)
-
-static int mmap_lock_init(pthread_rwlock_t *lock)
-{
-	pthread_rwlockattr_t attr;
-	int err;
-
-	pthread_rwlockattr_init(&attr);
-	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	err = pthread_rwlock_init(lock, &attr);
-	pthread_rwlockattr_destroy(&attr);
-	return err ? -ENOMEM : 0;
-}
 
 /* An address space with no VMAs; the caller links it into the machine's list. */
 static struct pm_mm *mm_alloc(struct pm_machine *m)
@@ -34,13 +23,9 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 	mm->knobs = m->knobs;
 	mm->mmap_base = PM_MMAP_BASE;
 	pm_spin_init(&mm->page_table_lock);
-	if (mmap_lock_init(&mm->mmap_lock)) {
-		free(mm);
-		return NULL;
-	}
+	pm_rwsem_init(&mm->mmap_lock);
 	mm->pgd = pm__pgd_alloc(m);
 	if (!mm->pgd) {
-		pthread_rwlock_destroy(&mm->mmap_lock);
 		free(mm);
 		return NULL;
 	}
@@ -101,7 +86,6 @@ void pm_mm_destroy(struct pm_mm *mm)
 	mmap_write_unlock(mm);
 	pm__pgd_free(m, mm->pgd);
 	free(mm->vmas);
-	pthread_rwlock_destroy(&mm->mmap_lock);
 	free(mm);
 }
 

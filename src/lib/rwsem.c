@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rwsem.c - the slow paths of pm_rwsem (see rwsem.h): spin, yield, then sleep on a futex.
+ *
+ * No lost wake-up. A sleeper reads xseq, increments xsleepers, re-reads xcount and sleeps only
+ * if it is still blocked, on the value of xseq it read first. An unlocker changes xcount, then
+ * reads xsleepers and, if non-zero, bumps xseq and wakes everyone. All four are sequentially
+ * consistent, so either the unlocker sees the sleeper (and the bump makes the futex wait return
+ * or the wake finds it asleep), or the sleeper's re-read of xcount sees the unlock and does not
+ * sleep. Waking every sleeper is simple and, for mmap_lock's few waiters, cheap.
+ */
+#include <limits.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "lib/rwsem.h"
+
+#define SPINS 512 /* about a microsecond of cpu_relax: longer than a VMA change */
+#define YIELDS 4
+
+static bool read_blocked(long c)
+{
+	return c & (PM_RWSEM_WRITER | PM_RWSEM_WWAIT);
+}
+
+static bool write_blocked(long c)
+{
+	return c & ~PM_RWSEM_WWAIT;
+}
+
+static void rwsem_sleep(struct pm_rwsem *sem, bool (*blocked)(long))
+{
+	unsigned seq = atomic_load_mb(&sem->xseq);
+
+	atomic_add_mb(&sem->xsleepers, 1);
+	if (blocked(atomic_load_mb(&sem->xcount)))
+		syscall(SYS_futex, (unsigned *)&sem->xseq, FUTEX_WAIT_PRIVATE, seq, NULL, NULL, 0);
+	atomic_sub_mb(&sem->xsleepers, 1);
+}
+
+static void backoff(struct pm_rwsem *sem, unsigned tries, bool (*blocked)(long))
+{
+	if (tries < SPINS)
+		cpu_relax();
+	else if (tries < SPINS + YIELDS)
+		sched_yield();
+	else
+		rwsem_sleep(sem, blocked);
+}
+
+void pm__rwsem_wake(struct pm_rwsem *sem)
+{
+	atomic_add_mb(&sem->xseq, 1);
+	syscall(SYS_futex, (unsigned *)&sem->xseq, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void pm__down_read_slow(struct pm_rwsem *sem)
+{
+	for (unsigned tries = 0;; tries++) {
+		long c = atomic_load_relaxed(&sem->xcount);
+
+		if (!read_blocked(c)) {
+			if (atomic_compare_exchange_weak_explicit(&sem->xcount, &c,
+								  c + PM_RWSEM_READER,
+								  memory_order_seq_cst,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		backoff(sem, tries, read_blocked);
+	}
+}
+
+void pm__down_write_slow(struct pm_rwsem *sem)
+{
+	for (unsigned tries = 0;; tries++) {
+		long c = atomic_load_relaxed(&sem->xcount);
+
+		if (!write_blocked(c)) {
+			/* Free (maybe with our waiting bit): take it, clearing the bit. */
+			if (atomic_compare_exchange_weak_explicit(&sem->xcount, &c, PM_RWSEM_WRITER,
+								  memory_order_seq_cst,
+								  memory_order_relaxed))
+				return;
+			continue;
+		}
+		/* Hold new readers back, so that a stream of them cannot starve us. */
+		if (!(c & PM_RWSEM_WWAIT))
+			atomic_or_mb(&sem->xcount, PM_RWSEM_WWAIT);
+		backoff(sem, tries, write_blocked);
+	}
+}
