@@ -233,6 +233,14 @@ long bench_pm_map_aligned(struct pm_mm *mm, size_t len);
 int bench_pm_touch(struct pm_mm *mm, unsigned long addr);
 /** bench_pm_touch_range() - touch every page of [@addr, @addr + @len). 0 or -errno. */
 int bench_pm_touch_range(struct pm_mm *mm, unsigned long addr, size_t len);
+/*
+ * The per-task file of page_fault2/3: a task_init() that gives each task a shmem object of the
+ * run's size, a loop body that maps it with @flags (PM_MAP_PRIVATE or PM_MAP_SHARED), writes
+ * every page (+1 each) and unmaps, and the task_exit() that drops the object.
+ */
+int bench_pm_file_task_init(struct bench_task *t);
+int bench_pm_file_fault_loop(struct bench_task *t, int flags);
+void bench_pm_file_task_exit(struct bench_task *t);
 /** bench_pm_phase() - a phase() hook that snapshots the machine's counters into run->pm. */
 void bench_pm_phase(struct bench_run *run, enum bench_phase phase);
 /** bench_pm_window() - a counter's growth over the measurement window. */
@@ -242,6 +250,11 @@ void bench_pm_phase(struct bench_run *run, enum bench_phase phase);
 
 /** bench_host_tmpfile() - an unlinked temporary file of @size bytes; fd or -errno. */
 int bench_host_tmpfile(size_t size);
+/* The host twins of the bench_pm_file_* helpers: a temporary file per task, mapped with @flags
+ * (MAP_PRIVATE or MAP_SHARED), one byte written per page (+1 each), unmapped. */
+int bench_host_file_task_init(struct bench_task *t);
+int bench_host_file_fault_loop(struct bench_task *t, int flags);
+void bench_host_file_task_exit(struct bench_task *t);
 /** bench_host_touch() - write one byte in every page of [@p, @p + @len). */
 void bench_host_touch(void *p, size_t len);
 /** bench_host_map_aligned() - anonymous memory of @len aligned to @align; NULL on failure. */

@@ -44,6 +44,35 @@ int bench_host_tmpfile(size_t size)
 	return fd;
 }
 
+int bench_host_file_task_init(struct bench_task *t)
+{
+	int fd = bench_host_tmpfile(bench_size(t->run, BENCH_MEM));
+
+	if (fd < 0)
+		return fd;
+	t->priv = (void *)(intptr_t)fd;
+	return 0;
+}
+
+int bench_host_file_fault_loop(struct bench_task *t, int flags)
+{
+	size_t mem = bench_size(t->run, BENCH_MEM);
+	char *p = mmap(NULL, mem, PROT_READ | PROT_WRITE, flags, (int)(intptr_t)t->priv, 0);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	for (size_t off = 0; off < mem && !bench_stopping(t->run); off += PM_PAGE_SIZE) {
+		p[off] = 0;
+		bench_count(t, 1);
+	}
+	return munmap(p, mem) ? -errno : 0;
+}
+
+void bench_host_file_task_exit(struct bench_task *t)
+{
+	close((int)(intptr_t)t->priv);
+}
+
 void bench_host_touch(void *p, size_t len)
 {
 	volatile char *c = p;

@@ -109,6 +109,36 @@ int bench_pm_touch_range(struct pm_mm *mm, unsigned long addr, size_t len)
 	return 0;
 }
 
+int bench_pm_file_task_init(struct bench_task *t)
+{
+	t->priv = pm_shmem_create(pm_mm_machine(t->mm), bench_size(t->run, BENCH_MEM), 0);
+	return t->priv ? 0 : -errno;
+}
+
+int bench_pm_file_fault_loop(struct bench_task *t, int flags)
+{
+	size_t mem = bench_size(t->run, BENCH_MEM);
+	long addr = pm_mmap(t->mm, 0, mem, PM_PROT_READ | PM_PROT_WRITE, flags, t->priv, 0);
+
+	if (addr < 0)
+		return (int)addr;
+	for (size_t off = 0; off < mem && !bench_stopping(t->run); off += PM_PAGE_SIZE) {
+		int err = bench_pm_touch(t->mm, (unsigned long)addr + off);
+
+		if (err) {
+			pm_munmap(t->mm, (unsigned long)addr, mem);
+			return err;
+		}
+		bench_count(t, 1);
+	}
+	return pm_munmap(t->mm, (unsigned long)addr, mem);
+}
+
+void bench_pm_file_task_exit(struct bench_task *t)
+{
+	pm_shmem_put(t->priv);
+}
+
 void bench_pm_phase(struct bench_run *run, enum bench_phase phase)
 {
 	if (!run->pm.machine)
