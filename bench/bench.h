@@ -233,6 +233,11 @@ long bench_pm_map_aligned(struct pm_mm *mm, size_t len);
 int bench_pm_touch(struct pm_mm *mm, unsigned long addr);
 /** bench_pm_touch_range() - touch every page of [@addr, @addr + @len). 0 or -errno. */
 int bench_pm_touch_range(struct pm_mm *mm, unsigned long addr, size_t len);
+/**
+ * bench_pm_fault_unmap() - the will-it-scale page-fault loop body: write one byte in every
+ * page of the mapping at @addr (+1 each), then unmap it. @addr may be an -errno from the map.
+ */
+int bench_pm_fault_unmap(struct bench_task *t, long addr, size_t len);
 /*
  * The per-task file of page_fault2/3: a task_init() that gives each task a shmem object of the
  * run's size, a loop body that maps it with @flags (PM_MAP_PRIVATE or PM_MAP_SHARED), writes

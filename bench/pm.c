@@ -115,23 +115,28 @@ int bench_pm_file_task_init(struct bench_task *t)
 	return t->priv ? 0 : -errno;
 }
 
-int bench_pm_file_fault_loop(struct bench_task *t, int flags)
+int bench_pm_fault_unmap(struct bench_task *t, long addr, size_t len)
 {
-	size_t mem = bench_size(t->run, BENCH_MEM);
-	long addr = pm_mmap(t->mm, 0, mem, PM_PROT_READ | PM_PROT_WRITE, flags, t->priv, 0);
-
 	if (addr < 0)
 		return (int)addr;
-	for (size_t off = 0; off < mem && !bench_stopping(t->run); off += PM_PAGE_SIZE) {
+	for (size_t off = 0; off < len && !bench_stopping(t->run); off += PM_PAGE_SIZE) {
 		int err = bench_pm_touch(t->mm, (unsigned long)addr + off);
 
 		if (err) {
-			pm_munmap(t->mm, (unsigned long)addr, mem);
+			pm_munmap(t->mm, (unsigned long)addr, len);
 			return err;
 		}
 		bench_count(t, 1);
 	}
-	return pm_munmap(t->mm, (unsigned long)addr, mem);
+	return pm_munmap(t->mm, (unsigned long)addr, len);
+}
+
+int bench_pm_file_fault_loop(struct bench_task *t, int flags)
+{
+	size_t mem = bench_size(t->run, BENCH_MEM);
+
+	return bench_pm_fault_unmap(t, pm_mmap(t->mm, 0, mem, PM_PROT_READ | PM_PROT_WRITE, flags,
+					       t->priv, 0), mem);
 }
 
 void bench_pm_file_task_exit(struct bench_task *t)

@@ -16,20 +16,8 @@ static int page_fault1_prepare(struct bench_run *run)
 static int page_fault1_loop(struct bench_task *t)
 {
 	size_t mem = bench_size(t->run, BENCH_MEM);
-	long addr = bench_pm_map_anon(t->mm, mem);
 
-	if (addr < 0)
-		return (int)addr;
-	for (size_t off = 0; off < mem && !bench_stopping(t->run); off += PM_PAGE_SIZE) {
-		int err = bench_pm_touch(t->mm, (unsigned long)addr + off);
-
-		if (err) {
-			pm_munmap(t->mm, (unsigned long)addr, mem);
-			return err;
-		}
-		bench_count(t, 1);
-	}
-	return pm_munmap(t->mm, (unsigned long)addr, mem);
+	return bench_pm_fault_unmap(t, bench_pm_map_anon(t->mm, mem), mem);
 }
 
 const struct bench_case bench_case_page_fault1 = {
