@@ -44,6 +44,7 @@
 #include "lib/rcu.h"
 #include "lib/rwsem.h"
 #include "lib/spinlock.h"
+#include "mm/vma_tree.h"
 
 /* ------------------------------------------------------------------------------------------
  * Debug levels: PM_DEBUG=0 (release), 1 (asserts, poisoning, generation counts), 2 (also
@@ -198,6 +199,10 @@ enum pm_stat_item {
 	PGTABLE_ALLOCS,
 	PGTABLE_FREES,
 	ALLOC_FAILURES,
+	VMA_LOCK_SUCCESS,
+	VMA_LOCK_ABORT,
+	VMA_LOCK_RETRY,
+	VMA_LOCK_MISS,
 	PM_NR_STAT_ITEMS
 };
 _Static_assert(PM_NR_STAT_ITEMS == PM_NR_STATS, "enum pm_stat_item matches struct pm_stats");
@@ -548,12 +553,20 @@ __hidden void pm__free_pgtables(struct pm_mm *mm, unsigned long start, unsigned 
 #define VM_NOHUGEPAGE 0x40000000UL
 
 struct pm_vma {
-	unsigned long start, end; /* [start, end); under mmap_lock, and file->i_mmap_lock too */
-	unsigned long flags;	  /* VM_*; under mmap_lock (write) */
+	unsigned long start, end; /* [start, end); under mmap_lock (W) and the VMA's write lock,
+				   * and file->i_mmap_lock too */
+	unsigned long flags;	  /* VM_*; under mmap_lock (W) and the VMA's write lock */
 	struct pm_mm *mm;
 	struct pm_shmem *file;	  /* backing object (holds a reference), NULL = private anon */
 	unsigned long pgoff;	  /* file page index of start */
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
+
+	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
+	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
+	_Atomic unsigned long xvm_lock_seq;  /* == mm's mm_lock_seq: write-locked */
+	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
+	struct pm_vma *retire_next;	     /* on mm->retired_vmas, or a detach list */
+	struct pm_rcu_head rcu;		     /* freed a grace period after it left the tree */
 };
 
 static inline bool vma_is_anonymous(const struct pm_vma *vma)
@@ -585,39 +598,75 @@ struct pm_mm {
 	pm_entry_t *pgd;
 	_Atomic int xhas_pinned;	     /* MMF_HAS_PINNED: set before the first pin, never cleared */
 	_Atomic unsigned xwrite_protect_seq; /* odd while fork write-protects; under mmap_lock (W) */
-	unsigned knobs;
 
 	struct pm_rwsem mmap_lock __cacheline_aligned;
+	/* Bumped when mmap_lock (W) is released: every VMA write-locked in that section is
+	 * unlocked at once (vma_end_write_all). Written under mmap_lock (W), read by anyone. */
+	_Atomic unsigned long xmm_lock_seq;
 	struct pm_spinlock page_table_lock; /* populating PGD/PUD entries */
-	struct pm_vma **vmas;		    /* sorted by start; under mmap_lock */
-	unsigned nr_vmas, cap_vmas;
+	struct pm_vma_tree vmt;		    /* the VMAs; written under mmap_lock (W), read under
+					     * mmap_lock or RCU (vma_tree.h) */
+	unsigned nr_vmas;		    /* map_count; under mmap_lock (W) */
+	struct pm_vma *retired_vmas;	    /* left the tree; RCU-freed at mmap_write_unlock */
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
 };
+
+/* Linux's vm.max_map_count default: a call that would make more VMAs fails with -ENOMEM. */
+#define PM_MAX_MAP_COUNT 65530
 
 static inline bool mm_has_pinned(struct pm_mm *mm)
 {
 	return atomic_load_relaxed(&mm->xhas_pinned) != 0;
 }
 
+/* // mm/vma_lock.c */
+__hidden void pm__mm_retire_flush(struct pm_mm *mm);
+__hidden void pm__vma_start_write(struct pm_vma *vma);
+__hidden bool pm__vma_start_read(struct pm_vma *vma);
+__hidden void pm__vma_end_read(struct pm_vma *vma);
+__hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr);
+
 static inline void mmap_read_lock(struct pm_mm *mm) { pm_down_read(&mm->mmap_lock); }
 static inline void mmap_read_unlock(struct pm_mm *mm) { pm_up_read(&mm->mmap_lock); }
 static inline void mmap_write_lock(struct pm_mm *mm) { pm_down_write(&mm->mmap_lock); }
-static inline void mmap_write_unlock(struct pm_mm *mm) { pm_up_write(&mm->mmap_lock); }
+
+/* Drop every VMA write lock taken since mmap_write_lock(): one store, whatever their number. */
+static inline void vma_end_write_all(struct pm_mm *mm)
+{
+	atomic_store_release(&mm->xmm_lock_seq, atomic_load_relaxed(&mm->xmm_lock_seq) + 1);
+}
+
+static inline void mmap_write_unlock(struct pm_mm *mm)
+{
+	vma_end_write_all(mm);
+	pm__mm_retire_flush(mm);
+	pm_up_write(&mm->mmap_lock);
+}
+
+/*
+ * vma_mark_new() - a VMA about to enter the tree starts write-locked, so that no fault can use
+ * it before the section that made it ends (Linux 6.4.2). Context: mmap_lock (W).
+ */
+static inline void vma_mark_new(struct pm_vma *vma)
+{
+	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(&vma->mm->xmm_lock_seq));
+}
 
 /* // mm/vma.c */
 __hidden struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr);
-__hidden int pm__vma_index(struct pm_mm *mm, unsigned long addr);
 __hidden struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
 						  unsigned long end);
+__hidden struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma);
+__hidden struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma);
 __hidden int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma);
-__hidden void pm__vma_remove_at(struct pm_mm *mm, unsigned idx);
+__hidden struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start,
+					     unsigned long end, int *err);
+__hidden void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_alloc(struct pm_mm *mm);
 __hidden void pm__vma_free(struct pm_vma *vma);
 __hidden int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr);
-__hidden void pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
-__hidden void pm__vma_set_bounds(struct pm_vma *vma, unsigned long start, unsigned long end,
-				 unsigned long pgoff);
+__hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
@@ -633,6 +682,10 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
  */
 #define FAULT_FLAG_WRITE 0x01
 #define FAULT_FLAG_UNSHARE 0x02 /* make the page exclusive but keep it read-only */
+#define FAULT_FLAG_VMA_LOCK 0x04 /* under the VMA's lock, not mmap_lock (vma_lock.c) */
+/* A fault under FAULT_FLAG_VMA_LOCK that cannot finish there returns this (nothing done), and
+ * pm_fault() retries it under mmap_lock (Linux's VM_FAULT_RETRY). */
+#define VM_FAULT_RETRY 1
 
 /* Result of the internal fault handler: 0, or -EFAULT (SIGSEGV/SIGBUS), -ENOMEM, -EAGAIN. */
 /* // fault/fault.c */

@@ -26,7 +26,8 @@ extern "C" {
 #define PM_KNOB_GUP_FAST_RESTART 0x04	     /* a short fast walk is dropped and redone slowly */
 #define PM_KNOB_UNPIN_PER_PAGE 0x08	     /* unpin one page at a time, no folio batching */
 #define PM_KNOB_SHMEM_LOCK_TWICE 0x10	     /* shmem fault takes info->lock twice (pre-2010) */
-#define PM_KNOB_ALL 0x1f
+#define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
+#define PM_KNOB_ALL 0x3f
 
 struct pm_config {
 	size_t mem_bytes; /* physical memory, a multiple of 2 MiB; 0 = default (1 GiB) */
@@ -58,6 +59,14 @@ struct pm_stats {
 	unsigned long pgtable_allocs;	    /* page-table pages allocated */
 	unsigned long pgtable_frees;	    /* page-table pages handed to RCU for freeing */
 	unsigned long alloc_failures;	    /* allocations that failed (out of memory or injected) */
+	/* Faults under per-VMA locks (calls), Linux's vmstat VMA_LOCK_* with their meanings: */
+	unsigned long vma_lock_success;	    /* completed under the VMA's lock, no mmap_lock */
+	unsigned long vma_lock_abort;	    /* no VMA lock could be used (no VMA, VMA being
+					     * changed): the fault went to mmap_lock */
+	unsigned long vma_lock_retry;	    /* asked under the VMA lock to be retried; retried
+					     * under mmap_lock */
+	unsigned long vma_lock_miss;	    /* the VMA found was detached once locked; looked up
+					     * again */
 };
 
 /**

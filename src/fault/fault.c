@@ -8,8 +8,8 @@
  * re-check that the entry is what we based the decision on; commit, or back out and let the
  * dispatcher look again (-EAGAIN).
  *
- * Context: mmap_lock held for read (or write), so VMAs and page tables are stable; entries are
- * not - GUP-fast, pm_access, other faults, MADV_DONTNEED and truncation change them under
+ * Context: mmap_lock held for read (or write), or the VMA's own lock (FAULT_FLAG_VMA_LOCK; see
+ * mm/vma_lock.c), so the VMA and the page tables it covers are stable; entries are not - GUP-fast, pm_access, other faults, MADV_DONTNEED and truncation change them under
  * their locks concurrently.
  */
 #include "internal.h"
@@ -105,9 +105,21 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 	}
 }
 
+static bool access_error(struct pm_vma *vma, bool write)
+{
+	return write ? !(vma->flags & VM_WRITE) : !(vma->flags & (VM_READ | VM_WRITE));
+}
+
+/*
+ * pm_fault() - a user-mode fault, as the architecture's handler takes it: first under the
+ * VMA's own lock, found without mmap_lock (Linux 6.4); if no VMA lock can be had (no VMA, or
+ * one being changed) or the fault asks for a retry, under mmap_lock for read.
+ * PM_KNOB_NO_PER_VMA_LOCK goes to mmap_lock at once, as before 6.4.
+ */
 int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 {
 	bool write = flags & PM_FAULT_WRITE;
+	unsigned fault_flags = write ? FAULT_FLAG_WRITE : 0;
 	struct pm_vma *vma;
 	int ret;
 
@@ -115,14 +127,29 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 		return -EINVAL;
 	if (addr < PM_USER_MIN || addr >= PM_TASK_SIZE)
 		return -EFAULT;
-	mmap_read_lock(mm);
-	vma = pm__find_vma(mm, addr);
-	if (!vma || vma->start > addr)
-		ret = -EFAULT;
-	else if (write ? !(vma->flags & VM_WRITE) : !(vma->flags & (VM_READ | VM_WRITE)))
+	if (knob(mm->m, PM_KNOB_NO_PER_VMA_LOCK))
+		goto lock_mmap;
+	vma = pm__lock_vma_under_rcu(mm, addr);
+	if (!vma)
+		goto lock_mmap;
+	if (unlikely(access_error(vma, write)))
 		ret = -EFAULT;
 	else
-		ret = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, write ? FAULT_FLAG_WRITE : 0);
+		ret = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, fault_flags | FAULT_FLAG_VMA_LOCK);
+	pm__vma_end_read(vma);
+	if (ret != VM_FAULT_RETRY) {
+		count_event(mm->m, VMA_LOCK_SUCCESS, 1);
+		return ret;
+	}
+	count_event(mm->m, VMA_LOCK_RETRY, 1);
+
+lock_mmap:
+	mmap_read_lock(mm);
+	vma = pm__find_vma(mm, addr);
+	if (!vma || vma->start > addr || access_error(vma, write))
+		ret = -EFAULT;
+	else
+		ret = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, fault_flags);
 	mmap_read_unlock(mm);
 	return ret;
 }

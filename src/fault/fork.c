@@ -16,8 +16,8 @@
  * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
  * be is shared at PMD level, write-protected.
  *
- * Concurrency. Fork holds the parent's mmap_lock for write, so no fault, slow GUP or VMA
- * change runs meanwhile; GUP-fast, pm_access and truncation still do. pm_access and
+ * Concurrency. Fork holds the parent's mmap_lock for write and write-locks each of its VMAs,
+ * so no fault (under mmap_lock or a VMA lock), slow GUP or VMA change runs meanwhile; GUP-fast, pm_access and truncation still do. pm_access and
  * truncation take the same PTLs we take. GUP-fast does not: it could pin a page between our
  * "may it be pinned?" test and our write-protect, leaving a pinned page shared with the
  * child. So the copy runs with mm->write_protect_seq odd, and a full barrier separates making
@@ -237,9 +237,10 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 	atomic_store_relaxed(&parent->xwrite_protect_seq, seq + 1);
 	pm_smp_mb(); /* pairs with GUP-fast's barrier before it re-reads the sequence */
 
-	for (unsigned i = 0; i < parent->nr_vmas && !err; i++) {
-		struct pm_vma *vma = parent->vmas[i];
-
+	for (struct pm_vma *vma = pm__find_vma(parent, 0); vma && !err;
+	     vma = pm__vma_next(parent, vma)) {
+		/* No fault under a VMA lock may run while its page tables are copied. */
+		pm__vma_start_write(vma);
 		if (vma->flags & VM_DONTCOPY)
 			continue;
 		if (!dup_vma(child, vma)) {

@@ -20,10 +20,10 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 		return NULL;
 	memset(mm, 0, sizeof(*mm));
 	mm->m = m;
-	mm->knobs = m->knobs;
 	mm->mmap_base = PM_MMAP_BASE;
 	pm_spin_init(&mm->page_table_lock);
 	pm_rwsem_init(&mm->mmap_lock);
+	pm__vt_init(&mm->vmt, m);
 	mm->pgd = pm__pgd_alloc(m);
 	if (!mm->pgd) {
 		free(mm);
@@ -57,14 +57,22 @@ struct pm_mm *pm_mm_create(struct pm_machine *m)
  */
 void pm__unmap_all(struct pm_mm *mm)
 {
-	for (unsigned i = 0; i < mm->nr_vmas; i++)
-		pm__vma_unlink_file(mm->vmas[i]);
-	for (unsigned i = 0; i < mm->nr_vmas; i++)
-		pm__zap_range(mm, mm->vmas[i]->start, mm->vmas[i]->end);
-	while (mm->nr_vmas) {
-		struct pm_vma *vma = mm->vmas[mm->nr_vmas - 1];
+	struct pm_vma *vma, *first = NULL, **tail = &first;
 
-		mm->nr_vmas--;
+	for (vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
+		pm__vma_unlink_file(vma);
+		*tail = vma;
+		tail = &vma->retire_next;
+	}
+	*tail = NULL;
+	for (vma = first; vma; vma = vma->retire_next)
+		pm__zap_range(mm, vma->start, vma->end);
+	/* Nobody else can reach the mm, so no lockless lookup either: free without waiting. */
+	pm__vt_destroy(&mm->vmt);
+	mm->nr_vmas = 0;
+	while (first) {
+		vma = first;
+		first = vma->retire_next;
 		pm__vma_free(vma);
 	}
 	pm__free_pgtables(mm, 0, PM_TASK_SIZE);
@@ -85,7 +93,7 @@ void pm_mm_destroy(struct pm_mm *mm)
 	pm__unmap_all(mm);
 	mmap_write_unlock(mm);
 	pm__pgd_free(m, mm->pgd);
-	free(mm->vmas);
+	pm__vt_destroy(&mm->vmt);
 	free(mm);
 }
 

@@ -45,40 +45,22 @@ static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
 
 /*
  * Top-down search below mmap_base for @len bytes aligned to @align, then bottom-up above it
- * (Linux's fallback). Context: mmap_lock held for write.
+ * (Linux's fallback). O(log n) in the number of VMAs (vma_tree.c). Context: mmap_lock (W).
  */
 static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			      unsigned long align)
 {
-	unsigned long base = mm->mmap_base;
+	long a;
 
 	if (hint) {
 		hint = ALIGN_UP(hint, PAGE_SIZE);
 		if (hint && range_free(mm, hint, len))
 			return (long)hint;
 	}
-	for (int i = (int)mm->nr_vmas; i >= 0; i--) {
-		unsigned long hi = i == (int)mm->nr_vmas ? base : min(mm->vmas[i]->start, base);
-		unsigned long lo = i == 0 ? PM_USER_MIN : mm->vmas[i - 1]->end;
-		unsigned long a;
-
-		if (lo >= base)
-			continue;
-		if (hi < len || hi - len < lo)
-			continue;
-		a = ALIGN_DOWN(hi - len, align);
-		if (a >= lo)
-			return (long)a;
-	}
-	for (unsigned i = (unsigned)pm__vma_index(mm, base); i <= mm->nr_vmas; i++) {
-		unsigned long lo = i == 0 ? base : max(mm->vmas[i - 1]->end, base);
-		unsigned long hi = i == mm->nr_vmas ? PM_TASK_SIZE : mm->vmas[i]->start;
-		unsigned long a = ALIGN_UP(lo, align);
-
-		if (a < hi && hi - a >= len)
-			return (long)a;
-	}
-	return -ENOMEM;
+	a = pm__vt_gap_topdown(&mm->vmt, PM_USER_MIN, mm->mmap_base, len, align);
+	if (a < 0)
+		a = pm__vt_gap_bottomup(&mm->vmt, mm->mmap_base, PM_TASK_SIZE, len, align);
+	return a;
 }
 
 /* ---- munmap ---- */
@@ -89,8 +71,7 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
  */
 static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	struct pm_vma *vma = pm__find_vma_intersection(mm, start, end);
-	unsigned first, last;
+	struct pm_vma *vma = pm__find_vma_intersection(mm, start, end), *next;
 	int err;
 
 	if (!vma)
@@ -106,18 +87,15 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 		if (err)
 			return err;
 	}
-
-	/* Detach: off the i_mmap lists first, so truncation stops walking them. */
-	first = (unsigned)pm__vma_index(mm, start);
-	last = first;
-	while (last < mm->nr_vmas && mm->vmas[last]->start < end)
-		pm__vma_unlink_file(mm->vmas[last++]);
-	for (unsigned i = first; i < last; i++)
-		pm__zap_range(mm, mm->vmas[i]->start, mm->vmas[i]->end);
-	for (unsigned i = first; i < last; i++)
-		pm__vma_free(mm->vmas[i]);
-	memmove(&mm->vmas[first], &mm->vmas[last], (mm->nr_vmas - last) * sizeof(mm->vmas[0]));
-	mm->nr_vmas -= last - first;
+	/* Out of the tree, write-locked and off the i_mmap lists: then nobody else finds them. */
+	vma = pm__vma_detach_range(mm, start, end, &err);
+	if (err)
+		return err;
+	for (; vma; vma = next) {
+		next = vma->retire_next;
+		pm__zap_range(mm, vma->start, vma->end);
+		pm__vma_retire(mm, vma);
+	}
 	pm__free_pgtables(mm, start, end);
 	return 0;
 }
@@ -361,6 +339,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 		}
 		newflags = (vma->flags & ~(VM_READ | VM_WRITE)) | prot_to_vm(prot);
 		if (newflags != vma->flags) {
+			pm__vma_start_write(vma);
 			vma->flags = newflags;
 			change_protection(mm, vma->start, vma->end, newflags);
 		}
@@ -417,7 +396,10 @@ static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned lon
 			newflags &= ~VM_DONTCOPY;
 			break;
 		}
-		vma->flags = newflags;
+		if (newflags != vma->flags) {
+			pm__vma_start_write(vma);
+			vma->flags = newflags;
+		}
 		tmp = vma->end;
 		pm__vma_try_merge(mm, vma);
 	}

@@ -1,42 +1,27 @@
 // SPDX-License-Identifier: MIT
 /*
- * vma.c - the VMA set of an address space: a sorted array of VMA pointers.
+ * vma.c - the VMAs of an address space: lookup, insertion, splitting, merging, detaching.
  *
- * Lookup is a binary search, O(log n). Insertion and removal move pointers, O(n); for the
- * address spaces pinmm serves (up to tens of thousands of VMAs) a memmove of a few pages of
- * pointers beats a balanced tree's pointer chasing, and the array is what Linux's maple tree
- * also is at heart: a cache-friendly sorted index. Neighbours are array neighbours.
+ * The set is an RCU-readable B+tree of ranges (vma_tree.c), one entry per VMA; each operation
+ * here is O(log n). At most PM_MAX_MAP_COUNT VMAs live in one mm (Linux's vm.max_map_count):
+ * an insertion or split past it fails with -ENOMEM.
  *
- * Locking: the array and every VMA's fields are written under mmap_lock for write. A file VMA
- * is also on its object's i_mmap list, which truncation walks without mmap_lock; its start,
- * end and pgoff therefore change only under the object's i_mmap lock too
- * (pm__vma_set_bounds), and it leaves the list (pm__vma_unlink_file) before its page tables
- * can be freed.
+ * Locking. Everything here runs under mmap_lock for write, except the lookups, which also run
+ * under mmap_lock for read. A VMA is write-locked (vma_lock.c) before any field a fault reads
+ * changes or before it leaves the tree, and a new VMA is write-locked before it enters it, so
+ * a fault under a per-VMA lock never sees a VMA change under it. A file VMA is also on its
+ * object's i_mmap list, which truncation walks without mmap_lock; its start, end and pgoff
+ * therefore change only under the object's i_mmap lock too, and it leaves the list
+ * (pm__vma_unlink_file) before its page tables can be freed. A VMA that left the tree is freed
+ * a grace period after mmap_lock is released (pm__vma_retire), since a lockless lookup may
+ * still hold it.
  */
 #include "internal.h"
-
-/* Index of the first VMA whose end is above @addr (nr_vmas if none). */
-int pm__vma_index(struct pm_mm *mm, unsigned long addr)
-{
-	unsigned lo = 0, hi = mm->nr_vmas;
-
-	while (lo < hi) {
-		unsigned mid = lo + (hi - lo) / 2;
-
-		if (mm->vmas[mid]->end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (int)lo;
-}
 
 /* The first VMA that ends above @addr (it may start above @addr too), or NULL. */
 struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
-	unsigned i = (unsigned)pm__vma_index(mm, addr);
-
-	return i < mm->nr_vmas ? mm->vmas[i] : NULL;
+	return pm__vt_find(&mm->vmt, addr, NULL, NULL);
 }
 
 struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
@@ -47,46 +32,87 @@ struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
 	return vma && vma->start < end ? vma : NULL;
 }
 
-static int vmas_reserve(struct pm_mm *mm, unsigned extra)
+struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma)
 {
-	struct pm_vma **n;
-	unsigned cap;
-
-	if (mm->nr_vmas + extra <= mm->cap_vmas)
-		return 0;
-	cap = mm->cap_vmas ? mm->cap_vmas * 2 : 16;
-	while (cap < mm->nr_vmas + extra)
-		cap *= 2;
-	if (pm__should_fail(mm->m))
-		return -ENOMEM;
-	n = realloc(mm->vmas, cap * sizeof(*n));
-	if (!n)
-		return -ENOMEM;
-	mm->vmas = n;
-	mm->cap_vmas = cap;
-	return 0;
+	return pm__vt_find(&mm->vmt, vma->end, NULL, NULL);
 }
 
-/* Insert @vma, which must not overlap any VMA. Return: 0 or -ENOMEM. */
+struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma)
+{
+	return pm__vt_prev(&mm->vmt, vma->start, NULL, NULL);
+}
+
+static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);
+
+/* Will @vma, not yet in the tree, merge with a neighbour (pm__vma_try_merge)? */
+static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
+{
+	struct pm_vma *next = pm__vt_find(&mm->vmt, vma->end - 1, NULL, NULL);
+	struct pm_vma *prev = pm__vt_prev(&mm->vmt, vma->start, NULL, NULL);
+
+	return (next && can_merge(vma, next)) || (prev && can_merge(prev, vma));
+}
+
+/*
+ * pm__vma_insert() - add @vma, which overlaps no VMA, write-locked until the section ends.
+ * At the limit, only a VMA that will merge into a neighbour may come in (the caller merges).
+ * Context: mmap_lock (W). Return: 0, or -ENOMEM (no memory, or max_map_count reached).
+ */
 int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 {
-	unsigned i;
-
-	if (vmas_reserve(mm, 1))
+	if (mm->nr_vmas >= PM_MAX_MAP_COUNT && !vma_would_merge(mm, vma))
 		return -ENOMEM;
-	i = (unsigned)pm__vma_index(mm, vma->start);
-	pm_assert(i == mm->nr_vmas || mm->vmas[i]->start >= vma->end);
-	memmove(&mm->vmas[i + 1], &mm->vmas[i], (mm->nr_vmas - i) * sizeof(mm->vmas[0]));
-	mm->vmas[i] = vma;
+	vma_mark_new(vma);
+	if (pm__vt_store(&mm->vmt, vma->start, vma->end, vma))
+		return -ENOMEM;
 	mm->nr_vmas++;
 	return 0;
 }
 
-void pm__vma_remove_at(struct pm_mm *mm, unsigned idx)
+/*
+ * pm__vma_detach_range() - take every VMA inside [@start, @end) out of the tree in one change,
+ * write-locked and marked detached, and off their objects' i_mmap lists. The range must not
+ * cut a VMA (split first). Return: the detached VMAs chained through retire_next in address
+ * order, NULL if there were none; *@err is 0, or -ENOMEM with nothing changed.
+ * Context: mmap_lock (W).
+ */
+struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsigned long end,
+				    int *err)
 {
-	pm_assert(idx < mm->nr_vmas);
-	memmove(&mm->vmas[idx], &mm->vmas[idx + 1], (mm->nr_vmas - idx - 1) * sizeof(mm->vmas[0]));
-	mm->nr_vmas--;
+	struct pm_vma *first = NULL, **tail = &first, *vma;
+
+	*err = 0;
+	for (vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
+	     vma = pm__vma_next(mm, vma)) {
+		pm_assert(vma->start >= start && vma->end <= end);
+		pm__vma_start_write(vma);
+		*tail = vma;
+		tail = &vma->retire_next;
+	}
+	*tail = NULL;
+	if (!first)
+		return NULL;
+	*err = pm__vt_store(&mm->vmt, start, end, NULL);
+	if (*err)
+		return NULL;
+	/* Off the i_mmap lists first, so truncation stops walking them. */
+	for (vma = first; vma; vma = vma->retire_next) {
+		atomic_store_relaxed(&vma->xdetached, true);
+		pm__vma_unlink_file(vma);
+		mm->nr_vmas--;
+	}
+	return first;
+}
+
+/* Queue a detached VMA to be freed a grace period after mmap_lock is released. */
+void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
+{
+	if (vma->file) {
+		pm_shmem_put(vma->file);
+		vma->file = NULL;
+	}
+	vma->retire_next = mm->retired_vmas;
+	mm->retired_vmas = vma;
 }
 
 struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
@@ -100,7 +126,8 @@ struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 	return vma;
 }
 
-/* Free a VMA that is in no array and on no i_mmap list; drops its file reference. */
+/* Free a VMA no lockless lookup can reach (never in the tree, or the mm is going away); drops
+ * its file reference. */
 void pm__vma_free(struct pm_vma *vma)
 {
 	if (vma->file)
@@ -126,41 +153,36 @@ void pm__vma_unlink_file(struct pm_vma *vma)
 	pm__shmem_map_unlock(vma->file);
 }
 
-void pm__vma_set_bounds(struct pm_vma *vma, unsigned long start, unsigned long end,
-			unsigned long pgoff)
-{
-	if (vma->file)
-		pm__shmem_map_lock(vma->file);
-	vma->start = start;
-	vma->end = end;
-	vma->pgoff = pgoff;
-	if (vma->file)
-		pm__shmem_map_unlock(vma->file);
-}
-
 /**
  * pm__split_vma() - split @vma at @addr (page aligned, strictly inside it) into two VMAs.
  * Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed.
  */
 int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 {
+	unsigned long end = vma->end;
 	struct pm_vma *new;
 
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
+	if (mm->nr_vmas >= PM_MAX_MAP_COUNT)
+		return -ENOMEM;
 	new = pm__vma_alloc(mm);
 	if (!new)
 		return -ENOMEM;
-	if (vmas_reserve(mm, 1)) {
+	new->flags = vma->flags;
+	new->start = addr;
+	new->end = end;
+	new->pgoff = vma_pgoff(vma, addr);
+	pm__vma_start_write(vma);
+	vma_mark_new(new);
+	/* The tree entry of @vma shrinks to [start, addr) and @new takes the rest. */
+	if (pm__vt_store(&mm->vmt, addr, end, new)) {
 		free(new);
 		return -ENOMEM;
 	}
+	mm->nr_vmas++;
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
 	pm__split_huge_pmd_at(mm, addr);
-	new->flags = vma->flags;
 	new->file = vma->file;
-	new->start = addr;
-	new->end = vma->end;
-	new->pgoff = vma_pgoff(vma, addr);
 	if (new->file) {
 		pm__shmem_get(new->file);
 		pm__shmem_map_lock(new->file);
@@ -170,7 +192,6 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	} else {
 		vma->end = addr;
 	}
-	pm__vma_insert(mm, new); /* cannot fail: reserved */
 	return 0;
 }
 
@@ -180,13 +201,17 @@ static bool can_merge(const struct pm_vma *a, const struct pm_vma *b)
 	       (!a->file || a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff);
 }
 
-/* Absorb @gone (at index @gone_idx) into its neighbour @keep, under one i_mmap hold. */
-static void merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gone,
-		       unsigned gone_idx)
+/* Absorb @gone into its neighbour @keep. Return false (nothing changed) without memory. */
+static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gone)
 {
 	unsigned long start = min(keep->start, gone->start), end = max(keep->end, gone->end);
 	unsigned long pgoff = keep->start < gone->start ? keep->pgoff : gone->pgoff;
 
+	pm__vma_start_write(keep);
+	pm__vma_start_write(gone);
+	if (pm__vt_store(&mm->vmt, start, end, keep))
+		return false;
+	atomic_store_relaxed(&gone->xdetached, true);
 	if (keep->file) {
 		pm__shmem_map_lock(keep->file);
 		pm_list_del(&gone->shared);
@@ -196,18 +221,23 @@ static void merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 	keep->pgoff = pgoff;
 	if (keep->file)
 		pm__shmem_map_unlock(keep->file);
-	pm__vma_remove_at(mm, gone_idx);
-	pm__vma_free(gone);
+	mm->nr_vmas--;
+	pm__vma_retire(mm, gone);
+	return true;
 }
 
-/* Merge @vma with its neighbours where they are compatible. Context: mmap_lock (write). */
-void pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma)
+/*
+ * pm__vma_try_merge() - merge @vma with its neighbours where they are compatible (without
+ * memory it stays as it is, which changes nothing observable). Return: the VMA that now covers
+ * @vma's range. Context: mmap_lock (W).
+ */
+struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma)
 {
-	unsigned i = (unsigned)pm__vma_index(mm, vma->start);
+	struct pm_vma *next = pm__vma_next(mm, vma), *prev = pm__vma_prev(mm, vma);
 
-	pm_assert(mm->vmas[i] == vma);
-	if (i + 1 < mm->nr_vmas && can_merge(vma, mm->vmas[i + 1]))
-		merge_into(mm, vma, mm->vmas[i + 1], i + 1);
-	if (i > 0 && can_merge(mm->vmas[i - 1], vma))
-		merge_into(mm, mm->vmas[i - 1], vma, i);
+	if (next && can_merge(vma, next))
+		merge_into(mm, vma, next);
+	if (prev && can_merge(prev, vma) && merge_into(mm, prev, vma))
+		return prev;
+	return vma;
 }

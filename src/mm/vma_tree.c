@@ -435,6 +435,7 @@ static void rebuild_internal(struct pm_vma_tree *t, struct pm_vt_node *n, const 
 
 	l.n = 0;
 	l.pending = false;
+	l.pend = 0;
 	for (unsigned i = 0; i < i0; i++)
 		kids_add(&l, child_at(n, i), false, i ? n->pivot[i - 1] : 0);
 	kids_add_res(&l, &r0, i0 ? n->pivot[i0 - 1] : 0, c0);

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vma_lock.c - per-VMA locks (Linux 6.4): faults that never touch mmap_lock.
+ *
+ * A fault finds its VMA in the RCU-readable tree (vma_tree.c), read-locks that one VMA and
+ * handles the fault under it; writers that change a VMA (mmap, munmap, mprotect, madvise that
+ * changes flags, fork, teardown) hold mmap_lock for write and write-lock each VMA they change,
+ * remove or create. A fault on any other VMA goes on undisturbed.
+ *
+ * The lock. xvm_refcnt counts readers and has two flag bits: WRITER (a writer is draining
+ * readers) and WAITER (it sleeps on the word). A VMA is write-locked while its xvm_lock_seq
+ * equals the mm's xmm_lock_seq; mmap_write_unlock() bumps xmm_lock_seq, which unlocks every VMA
+ * write-locked in that section at once, so the writer pays no atomic per VMA to unlock.
+ *
+ *	reader (vma_start_read)			writer (vma_start_write, mmap_lock W held)
+ *	-----------------------			------------------------------------------
+ *	seq = mm_lock_seq (acquire)		refcnt |= WRITER (mb)
+ *	vm_lock_seq == seq? fail		wait until readers(refcnt) == 0 (acquire)
+ *	refcnt += 1 (mb)			vm_lock_seq = mm_lock_seq
+ *	WRITER set? undo, fail			refcnt &= ~(WRITER|WAITER) (release)
+ *	vm_lock_seq == mm_lock_seq? undo, fail	... change the VMA ...
+ *	... fault ...				mm_lock_seq++ (release), at mmap_write_unlock
+ *	refcnt -= 1 (release); wake if last
+ *	and a writer sleeps
+ *
+ * Why it excludes: the reader's increment and the writer's "refcnt |= WRITER" are RMWs of one
+ * word, so one comes first. (a) The increment: the writer sees the reader and waits for its
+ * release, which publishes everything the fault did. (b) The WRITER bit: the reader sees it and
+ * backs out - or, if the writer already cleared it again, the reader's increment read the
+ * writer's release and so sees its vm_lock_seq store, finds it equal to mm_lock_seq (the section
+ * is still open) and backs out. A reader that finds the two different after its increment either
+ * came before the writer (case a) or after the writer's section closed: its acquire of the new
+ * mm_lock_seq then shows it every change the writer made, because the writer bumped it with a
+ * release after making them.
+ *
+ * Why a VMA found under RCU is safe to lock: VMAs that leave the tree are freed a grace period
+ * later (pm__mm_retire_flush() at mmap_write_unlock), and lock_vma_under_rcu() takes the read
+ * lock inside the read section. After locking it checks what the lockless lookup could not:
+ * that the VMA still covers the address (a split may have shrunk it) and is still attached (a
+ * munmap may have removed it: VMA_LOCK_MISS, look again). Everything the fault then reads of
+ * the VMA - bounds, flags, file - is stable until vma_end_read(), because changing it takes the
+ * write lock, which waits for us. What the VMA owns (page tables, folios, its shmem object's
+ * reference) stays too: munmap detaches and write-locks the VMA before it zaps and frees.
+ *
+ * What a fault under a VMA lock may not rely on: any other VMA (merging neighbours, the tree).
+ * pinmm's faults never look at another VMA, and never drop their lock, so none asks to be
+ * retried; the retry plumbing (vma_lock_retry) is there for the paths that will.
+ */
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define VMA_LOCK_WRITER (1U << 31)
+#define VMA_LOCK_WAITER (1U << 30)
+#define VMA_LOCK_READERS (VMA_LOCK_WAITER - 1)
+#define VMA_LOCK_SPINS 256
+
+static bool vma_write_locked(struct pm_vma *vma)
+{
+	return atomic_load_relaxed(&vma->xvm_lock_seq) ==
+	       atomic_load_acquire(&vma->mm->xmm_lock_seq);
+}
+
+bool pm__vma_start_read(struct pm_vma *vma)
+{
+	unsigned old;
+
+	if (vma_write_locked(vma))
+		return false;
+	old = atomic_add_mb(&vma->xvm_refcnt, 1);
+	if (unlikely(old & VMA_LOCK_WRITER) ||
+	    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
+		     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
+		pm__vma_end_read(vma);
+		return false;
+	}
+	return true;
+}
+
+void pm__vma_end_read(struct pm_vma *vma)
+{
+	unsigned old = atomic_sub_release(&vma->xvm_refcnt, 1);
+
+	if (unlikely(old & VMA_LOCK_WAITER) && (old & VMA_LOCK_READERS) == 1)
+		syscall(SYS_futex, (unsigned *)&vma->xvm_refcnt, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
+			0);
+}
+
+/*
+ * pm__vma_start_write() - exclude every fault from @vma until mmap_write_unlock(): waits for
+ * the faults that hold it now. Context: mmap_lock held for write.
+ */
+void pm__vma_start_write(struct pm_vma *vma)
+{
+	unsigned c;
+
+	if (vma_write_locked(vma))
+		return; /* already, in this section */
+	c = atomic_or_mb(&vma->xvm_refcnt, VMA_LOCK_WRITER) | VMA_LOCK_WRITER;
+	for (unsigned tries = 0; c & VMA_LOCK_READERS; tries++) {
+		if (tries < VMA_LOCK_SPINS) {
+			cpu_relax();
+		} else if (c & VMA_LOCK_WAITER ||
+			   atomic_cas_strong_mb(&vma->xvm_refcnt, &c, c | VMA_LOCK_WAITER)) {
+			/* Sleep until the last reader leaves; it wakes us (vma_end_read). */
+			syscall(SYS_futex, (unsigned *)&vma->xvm_refcnt, FUTEX_WAIT_PRIVATE,
+				c | VMA_LOCK_WAITER, NULL, NULL, 0);
+		}
+		/* Only an acquire load ends the loop: it orders the readers' critical sections
+		 * (their release in vma_end_read) before what we change next. */
+		c = atomic_load_acquire(&vma->xvm_refcnt);
+	}
+	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(&vma->mm->xmm_lock_seq));
+	atomic_and_release(&vma->xvm_refcnt, ~(VMA_LOCK_WRITER | VMA_LOCK_WAITER));
+}
+
+/*
+ * pm__lock_vma_under_rcu() - the VMA covering @addr, read-locked, or NULL (vma_lock_abort):
+ * the caller then takes mmap_lock. Context: any; takes no lock but the VMA's.
+ */
+struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_vma *vma;
+
+	pm_rcu_read_lock();
+	for (;;) {
+		vma = pm__vt_lookup(&mm->vmt, addr);
+		if (!vma || !pm__vma_start_read(vma))
+			break;
+		if (unlikely(addr < vma->start || addr >= vma->end)) {
+			pm__vma_end_read(vma);
+			break;
+		}
+		if (unlikely(atomic_load_relaxed(&vma->xdetached))) {
+			/* Removed or replaced after we found it: look again. */
+			pm__vma_end_read(vma);
+			count_event(mm->m, VMA_LOCK_MISS, 1);
+			continue;
+		}
+		pm_rcu_read_unlock();
+		return vma;
+	}
+	pm_rcu_read_unlock();
+	count_event(mm->m, VMA_LOCK_ABORT, 1);
+	return NULL;
+}
+
+/* ---- freeing what left the tree ---- */
+
+static void vmas_free_cb(struct pm_rcu_head *head)
+{
+	struct pm_vma *vma = container_of(head, struct pm_vma, rcu);
+
+	while (vma) {
+		struct pm_vma *next = vma->retire_next;
+
+		free(vma);
+		vma = next;
+	}
+}
+
+/*
+ * pm__mm_retire_flush() - hand the VMAs and tree nodes that left the tree in this section to
+ * RCU: one callback each, whatever their number. Context: mmap_lock held for write.
+ */
+void pm__mm_retire_flush(struct pm_mm *mm)
+{
+	pm__vt_retire_flush(&mm->vmt);
+	if (mm->retired_vmas) {
+		pm_call_rcu(&mm->retired_vmas->rcu, vmas_free_cb);
+		mm->retired_vmas = NULL;
+	}
+}
