@@ -566,7 +566,18 @@ struct pm_vma {
 	_Atomic unsigned long xvm_lock_seq;  /* == mm's mm_lock_seq: write-locked */
 	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
 	struct pm_vma *retire_next;	     /* on mm->retired_vmas, or a detach list */
-	struct pm_rcu_head rcu;		     /* freed a grace period after it left the tree */
+	struct pm_vma_cache *rcache;	     /* where its batch goes after the grace period */
+	struct pm_rcu_head rcu;		     /* reused a grace period after it left the tree */
+};
+
+/*
+ * VMAs that left the tree come back to their mm for reuse a grace period later, instead of
+ * going through free() and malloc() on two threads (vma_lock.c). The cache outlives the mm
+ * while batches are in flight: one reference for the mm, one per batch.
+ */
+struct pm_vma_cache {
+	_Atomic long xrefs;
+	struct pm_vma *_Atomic xreclaimed; /* pushed by RCU callbacks, taken by the mm's writer */
 };
 
 static inline bool vma_is_anonymous(const struct pm_vma *vma)
@@ -607,7 +618,10 @@ struct pm_mm {
 	struct pm_vma_tree vmt;		    /* the VMAs; written under mmap_lock (W), read under
 					     * mmap_lock or RCU (vma_tree.h) */
 	unsigned nr_vmas;		    /* map_count; under mmap_lock (W) */
-	struct pm_vma *retired_vmas;	    /* left the tree; RCU-freed at mmap_write_unlock */
+	struct pm_vma *retired_vmas;	    /* left the tree, waiting for a batch to go to RCU */
+	unsigned nr_retired_vmas;
+	struct pm_vma *free_vmas;	    /* ready for reuse; under mmap_lock (W) */
+	struct pm_vma_cache *vcache;
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
 };
@@ -621,7 +635,9 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
 }
 
 /* // mm/vma_lock.c */
-__hidden void pm__mm_retire_flush(struct pm_mm *mm);
+__hidden void pm__mm_retire_flush(struct pm_mm *mm, bool all);
+__hidden void pm__mm_retire_free_now(struct pm_mm *mm);
+__hidden struct pm_vma *pm__vma_cache_get(struct pm_mm *mm);
 __hidden void pm__vma_start_write(struct pm_vma *vma);
 __hidden bool pm__vma_start_read(struct pm_vma *vma);
 __hidden void pm__vma_end_read(struct pm_vma *vma);
@@ -640,7 +656,7 @@ static inline void vma_end_write_all(struct pm_mm *mm)
 static inline void mmap_write_unlock(struct pm_mm *mm)
 {
 	vma_end_write_all(mm);
-	pm__mm_retire_flush(mm);
+	pm__mm_retire_flush(mm, false);
 	pm_up_write(&mm->mmap_lock);
 }
 

@@ -24,8 +24,15 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 	pm_spin_init(&mm->page_table_lock);
 	pm_rwsem_init(&mm->mmap_lock);
 	pm__vt_init(&mm->vmt, m);
+	mm->vcache = calloc(1, sizeof(*mm->vcache));
+	if (!mm->vcache) {
+		free(mm);
+		return NULL;
+	}
+	atomic_store_relaxed(&mm->vcache->xrefs, 1);
 	mm->pgd = pm__pgd_alloc(m);
 	if (!mm->pgd) {
+		free(mm->vcache);
 		free(mm);
 		return NULL;
 	}
@@ -92,6 +99,7 @@ void pm_mm_destroy(struct pm_mm *mm)
 	mmap_write_lock(mm);
 	pm__unmap_all(mm);
 	mmap_write_unlock(mm);
+	pm__mm_retire_free_now(mm);
 	pm__pgd_free(m, mm->pgd);
 	pm__vt_destroy(&mm->vmt);
 	free(mm);

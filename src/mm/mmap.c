@@ -172,17 +172,15 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		align = PMD_SIZE;
 	}
 
+	mmap_write_lock(mm);
 	vma = pm__vma_alloc(mm);
 	if (!vma) {
-		if (file)
-			pm_shmem_put(file);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto fail;
 	}
 	vma->flags = vm_flags;
 	vma->file = file;
 	vma->pgoff = pgoff;
-
-	mmap_write_lock(mm);
 	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
 		ret = (long)addr;
 		if (pm__find_vma_intersection(mm, addr, addr + len)) {
@@ -217,8 +215,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 
 fail:
 	mmap_write_unlock(mm);
-	vma->file = NULL;
-	pm__vma_free(vma);
+	free(vma); /* never in the tree */
 	if (file)
 		pm_shmem_put(file);
 	return ret;

@@ -14,7 +14,7 @@
  * therefore change only under the object's i_mmap lock too, and it leaves the list
  * (pm__vma_unlink_file) before its page tables can be freed. A VMA that left the tree is freed
  * a grace period after mmap_lock is released (pm__vma_retire), since a lockless lookup may
- * still hold it.
+ * still hold it; retired VMAs and tree nodes go to RCU in batches (pm__mm_retire_flush).
  */
 #include "internal.h"
 
@@ -113,16 +113,23 @@ void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
 	}
 	vma->retire_next = mm->retired_vmas;
 	mm->retired_vmas = vma;
+	mm->nr_retired_vmas++;
 }
 
+/* A zeroed VMA of @mm, reused if one is ready. Context: mmap_lock (W), or a private mm. */
 struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 {
-	struct pm_vma *vma = pm__kzalloc(mm->m, sizeof(*vma));
+	struct pm_vma *vma;
 
-	if (vma) {
-		vma->mm = mm;
-		pm_list_init(&vma->shared);
-	}
+	if (pm__should_fail(mm->m))
+		return NULL;
+	vma = pm__vma_cache_get(mm);
+	if (vma)
+		memset(vma, 0, sizeof(*vma));
+	else if (!(vma = calloc(1, sizeof(*vma))))
+		return NULL;
+	vma->mm = mm;
+	pm_list_init(&vma->shared);
 	return vma;
 }
 

@@ -33,8 +33,8 @@
  * mm_lock_seq then shows it every change the writer made, because the writer bumped it with a
  * release after making them.
  *
- * Why a VMA found under RCU is safe to lock: VMAs that leave the tree are freed a grace period
- * later (pm__mm_retire_flush() at mmap_write_unlock), and lock_vma_under_rcu() takes the read
+ * Why a VMA found under RCU is safe to lock: VMAs that leave the tree are reused or freed only a
+ * grace period later (pm__mm_retire_flush() at mmap_write_unlock), and lock_vma_under_rcu() takes the read
  * lock inside the read section. After locking it checks what the lockless lookup could not:
  * that the VMA still covers the address (a split may have shrunk it) and is still attached (a
  * munmap may have removed it: VMA_LOCK_MISS, look again). Everything the fault then reads of
@@ -147,12 +147,10 @@ struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr)
 	return NULL;
 }
 
-/* ---- freeing what left the tree ---- */
+/* ---- reusing what left the tree ---- */
 
-static void vmas_free_cb(struct pm_rcu_head *head)
+static void vma_chain_free(struct pm_vma *vma)
 {
-	struct pm_vma *vma = container_of(head, struct pm_vma, rcu);
-
 	while (vma) {
 		struct pm_vma *next = vma->retire_next;
 
@@ -161,15 +159,78 @@ static void vmas_free_cb(struct pm_rcu_head *head)
 	}
 }
 
-/*
- * pm__mm_retire_flush() - hand the VMAs and tree nodes that left the tree in this section to
- * RCU: one callback each, whatever their number. Context: mmap_lock held for write.
- */
-void pm__mm_retire_flush(struct pm_mm *mm)
+static void vma_cache_put(struct pm_vma_cache *c)
 {
+	if (atomic_sub_mb(&c->xrefs, 1) == 1) {
+		vma_chain_free(atomic_xchg_acquire(&c->xreclaimed, NULL));
+		free(c);
+	}
+}
+
+/* A grace period after a batch left the tree: hand it back to its mm for reuse. */
+static void vmas_reclaim_cb(struct pm_rcu_head *head)
+{
+	struct pm_vma *first = container_of(head, struct pm_vma, rcu), *tail = first;
+	struct pm_vma_cache *c = first->rcache;
+	struct pm_vma *old = atomic_load_relaxed(&c->xreclaimed);
+
+	while (tail->retire_next)
+		tail = tail->retire_next;
+	do
+		tail->retire_next = old;
+	while (!atomic_compare_exchange_weak_explicit(&c->xreclaimed, &old, first,
+						      memory_order_release, memory_order_relaxed));
+	vma_cache_put(c);
+}
+
+/* Objects that left the tree wait until this many have, then go to RCU together. */
+#define RETIRE_BATCH 64
+
+/*
+ * pm__mm_retire_flush() - hand the VMAs and tree nodes that left the tree to RCU, one callback
+ * for each kind, once RETIRE_BATCH of them wait (or @all): call_rcu and the grace-period
+ * thread's wake-up cost far more than a VMA change, so they are paid once per batch.
+ * Context: mmap_lock held for write.
+ */
+void pm__mm_retire_flush(struct pm_mm *mm, bool all)
+{
+	if (!all && mm->nr_retired_vmas + mm->vmt.nr_retired < RETIRE_BATCH)
+		return;
 	pm__vt_retire_flush(&mm->vmt);
 	if (mm->retired_vmas) {
-		pm_call_rcu(&mm->retired_vmas->rcu, vmas_free_cb);
+		atomic_add_relaxed(&mm->vcache->xrefs, 1);
+		mm->retired_vmas->rcache = mm->vcache;
+		pm_call_rcu(&mm->retired_vmas->rcu, vmas_reclaim_cb);
 		mm->retired_vmas = NULL;
+		mm->nr_retired_vmas = 0;
 	}
+}
+
+/*
+ * pm__vma_cache_get() - a VMA to reuse, or NULL: one whose grace period has passed.
+ * Context: mmap_lock held for write (or the mm is private to the caller).
+ */
+struct pm_vma *pm__vma_cache_get(struct pm_mm *mm)
+{
+	struct pm_vma *vma = mm->free_vmas;
+
+	if (!vma && atomic_load_relaxed(&mm->vcache->xreclaimed))
+		vma = atomic_xchg_acquire(&mm->vcache->xreclaimed, NULL);
+	if (vma)
+		mm->free_vmas = vma->retire_next;
+	return vma;
+}
+
+/* Free what waits for RCU at once, and the mm's share of the cache. Context: the mm is going
+ * away; nobody can look it up. */
+void pm__mm_retire_free_now(struct pm_mm *mm)
+{
+	pm__vt_retire_free_now(&mm->vmt);
+	vma_chain_free(mm->retired_vmas);
+	mm->retired_vmas = NULL;
+	mm->nr_retired_vmas = 0;
+	vma_chain_free(mm->free_vmas);
+	mm->free_vmas = NULL;
+	vma_cache_put(mm->vcache);
+	mm->vcache = NULL;
 }

@@ -9,30 +9,36 @@
  * children's entries. Every node but the root has at least VT_MIN items, so the height is
  * O(log n) (65530 entries: at most 8 levels).
  *
- * Writers (one at a time: the caller's lock, mmap_lock for write) never change a node that a
- * reader may see, with one exception: a child slot of an internal node may be swapped for a new
- * child that covers exactly the same range. Everything else is copy-on-write: a change builds
+ * Writers (one at a time: the caller's lock, mmap_lock for write) never change an internal node
+ * that a reader may see but for one thing: a child slot may be swapped for a new child that
+ * covers exactly the same range. A leaf whose change keeps it between VT_MIN and VT_CAP entries
+ * (most changes: an insertion, a removal, a split or merge of neighbours) is rewritten in place
+ * under its sequence count, a seqlock that readers check and retry. Every other change is
+ * copy-on-write: it builds
  * new nodes for the leaf it touches and for each ancestor whose pivots or child count change,
  * fills them while they are private, and publishes the topmost new node with one release store
- * (a child slot, or the root). The nodes that drop out go on the retire list; the caller flushes
- * it to RCU (pm__vt_retire_flush()) before it drops its lock, one call_rcu per flush.
+ * (a child slot, or the root). The nodes that drop out go on the retire list; the caller hands
+ * it to RCU (pm__vt_retire_flush()), one call_rcu per flush, as rarely as it likes.
  *
  * Why a lockless reader is safe (pm__vt_lookup() under pm_rcu_read_lock()):
  *  1. Memory. A reader reaches a node only through a pointer it loaded (acquire) from the root
  *     or a slot. A node is retired only after it was unlinked, and freed only a grace period
  *     after that, so every node a reader reached stays valid memory until it leaves its read
  *     section - including nodes of versions that are already replaced.
- *  2. Consistency. A published node's pivots, count and entries never change; its child slots
+ *  2. Consistency. A published internal node's pivots and count never change; its child slots
  *     change only to a node with the same range. So a reader's descent always follows a chain
- *     of ranges, each inside the last, and ends in a leaf whose range contains the address: it
- *     finds the entry covering the address in the version of the tree it walked, or none.
+ *     of ranges, each inside the last, and ends in a leaf whose range contains the address.
+ *     It reads the leaf between two loads of its sequence count and keeps the result only if
+ *     the count was even and did not move, so the entries it used are one version of the leaf:
+ *     it finds the entry covering the address in that version, or none.
  *  3. Staleness. Versions mix (a reader may hold an old parent and load a new child from a slot
  *     the writer has since swapped), but each node it reads is a consistent snapshot of its
  *     range, so the answer is some entry that covered the address at some moment of the read,
  *     or NULL if at some moment none did. Callers treat it as a hint: lock_vma_under_rcu() locks
  *     the VMA and re-checks that it is still attached and still covers the address.
  *  4. No shared write. A lookup only loads; it terminates because each step goes one level
- *     down and a node's count is at most VT_CAP.
+ *     down, a node's count is at most VT_CAP, and a leaf is retried only while its writer,
+ *     which holds no lock a reader waits for, is rewriting it.
  *
  * Memory. A change needs at most a handful of nodes per level. They are taken from a spare pool
  * that pm__vt_store() fills first (VT_SPARE_PER_LEVEL per level), so an allocation failure
@@ -51,9 +57,11 @@ struct pm_vt_node {
 	/* Read by lockless readers. Written before the node is published and never after, but
 	 * for the child slots of an internal node (see the top of this file). */
 	uint8_t leaf;
-	uint8_t nr;
-	unsigned long pivot[VT_CAP]; /* leaf: end of entry i; internal: upper bound of child i */
-	unsigned long start[VT_CAP]; /* leaf: start of entry i */
+	_Atomic uint8_t xnr;
+	_Atomic unsigned xseq;	      /* leaf: odd while the writer changes it in place */
+	_Atomic unsigned long xpivot[VT_CAP]; /* leaf: end of entry i; internal: upper bound
+					       * of child i */
+	_Atomic unsigned long xstart[VT_CAP]; /* leaf: start of entry i */
 	void *_Atomic slot[VT_CAP];  /* leaf: the VMA of entry i; internal: child i */
 
 	/* Writer only. */
@@ -62,6 +70,11 @@ struct pm_vt_node {
 	struct pm_vt_node *next;    /* on the spare or the retired list */
 	struct pm_rcu_head rcu;
 };
+
+/* Reads of fields that a writer may change in place (leaves) or that readers share. */
+#define NR(n) ((unsigned)atomic_load_relaxed(&(n)->xnr))
+#define PIV(n, i) atomic_load_relaxed(&(n)->xpivot[i])
+#define STA(n, i) atomic_load_relaxed(&(n)->xstart[i])
 
 struct vt_entry {
 	unsigned long start, end;
@@ -114,7 +127,8 @@ static struct pm_vt_node *node_new(struct pm_vma_tree *t, bool leaf)
 	t->spare = n->next;
 	t->nr_spare--;
 	n->leaf = leaf;
-	n->nr = 0;
+	atomic_store_relaxed(&n->xnr, 0);
+	atomic_store_relaxed(&n->xseq, 0);
 	n->next = NULL;
 	return n;
 }
@@ -131,16 +145,17 @@ static void node_retire(struct pm_vma_tree *t, struct pm_vt_node *n)
 {
 	n->next = t->retired;
 	t->retired = n;
+	t->nr_retired++;
 }
 
 /* Retire a subtree that a change drops whole; its entries leave the count. */
 static void subtree_retire(struct pm_vma_tree *t, struct pm_vt_node *n)
 {
 	if (!n->leaf)
-		for (unsigned i = 0; i < n->nr; i++)
+		for (unsigned i = 0; i < NR(n); i++)
 			subtree_retire(t, child_at(n, i));
 	else
-		t->count -= n->nr;
+		t->count -= NR(n);
 	node_retire(t, n);
 }
 
@@ -161,7 +176,16 @@ void pm__vt_retire_flush(struct pm_vma_tree *t)
 	if (t->retired) {
 		pm_call_rcu(&t->retired->rcu, retired_free_cb);
 		t->retired = NULL;
+		t->nr_retired = 0;
 	}
+}
+
+void pm__vt_retire_free_now(struct pm_vma_tree *t)
+{
+	if (t->retired)
+		retired_free_cb(&t->retired->rcu);
+	t->retired = NULL;
+	t->nr_retired = 0;
 }
 
 /* ---- summaries (writer only) ---- */
@@ -170,15 +194,18 @@ static void summarize(struct pm_vt_node *n)
 {
 	unsigned long gap = 0;
 
-	if (n->leaf) {
-		n->first = n->start[0];
-		n->last = n->pivot[n->nr - 1];
-		for (unsigned i = 1; i < n->nr; i++)
-			gap = max(gap, n->start[i] - n->pivot[i - 1]);
+	if (n->leaf && !NR(n)) {
+		n->first = ULONG_MAX; /* an empty root */
+		n->last = 0;
+	} else if (n->leaf) {
+		n->first = STA(n, 0);
+		n->last = PIV(n, NR(n) - 1);
+		for (unsigned i = 1; i < NR(n); i++)
+			gap = max(gap, STA(n, i) - PIV(n, i - 1));
 	} else {
 		struct pm_vt_node *prev = NULL;
 
-		for (unsigned i = 0; i < n->nr; i++) {
+		for (unsigned i = 0; i < NR(n); i++) {
 			struct pm_vt_node *c = child_at(n, i);
 
 			gap = max(gap, c->gap);
@@ -200,11 +227,11 @@ static struct pm_vt_node *build_leaf(struct pm_vma_tree *t, const struct vt_entr
 
 	pm_assert(n >= 1 && n <= VT_CAP);
 	for (unsigned i = 0; i < n; i++) {
-		node->start[i] = e[i].start;
-		node->pivot[i] = e[i].end;
+		atomic_store_relaxed(&node->xstart[i], e[i].start);
+		atomic_store_relaxed(&node->xpivot[i], e[i].end);
 		atomic_store_relaxed(&node->slot[i], e[i].vma);
 	}
-	node->nr = (uint8_t)n;
+	atomic_store_relaxed(&node->xnr, (uint8_t)n);
 	summarize(node);
 	return node;
 }
@@ -219,9 +246,9 @@ static struct pm_vt_node *build_internal(struct pm_vma_tree *t, struct pm_vt_nod
 	for (unsigned i = 0; i < n; i++) {
 		atomic_store_relaxed(&node->slot[i], kids[i]);
 		if (i + 1 < n)
-			node->pivot[i] = seps[i];
+			atomic_store_relaxed(&node->xpivot[i], seps[i]);
 	}
-	node->nr = (uint8_t)n;
+	atomic_store_relaxed(&node->xnr, (uint8_t)n);
 	summarize(node);
 	return node;
 }
@@ -270,27 +297,53 @@ static void internal_chunks(struct pm_vma_tree *t, struct pm_vt_node **kids,
 static void rebuild(struct pm_vma_tree *t, struct pm_vt_node *n, const struct vt_op *op,
 		    struct vt_res *res);
 
+/*
+ * Rewrite a published leaf in place, under its sequence count: readers that overlap the
+ * rewrite see the count odd or changed and read the leaf again (pm__vt_lookup()).
+ */
+static void leaf_rewrite(struct pm_vt_node *n, const struct vt_entry *e, unsigned k)
+{
+	unsigned seq = atomic_load_relaxed(&n->xseq);
+
+	atomic_store_relaxed(&n->xseq, seq + 1);
+	pm_smp_wmb(); /* the odd count before any entry changes; pairs with the reader's rmb */
+	for (unsigned i = 0; i < k; i++) {
+		atomic_store_relaxed(&n->xstart[i], e[i].start);
+		atomic_store_relaxed(&n->xpivot[i], e[i].end);
+		atomic_store_relaxed(&n->slot[i], e[i].vma);
+	}
+	atomic_store_relaxed(&n->xnr, (uint8_t)k);
+	atomic_store_release(&n->xseq, seq + 2);
+	summarize(n);
+}
+
 static void rebuild_leaf(struct pm_vma_tree *t, struct pm_vt_node *n, const struct vt_op *op,
 			 struct vt_res *res)
 {
 	struct vt_entry e[VT_CAP + 2];
 	unsigned k = 0, i;
 
-	for (i = 0; i < n->nr && n->pivot[i] <= op->s; i++)
-		e[k++] = (struct vt_entry){ n->start[i], n->pivot[i], atomic_load_relaxed(&n->slot[i]) };
+	for (i = 0; i < NR(n) && PIV(n, i) <= op->s; i++)
+		e[k++] = (struct vt_entry){ STA(n, i), PIV(n, i), atomic_load_relaxed(&n->slot[i]) };
 	/* Entries that overlap [s, e): keep what sticks out on either side. */
-	if (i < n->nr && n->start[i] < op->s)
-		e[k++] = (struct vt_entry){ n->start[i], op->s, atomic_load_relaxed(&n->slot[i]) };
+	if (i < NR(n) && STA(n, i) < op->s)
+		e[k++] = (struct vt_entry){ STA(n, i), op->s, atomic_load_relaxed(&n->slot[i]) };
 	if (op->vma)
 		e[k++] = (struct vt_entry){ op->s, op->e, op->vma };
-	for (; i < n->nr && n->start[i] < op->e; i++)
-		if (n->pivot[i] > op->e)
-			e[k++] = (struct vt_entry){ op->e, n->pivot[i],
+	for (; i < NR(n) && STA(n, i) < op->e; i++)
+		if (PIV(n, i) > op->e)
+			e[k++] = (struct vt_entry){ op->e, PIV(n, i),
 						    atomic_load_relaxed(&n->slot[i]) };
-	for (; i < n->nr; i++)
-		e[k++] = (struct vt_entry){ n->start[i], n->pivot[i], atomic_load_relaxed(&n->slot[i]) };
+	for (; i < NR(n); i++)
+		e[k++] = (struct vt_entry){ STA(n, i), PIV(n, i), atomic_load_relaxed(&n->slot[i]) };
 	t->count += k;
-	t->count -= n->nr;
+	t->count -= NR(n);
+	if (k <= VT_CAP && (k >= VT_MIN || n == atomic_load_relaxed(&t->xroot))) {
+		/* (a root leaf may be empty: the next insertion then needs no node) */
+		leaf_rewrite(n, e, k);
+		*res = (struct vt_res){ .same = true };
+		return;
+	}
 	leaf_chunks(t, e, k, res);
 	node_retire(t, n);
 }
@@ -336,7 +389,7 @@ static void kids_add_res(struct kidlist *l, const struct vt_res *r, unsigned lon
 
 static unsigned node_items(struct pm_vt_node *n)
 {
-	return n->nr;
+	return NR(n);
 }
 
 /* Merge the underfull fresh child at @k with a neighbour; both are replaced. */
@@ -350,11 +403,11 @@ static void kids_fix_underflow(struct pm_vma_tree *t, struct kidlist *l, unsigne
 		struct vt_entry e[2 * VT_CAP];
 		unsigned m = 0;
 
-		for (unsigned i = 0; i < x->nr; i++)
-			e[m++] = (struct vt_entry){ x->start[i], x->pivot[i],
+		for (unsigned i = 0; i < NR(x); i++)
+			e[m++] = (struct vt_entry){ STA(x, i), PIV(x, i),
 						    atomic_load_relaxed(&x->slot[i]) };
-		for (unsigned i = 0; i < y->nr; i++)
-			e[m++] = (struct vt_entry){ y->start[i], y->pivot[i],
+		for (unsigned i = 0; i < NR(y); i++)
+			e[m++] = (struct vt_entry){ STA(y, i), PIV(y, i),
 						    atomic_load_relaxed(&y->slot[i]) };
 		leaf_chunks(t, e, m, &r);
 	} else {
@@ -362,14 +415,14 @@ static void kids_fix_underflow(struct pm_vma_tree *t, struct kidlist *l, unsigne
 		unsigned long seps[2 * VT_CAP];
 		unsigned m = 0;
 
-		for (unsigned i = 0; i < x->nr; i++) {
+		for (unsigned i = 0; i < NR(x); i++) {
 			kids[m] = child_at(x, i);
-			seps[m++] = i + 1 < x->nr ? x->pivot[i] : l->sep[a];
+			seps[m++] = i + 1 < NR(x) ? PIV(x, i) : l->sep[a];
 		}
-		for (unsigned i = 0; i < y->nr; i++) {
+		for (unsigned i = 0; i < NR(y); i++) {
 			kids[m] = child_at(y, i);
-			if (i + 1 < y->nr)
-				seps[m] = y->pivot[i];
+			if (i + 1 < NR(y))
+				seps[m] = PIV(y, i);
 			m++;
 		}
 		internal_chunks(t, kids, seps, m, &r);
@@ -400,7 +453,7 @@ static unsigned child_index(const struct pm_vt_node *n, unsigned long addr)
 {
 	unsigned i = 0;
 
-	while (i + 1 < n->nr && addr >= n->pivot[i])
+	while (i + 1 < NR(n) && addr >= PIV(n, i))
 		i++;
 	return i;
 }
@@ -437,8 +490,8 @@ static void rebuild_internal(struct pm_vma_tree *t, struct pm_vt_node *n, const 
 	l.pending = false;
 	l.pend = 0;
 	for (unsigned i = 0; i < i0; i++)
-		kids_add(&l, child_at(n, i), false, i ? n->pivot[i - 1] : 0);
-	kids_add_res(&l, &r0, i0 ? n->pivot[i0 - 1] : 0, c0);
+		kids_add(&l, child_at(n, i), false, i ? PIV(n, i - 1) : 0);
+	kids_add_res(&l, &r0, i0 ? PIV(n, i0 - 1) : 0, c0);
 	if (i1 != i0) {
 		struct pm_vt_node *c1 = child_at(n, i1);
 
@@ -449,10 +502,10 @@ static void rebuild_internal(struct pm_vma_tree *t, struct pm_vt_node *n, const 
 		else
 			rebuild(t, c1, &erase, &r1);
 		/* The inserted entry ends at e; what is left of c1 starts at e or above. */
-		kids_add_res(&l, &r1, op->vma ? op->e : n->pivot[i1 - 1], c1);
+		kids_add_res(&l, &r1, op->vma ? op->e : PIV(n, i1 - 1), c1);
 	}
-	for (unsigned i = i1 + 1; i < n->nr; i++)
-		kids_add(&l, child_at(n, i), false, n->pivot[i - 1]);
+	for (unsigned i = i1 + 1; i < NR(n); i++)
+		kids_add(&l, child_at(n, i), false, PIV(n, i - 1));
 
 	/* At most the two children on the edges of [s, e) are new and may be underfull. A merge
 	 * moves indices, so look again from the start after each. */
@@ -508,7 +561,7 @@ int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 
 		/* A root with one child gives way to the child (fresh nodes only: an old
 		 * non-root node has at least VT_MIN children). */
-		while (!r->leaf && r->nr == 1) {
+		while (!r->leaf && NR(r) == 1) {
 			struct pm_vt_node *c = child_at(r, 0);
 
 			node_recycle(t, r);
@@ -536,19 +589,31 @@ struct pm_vma *pm__vt_lookup(struct pm_vma_tree *t, unsigned long addr)
 		return NULL;
 	while (!n->leaf)
 		n = child_at(n, child_index(n, addr));
-	for (unsigned i = 0; i < n->nr; i++)
-		if (addr < n->pivot[i])
-			return n->start[i] <= addr ? atomic_load_relaxed(&n->slot[i]) : NULL;
-	return NULL;
+	for (;;) {
+		unsigned seq = atomic_load_acquire(&n->xseq), nr = NR(n), i;
+		struct pm_vma *found = NULL;
+
+		if (unlikely(seq & 1)) {
+			cpu_relax(); /* the writer is rewriting this leaf */
+			continue;
+		}
+		for (i = 0; i < nr && addr >= PIV(n, i); i++)
+			;
+		if (i < nr && STA(n, i) <= addr)
+			found = atomic_load_relaxed(&n->slot[i]);
+		pm_smp_rmb(); /* what we read before the re-check; pairs with leaf_rewrite() */
+		if (likely(atomic_load_relaxed(&n->xseq) == seq))
+			return found;
+	}
 }
 
 static struct pm_vma *entry_out(struct pm_vt_node *n, unsigned i, unsigned long *start,
 				unsigned long *end)
 {
 	if (start)
-		*start = n->start[i];
+		*start = STA(n, i);
 	if (end)
-		*end = n->pivot[i];
+		*end = PIV(n, i);
 	return atomic_load_relaxed(&n->slot[i]);
 }
 
@@ -565,12 +630,12 @@ struct pm_vma *pm__vt_find(struct pm_vma_tree *t, unsigned long addr, unsigned l
 		idx[d] = child_index(n, addr);
 		n = child_at(n, idx[d++]);
 	}
-	for (unsigned i = 0; i < n->nr; i++)
-		if (n->pivot[i] > addr)
+	for (unsigned i = 0; i < NR(n); i++)
+		if (PIV(n, i) > addr)
 			return entry_out(n, i, start, end);
 	/* Nothing ends above @addr here: the answer opens the next subtree to the right. */
 	while (d--) {
-		if (idx[d] + 1 < path[d]->nr) {
+		if (idx[d] + 1 < NR(path[d])) {
 			n = child_at(path[d], idx[d] + 1);
 			while (!n->leaf)
 				n = child_at(n, 0);
@@ -593,15 +658,15 @@ struct pm_vma *pm__vt_prev(struct pm_vma_tree *t, unsigned long addr, unsigned l
 		idx[d] = child_index(n, addr - 1);
 		n = child_at(n, idx[d++]);
 	}
-	for (unsigned i = n->nr; i-- > 0;)
-		if (n->start[i] < addr)
+	for (unsigned i = NR(n); i-- > 0;)
+		if (STA(n, i) < addr)
 			return entry_out(n, i, start, end);
 	while (d--) {
 		if (idx[d] > 0) {
 			n = child_at(path[d], idx[d] - 1);
 			while (!n->leaf)
-				n = child_at(n, n->nr - 1U);
-			return entry_out(n, n->nr - 1U, start, end);
+				n = child_at(n, NR(n) - 1U);
+			return entry_out(n, NR(n) - 1U, start, end);
 		}
 	}
 	return NULL;
@@ -640,12 +705,12 @@ static long fit_bottom(const struct gap_req *q, unsigned long lo, unsigned long 
 /* Walk @n's entries from the right; *@upper is the start of the entry right of them. */
 static long gap_rev(struct pm_vt_node *n, unsigned long *upper, const struct gap_req *q)
 {
-	for (unsigned i = n->nr; i-- > 0;) {
+	for (unsigned i = NR(n); i-- > 0;) {
 		long r;
 
 		if (n->leaf) {
-			r = fit_top(q, n->pivot[i], *upper);
-			*upper = n->start[i];
+			r = fit_top(q, PIV(n, i), *upper);
+			*upper = STA(n, i);
 		} else {
 			struct pm_vt_node *c = child_at(n, i);
 
@@ -667,12 +732,12 @@ static long gap_rev(struct pm_vt_node *n, unsigned long *upper, const struct gap
 
 static long gap_fwd(struct pm_vt_node *n, unsigned long *lower, const struct gap_req *q)
 {
-	for (unsigned i = 0; i < n->nr; i++) {
+	for (unsigned i = 0; i < NR(n); i++) {
 		long r;
 
 		if (n->leaf) {
-			r = fit_bottom(q, *lower, n->start[i]);
-			*lower = n->pivot[i];
+			r = fit_bottom(q, *lower, STA(n, i));
+			*lower = PIV(n, i);
 		} else {
 			struct pm_vt_node *c = child_at(n, i);
 
@@ -733,7 +798,7 @@ void pm__vt_init(struct pm_vma_tree *t, struct pm_machine *m)
 static void subtree_free(struct pm_vt_node *n)
 {
 	if (!n->leaf)
-		for (unsigned i = 0; i < n->nr; i++)
+		for (unsigned i = 0; i < NR(n); i++)
 			subtree_free(child_at(n, i));
 	free(n);
 }
@@ -744,8 +809,7 @@ void pm__vt_destroy(struct pm_vma_tree *t)
 
 	if (root)
 		subtree_free(root);
-	if (t->retired)
-		retired_free_cb(&t->retired->rcu);
+	pm__vt_retire_free_now(t);
 	for (struct pm_vt_node *n = t->spare, *next; n; n = next) {
 		next = n->next;
 		free(n);
@@ -767,24 +831,24 @@ static int check_node(struct pm_vt_node *n, unsigned long lo, unsigned long hi, 
 	unsigned long first, last, gap;
 	int err;
 
-	if (!n->nr || n->nr > VT_CAP)
-		return check_fail("bad node size", n->nr, depth);
+	if (!NR(n) || NR(n) > VT_CAP)
+		return check_fail("bad node size", NR(n), depth);
 	if (n->leaf != (depth == height))
 		return check_fail("leaf at the wrong depth", depth, height);
 	first = n->first, last = n->last, gap = n->gap;
 	if (n->leaf) {
-		for (unsigned i = 0; i < n->nr; i++) {
-			if (n->start[i] >= n->pivot[i] || n->start[i] < lo || n->pivot[i] > hi)
-				return check_fail("entry out of its range", n->start[i], n->pivot[i]);
-			if (i && n->start[i] < n->pivot[i - 1])
-				return check_fail("entries overlap", n->start[i], n->pivot[i - 1]);
+		for (unsigned i = 0; i < NR(n); i++) {
+			if (STA(n, i) >= PIV(n, i) || STA(n, i) < lo || PIV(n, i) > hi)
+				return check_fail("entry out of its range", STA(n, i), PIV(n, i));
+			if (i && STA(n, i) < PIV(n, i - 1))
+				return check_fail("entries overlap", STA(n, i), PIV(n, i - 1));
 			if (!atomic_load_relaxed(&n->slot[i]))
-				return check_fail("entry without a VMA", n->start[i], n->pivot[i]);
+				return check_fail("entry without a VMA", STA(n, i), PIV(n, i));
 		}
-		*count += n->nr;
+		*count += NR(n);
 	} else {
-		for (unsigned i = 0; i < n->nr; i++) {
-			unsigned long clo = i ? n->pivot[i - 1] : lo, chi = i + 1 < n->nr ? n->pivot[i] : hi;
+		for (unsigned i = 0; i < NR(n); i++) {
+			unsigned long clo = i ? PIV(n, i - 1) : lo, chi = i + 1 < NR(n) ? PIV(n, i) : hi;
 
 			if (clo >= chi || clo < lo || chi > hi)
 				return check_fail("pivots out of order", clo, chi);
@@ -805,7 +869,7 @@ int pm__vt_check(struct pm_vma_tree *t)
 	unsigned long count = 0;
 	int err;
 
-	if (!root)
+	if (!root || (root->leaf && !NR(root)))
 		return t->count ? check_fail("empty tree with a count", t->count, 0) : 0;
 	err = check_node(root, 0, ULONG_MAX, 0, t->height, &count);
 	if (!err && count != t->count)

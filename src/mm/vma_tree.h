@@ -31,6 +31,7 @@ struct pm_vma_tree {
 	struct pm_vt_node *spare;	  /* preallocated nodes; writer */
 	unsigned nr_spare;
 	struct pm_vt_node *retired;	  /* unlinked, not yet handed to RCU; writer */
+	unsigned nr_retired;
 };
 
 __hidden void pm__vt_init(struct pm_vma_tree *t, struct pm_machine *m);
@@ -45,6 +46,8 @@ __hidden int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned l
 			  struct pm_vma *vma);
 /* Hand the nodes unlinked since the last flush to RCU. Context: writer. */
 __hidden void pm__vt_retire_flush(struct pm_vma_tree *t);
+/* Free them now. Context: no lockless reader can still hold one (the owner is going away). */
+__hidden void pm__vt_retire_free_now(struct pm_vma_tree *t);
 
 /*
  * pm__vt_lookup() - the VMA whose range contains @addr, or NULL. Context: writer or reader
