@@ -173,7 +173,9 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 
 static void check_shmem(struct check *c, struct pm_shmem *f)
 {
-	unsigned long found = 0, size = atomic_load_relaxed(&f->xsize) >> PAGE_SHIFT;
+	/* The pages the size covers, a partial last page included (as shmem.c counts them). */
+	unsigned long found = 0,
+		      size = (atomic_load_relaxed(&f->xsize) + PAGE_SIZE - 1) >> PAGE_SHIFT;
 
 	/* Every index up to the size, and a little beyond (nothing may be there). */
 	for (unsigned long i = 0; i < size + 64; i++) {
