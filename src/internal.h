@@ -21,6 +21,7 @@
  *	refcount(f) = entire_mapcount(f) + sum(mapcount(p) for p in f) + gets(f) + pincount(f)
  *  where cache(f) is 1 when f is in a shmem page cache. The zero page is never counted.
  *  (F) free frames = frames on buddy lists + frames in per-CPU caches
+ *	+ never-used frames above the allocator's frontier (page_alloc.c)
  *  (T) total frames = free + page tables + frames of allocated folios + 1 (zero page)
  *  (X) a page mapped writable in a private mapping is AnonExclusive, and an AnonExclusive
  *	page is mapped by at most one address space.
@@ -123,7 +124,9 @@ enum pm_pageflag {
  * struct pm_page - one frame's descriptor, 64 bytes.
  *
  * xflags, xcompound_head and xrefcount may be read by speculative walkers (GUP-fast) at any
- * time, whatever the frame is used for, so they are atomic and outside the union. The rest is
+ * time, whatever the frame is used for, so they are atomic and outside the union. A frame
+ * never allocated has a descriptor that was never written (all zero, mslot 0 included: see
+ * page_alloc.c), which reads as a free frame. The rest is
  * owned by whoever owns the frame: the buddy allocator (free), the folio's holders (folio
  * fields, under the locks their comments name), or the page-table code (table fields).
  */
@@ -223,7 +226,7 @@ struct pm_machine {
 	unsigned nr_cpus;
 	uint16_t slot;			/* index in pm__machines[] */
 	char *arena;			/* nr_pages frames, 2 MiB aligned */
-	struct pm_page *pages;		/* nr_pages descriptors */
+	struct pm_page *pages;		/* nr_pages descriptors; initialised below xfrontier */
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
 	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches */
@@ -237,6 +240,8 @@ struct pm_machine {
 	struct pm_spinlock zone_lock __cacheline_aligned;
 	struct pm_list free_area[PM_MAX_ORDER + 1];
 	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock */
+	_Atomic unsigned long xfrontier; /* pfn: frames from here up were never allocated and
+					  * their descriptors never written; under zone_lock */
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
@@ -249,10 +254,14 @@ struct pm_machine {
 #define PM_MAX_MACHINES 4096
 extern struct pm_machine *_Atomic pm__machines[PM_MAX_MACHINES] __hidden;
 
+/* The machine of a page that has been allocated at least once (below the frontier). */
 static inline struct pm_machine *page_machine(const struct pm_page *page)
 {
 	return atomic_load_relaxed(&pm__machines[page->mslot]);
 }
+
+/* The machine of any descriptor, a never-used one too (slot 0: found by its address). */
+__hidden struct pm_machine *pm__page_machine_any(const struct pm_page *page);
 
 static inline unsigned long page_to_pfn(const struct pm_machine *m, const struct pm_page *page)
 {
@@ -400,6 +409,7 @@ __hidden int pm__page_alloc_init(struct pm_machine *m);
 __hidden void pm__page_alloc_fini(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
 __hidden bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsigned *order);
+__hidden unsigned long pm__frames_touched(struct pm_machine *m);
 
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);

@@ -6,6 +6,10 @@
  * frame (type-stable: never freed while the machine lives), a buddy allocator with per-CPU
  * caches, and per-thread event counters. Several machines may live in one process; they share
  * nothing but the RCU implementation.
+ *
+ * Host memory is reserved, not used, at creation: a machine costs the host in proportion to
+ * the frames it has handed out (their contents and their descriptors), not to its size, so a
+ * machine far larger than the host's memory works as long as the work touches little of it.
  */
 #ifndef PINMM_MACHINE_H
 #define PINMM_MACHINE_H
@@ -73,8 +77,12 @@ struct pm_stats {
  * pm_machine_create() - make a machine.
  * @cfg: memory size and knobs; NULL means defaults.
  *
- * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB, unknown
- * knob bits) or ENOMEM.
+ * O(1) time and host memory whatever @cfg->mem_bytes: the address range is reserved and frames
+ * are set up when first used.
+ *
+ * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB or above
+ * 2^52, unknown knob bits) or ENOMEM (out of memory, or the host cannot reserve the address
+ * range: address space, RLIMIT_AS, vm.overcommit_memory=2).
  */
 PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 
@@ -84,8 +92,9 @@ PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
  */
 PM_API void pm_machine_destroy(struct pm_machine *m);
 
-/** pm_machine_free_pages() - free 4 KiB frames, per-CPU caches included. Exact after
- * pm_rcu_barrier() when nothing runs concurrently. */
+/** pm_machine_free_pages() - free 4 KiB frames, per-CPU caches and never-used frames
+ * included. Exact after pm_rcu_barrier() when nothing runs concurrently. O(1) in the
+ * machine's size. */
 PM_API size_t pm_machine_free_pages(struct pm_machine *m);
 PM_API size_t pm_machine_total_pages(struct pm_machine *m);
 PM_API unsigned pm_machine_knobs(struct pm_machine *m);
@@ -98,6 +107,8 @@ PM_API void pm_rcu_barrier(void);
  * pm_machine_check() - walk a quiescent machine and check its invariants: every frame is free,
  * a page table, or part of a folio whose refcount covers its mappings, references and pins;
  * free lists and counts add up; no AnonExclusive page is mapped by two address spaces.
+ *
+ * Costs time and host memory in proportion to the frames ever used, not to the machine's size.
  *
  * Context: nothing may run concurrently on @m.
  * Return: 0, or -EUCLEAN after printing what is wrong to stderr.

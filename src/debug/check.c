@@ -16,11 +16,17 @@
  *      and the cache's page count matches;
  *  (D) each PMD table holds exactly one empty deposited PTE table per 2 MiB leaf.
  * Deferred frees are flushed first (pm_rcu_barrier), so RCU-pending tables count as free.
+ *
+ * Cost: in proportion to the memory ever used, not to the machine's size. Only the frames
+ * below the allocator's frontier have been handed out (page_alloc.c); the per-frame arrays
+ * cover those, the frame walk stops there, and the never-used frames above it count as free
+ * by arithmetic. An entry that maps a frame above the frontier is an error.
  */
 #include "internal.h"
 
 struct check {
 	struct pm_machine *m;
+	unsigned long nr;     /* frames below the frontier: the arrays' length */
 	int *ptes;	      /* PTE mappings found, per pfn */
 	int *pmds;	      /* PMD leaves found, per head pfn */
 	struct pm_mm **owner; /* the address space that mapped the pfn first */
@@ -45,6 +51,17 @@ static void note_owner(struct check *c, unsigned long pfn, struct pm_mm *mm, boo
 		complain(c, "AnonExclusive pfn %lu mapped by two address spaces", pfn);
 }
 
+/* Note a reachable page table; false (after complaining) if it cannot be one. */
+static bool mark_table(struct check *c, unsigned long pfn)
+{
+	if (pfn >= c->nr) {
+		complain(c, "page table pfn %lu was never allocated", pfn);
+		return false;
+	}
+	c->table[pfn] = 1;
+	return true;
+}
+
 static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 		       unsigned long addr, uint64_t e, bool pmd)
 {
@@ -55,6 +72,10 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 
 	if (pfn >= c->m->nr_pages) {
 		complain(c, "entry at %#lx maps pfn %lu beyond memory", addr, pfn);
+		return;
+	}
+	if (pfn >= c->nr) {
+		complain(c, "entry at %#lx maps pfn %lu, never allocated", addr, pfn);
 		return;
 	}
 	page = pfn_to_page(c->m, pfn);
@@ -102,6 +123,10 @@ static void check_deposits(struct check *c, pm_entry_t *pmd)
 		unsigned long pfn = page_to_pfn(m, p);
 		pm_entry_t *t = page_address(m, p);
 
+		if (pfn >= c->nr) {
+			complain(c, "deposited table pfn %lu was never allocated", pfn);
+			break;
+		}
 		if (!page_test(p, PG_table) || c->table[pfn])
 			complain(c, "deposited table pfn %lu is not a free-standing table", pfn);
 		c->table[pfn] = 1;
@@ -119,7 +144,8 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 {
 	struct pm_machine *m = c->m;
 
-	c->table[virt_to_pfn(m, mm->pgd)] = 1;
+	if (!mark_table(c, virt_to_pfn(m, mm->pgd)))
+		return;
 	for (unsigned g = 0; g < PTRS_PER_TABLE; g++) {
 		uint64_t ge = atomic_load_relaxed(&mm->pgd[g]);
 		pm_entry_t *pud;
@@ -127,7 +153,8 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 		if (!ge)
 			continue;
 		pud = entry_table(m, ge);
-		c->table[virt_to_pfn(m, pud)] = 1;
+		if (!mark_table(c, virt_to_pfn(m, pud)))
+			continue;
 		for (unsigned u = 0; u < PTRS_PER_TABLE; u++) {
 			uint64_t ue = atomic_load_relaxed(&pud[u]);
 			pm_entry_t *pmd;
@@ -135,7 +162,8 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 			if (!ue)
 				continue;
 			pmd = entry_table(m, ue);
-			c->table[virt_to_pfn(m, pmd)] = 1;
+			if (!mark_table(c, virt_to_pfn(m, pmd)))
+				continue;
 			check_deposits(c, pmd);
 			for (unsigned d = 0; d < PTRS_PER_TABLE; d++) {
 				uint64_t de = atomic_load_relaxed(&pmd[d]);
@@ -155,7 +183,8 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 					continue;
 				}
 				pte = entry_table(m, de);
-				c->table[virt_to_pfn(m, pte)] = 1;
+				if (!mark_table(c, virt_to_pfn(m, pte)))
+					continue;
 				if (!page_test(table_page(m, pte), PG_table))
 					complain(c, "PTE table at %#lx lacks PG_table", base);
 				for (unsigned t = 0; t < PTRS_PER_TABLE; t++) {
@@ -173,7 +202,9 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 
 static void check_shmem(struct check *c, struct pm_shmem *f)
 {
-	unsigned long found = 0, size = atomic_load_relaxed(&f->xsize) >> PAGE_SHIFT;
+	/* The pages the size covers, a partial last page included (as shmem.c counts them). */
+	unsigned long found = 0,
+		      size = (atomic_load_relaxed(&f->xsize) + PAGE_SIZE - 1) >> PAGE_SHIFT;
 
 	/* Every index up to the size, and a little beyond (nothing may be there). */
 	for (unsigned long i = 0; i < size + 64; i++) {
@@ -190,7 +221,10 @@ static void check_shmem(struct check *c, struct pm_shmem *f)
 		if (!page_test(&folio->page, PG_shmem) || folio->page.mapping != f ||
 		    folio->page.index != i)
 			complain(c, "shmem page at index %lu has wrong identity", i);
-		c->cache[page_to_pfn(c->m, &folio->page)]++;
+		if (page_to_pfn(c->m, &folio->page) >= c->nr)
+			complain(c, "shmem page at index %lu was never allocated", i);
+		else
+			c->cache[page_to_pfn(c->m, &folio->page)]++;
 	}
 	if (found != atomic_load_relaxed(&f->xnrpages))
 		complain(c, "shmem object holds %lu pages, counts %lu", found,
@@ -202,7 +236,7 @@ static void check_frames(struct check *c)
 	struct pm_machine *m = c->m;
 	unsigned long free_found = 0;
 
-	for (unsigned long pfn = 0; pfn < m->nr_pages;) {
+	for (unsigned long pfn = 0; pfn < c->nr;) {
 		struct pm_page *page = pfn_to_page(m, pfn);
 		struct pm_folio *folio;
 		unsigned order;
@@ -227,7 +261,8 @@ static void check_frames(struct check *c)
 		}
 		folio = (struct pm_folio *)page;
 		ref = folio_ref_count(folio);
-		if (ref <= 0 || (atomic_load_relaxed(&page->xcompound_head) & 1)) {
+		if (ref <= 0 || (atomic_load_relaxed(&page->xcompound_head) & 1) ||
+		    folio_order(folio) > PM_MAX_ORDER || pfn + folio_nr_pages(folio) > c->nr) {
 			complain(c, "pfn %lu is neither free, a table, nor a folio (leaked?)", pfn);
 			pfn++;
 			continue;
@@ -261,6 +296,7 @@ static void check_frames(struct check *c)
 			complain(c, "pfn %lu flagged in a page cache but in none", pfn);
 		pfn += folio_nr_pages(folio);
 	}
+	free_found += m->nr_pages - c->nr; /* never used: free */
 	if (free_found != pm__nr_free_frames(m))
 		complain(c, "found %lu free frames, the allocator counts %zu", free_found,
 			 pm__nr_free_frames(m));
@@ -272,11 +308,12 @@ int pm__check_machine(struct pm_machine *m)
 	struct pm_list *pos;
 
 	pm_rcu_barrier();
-	c.ptes = calloc(m->nr_pages, sizeof(*c.ptes));
-	c.pmds = calloc(m->nr_pages, sizeof(*c.pmds));
-	c.cache = calloc(m->nr_pages, sizeof(*c.cache));
-	c.owner = calloc(m->nr_pages, sizeof(*c.owner));
-	c.table = calloc(m->nr_pages, 1);
+	c.nr = pm__frames_touched(m);
+	c.ptes = calloc(c.nr + 1, sizeof(*c.ptes));
+	c.pmds = calloc(c.nr + 1, sizeof(*c.pmds));
+	c.cache = calloc(c.nr + 1, sizeof(*c.cache));
+	c.owner = calloc(c.nr + 1, sizeof(*c.owner));
+	c.table = calloc(c.nr + 1, 1);
 	if (!c.ptes || !c.pmds || !c.cache || !c.owner || !c.table) {
 		fprintf(stderr, "pinmm: check: out of memory\n");
 		c.errors = 1;

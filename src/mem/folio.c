@@ -129,12 +129,12 @@ struct pm_folio *pm_page_folio(struct pm_page *page)
 
 void *pm_page_address(struct pm_page *page)
 {
-	return page_address(page_machine(page), page);
+	return page_address(pm__page_machine_any(page), page);
 }
 
 unsigned long pm_page_to_pfn(struct pm_page *page)
 {
-	return page_to_pfn(page_machine(page), page);
+	return page_to_pfn(pm__page_machine_any(page), page);
 }
 
 struct pm_page *pm_pfn_to_page(struct pm_machine *m, unsigned long pfn)

@@ -12,6 +12,14 @@
  *
  * Machine lookup from a page. pm_put_page() and the unpin family get a bare page; the page's
  * descriptor carries the machine's slot in pm__machines[], so the lookup is one load.
+ *
+ * Size. The arena and the descriptor array are reserved with MAP_NORESERVE and nothing is
+ * written to them at creation: the allocator initialises descriptors one 2 MiB block at a
+ * time when it first hands the block out (page_alloc.c). Until frames are used a machine
+ * costs a few pages of host memory and O(1) time whatever its size, so a 1 TiB machine can
+ * be simulated on a small host as long as the work touches little of it. A range the host
+ * cannot reserve (address space, vm.overcommit_memory=2) makes pm_machine_create() fail
+ * with ENOMEM.
  */
 #include <sys/mman.h>
 #include <unistd.h>
@@ -173,6 +181,29 @@ void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
 
 /* ---- machine life ---- */
 
+/*
+ * A descriptor above the frontier was never written, so its slot is 0 (no machine): such a
+ * one, which only pm_pfn_to_page() hands out, is found by the range it lies in.
+ */
+struct pm_machine *pm__page_machine_any(const struct pm_page *page)
+{
+	struct pm_machine *m = page_machine(page);
+
+	if (likely(m))
+		return m;
+	pthread_mutex_lock(&machines_lock); /* no machine goes away under the search */
+	for (unsigned i = 1; i < PM_MAX_MACHINES; i++) {
+		m = atomic_load_relaxed(&pm__machines[i]);
+		if (m && page >= m->pages && page < m->pages + m->nr_pages)
+			break;
+		m = NULL;
+	}
+	pthread_mutex_unlock(&machines_lock);
+	if (!m)
+		pm_die("a page descriptor of no machine");
+	return m;
+}
+
 struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 {
 	struct pm_config c = cfg ? *cfg : (struct pm_config){ 0 };
@@ -212,6 +243,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	m->arena = (char *)ALIGN_UP((uintptr_t)m->arena_map, PMD_SIZE);
 	madvise(m->arena, c.mem_bytes, MADV_HUGEPAGE); /* host THP, if it will */
 
+	/* Zero-filled and untouched until a block is first allocated: see page_alloc.c. */
 	desc_len = m->nr_pages * sizeof(struct pm_page);
 	m->pages = mmap(NULL, desc_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -238,7 +270,11 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	if (pm__page_alloc_init(m))
 		goto fail_slot;
 
-	m->zero_page = pm__alloc_frames(m, 0, PM_ALLOC_ZERO);
+	/*
+	 * The first frame of a fresh arena reads as zero already; not writing it keeps the host
+	 * from backing it (with MADV_HUGEPAGE, 2 MiB of it) before the machine is used.
+	 */
+	m->zero_page = pm__alloc_frames(m, 0, 0);
 	if (!m->zero_page)
 		goto fail_slot;
 	atomic_store_relaxed(&m->zero_page->xflags, PGF(PG_zero));

@@ -20,7 +20,21 @@
  * for them (pm_rcu_barrier) and tries again: frames freed "soon" count too. Allocations never
  * happen inside an RCU read section or under a spinlock, so waiting here is allowed.
  *
- * Invariant (F): pm__nr_free_frames() = sum(nr_free[o] << o) + sum(pcp[c].count).
+ * Lazy descriptors. A machine may be far larger than the host's memory as long as the work
+ * touches little of it: the arena and the descriptor array are reserved, not written, at
+ * creation (machine.c), and the frames above the frontier (m->xfrontier, a multiple of 2 MiB)
+ * have never been handed out. Their descriptors are untouched, zero-filled host memory, which
+ * reads as "no flags, refcount 0", so a speculative reader's add-unless-zero fails on them as
+ * on any free frame. When the buddy lists cannot serve an allocation, rmqueue() takes the
+ * next max-order block at the frontier, initialises its 512 descriptors (their machine slot;
+ * everything else is already zero) and moves the frontier up. The frontier never moves down:
+ * a block freed later goes to the buddy lists like any other. Fresh blocks come in ascending
+ * order, after every freed block, which is what the eager allocator did with its order-9
+ * list in pfn order. Creation, pm__nr_free_frames() and the checker's walk therefore cost
+ * in proportion to the memory used, never to the machine's size.
+ *
+ * Invariant (F): pm__nr_free_frames() = sum(nr_free[o] << o) + sum(pcp[c].count)
+ *                                       + (nr_pages - frontier).
  */
 #include <sched.h>
 
@@ -48,24 +62,52 @@ static void del_from_free_area(struct pm_machine *m, struct pm_page *page, unsig
 	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) - 1);
 }
 
-/* Take a block of @order, splitting a larger one if needed. Caller holds zone_lock. */
+/*
+ * The next never-used max-order block, its descriptors made this machine's; NULL when the
+ * frontier has reached the end of memory. Caller holds zone_lock.
+ */
+static struct pm_page *frontier_take(struct pm_machine *m)
+{
+	unsigned long pfn = atomic_load_relaxed(&m->xfrontier);
+	struct pm_page *page;
+
+	if (pfn >= m->nr_pages)
+		return NULL;
+	page = pfn_to_page(m, pfn);
+	for (unsigned long i = 0; i < (1UL << PM_MAX_ORDER); i++)
+		page[i].mslot = m->slot;
+	atomic_store_relaxed(&m->xfrontier, pfn + (1UL << PM_MAX_ORDER));
+	return page;
+}
+
+/*
+ * Take a block of @order, splitting a larger one if needed; the buddy lists first, then the
+ * never-used memory at the frontier. Caller holds zone_lock.
+ */
 static struct pm_page *rmqueue(struct pm_machine *m, unsigned order)
 {
-	for (unsigned o = order; o <= PM_MAX_ORDER; o++) {
-		struct pm_page *page;
+	struct pm_page *page = NULL;
+	unsigned o;
 
+	for (o = order; o <= PM_MAX_ORDER; o++) {
 		if (pm_list_empty(&m->free_area[o]))
 			continue;
 		page = pm_list_first_entry(&m->free_area[o], struct pm_page, lru);
 		del_from_free_area(m, page, o);
-		while (o > order) {
-			o--;
-			add_to_free_area(m, page + (1UL << o), o);
-		}
-		atomic_store_relaxed(&page->xorder, 0);
-		return page;
+		break;
 	}
-	return NULL;
+	if (!page) {
+		page = frontier_take(m);
+		if (!page)
+			return NULL;
+		o = PM_MAX_ORDER;
+	}
+	while (o > order) {
+		o--;
+		add_to_free_area(m, page + (1UL << o), o);
+	}
+	atomic_store_relaxed(&page->xorder, 0);
+	return page;
 }
 
 /* Give a block back, merging with its buddies. Caller holds zone_lock. */
@@ -100,21 +142,14 @@ int pm__page_alloc_init(struct pm_machine *m)
 		atomic_store_relaxed(&m->pcp[c].xcount, 0);
 		pm_list_init(&m->pcp[c].list);
 	}
-	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn++)
-		m->pages[pfn].mslot = m->slot;
 	/*
-	 * Lowest pfns first: on a fresh machine consecutive allocations then get ascending,
-	 * adjacent frames (a split hands out the lower half and keeps the upper one at the head
-	 * of its list), so THP-backed ranges form long physically contiguous runs, as they tend
-	 * to on a freshly booted kernel.
+	 * Every frame starts above the frontier: nothing is written per frame now. Fresh memory
+	 * is handed out lowest pfns first, so consecutive allocations on a fresh machine get
+	 * ascending, adjacent frames (a split hands out the lower half and keeps the upper one at
+	 * the head of its list), and THP-backed ranges form long physically contiguous runs, as
+	 * they tend to on a freshly booted kernel.
 	 */
-	pm_spin_lock(&m->zone_lock);
-	for (unsigned long pfn = 0; pfn < m->nr_pages; pfn += 1UL << PM_MAX_ORDER) {
-		add_to_free_area(m, pfn_to_page(m, pfn), PM_MAX_ORDER);
-		pm_list_del(&pfn_to_page(m, pfn)->lru);
-		pm_list_add_tail(&pfn_to_page(m, pfn)->lru, &m->free_area[PM_MAX_ORDER]);
-	}
-	pm_spin_unlock(&m->zone_lock);
+	atomic_store_relaxed(&m->xfrontier, 0);
 	return 0;
 }
 
@@ -295,7 +330,16 @@ size_t pm__nr_free_frames(struct pm_machine *m)
 		n += atomic_load_relaxed(&m->xnr_free[o]) << o;
 	for (unsigned c = 0; c < m->nr_cpus; c++)
 		n += (size_t)atomic_load_relaxed(&m->pcp[c].xcount);
-	return n;
+	return n + (m->nr_pages - atomic_load_relaxed(&m->xfrontier));
+}
+
+/*
+ * The frontier: frames at and above it have never been allocated (their descriptors are
+ * untouched and they count as free); a quiescent machine's frames in use all lie below it.
+ */
+unsigned long pm__frames_touched(struct pm_machine *m)
+{
+	return atomic_load_relaxed(&m->xfrontier);
 }
 
 /* For the checker: is @page the head of a free block (and of which order)? */
