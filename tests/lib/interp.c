@@ -954,6 +954,18 @@ static const struct {
 	{ OP_BADARG, 2 },
 };
 
+/* The VMA-heavy mix: many small mappings, splits and merges, and faults among them. */
+static const struct {
+	uint8_t code;
+	uint8_t weight;
+} vma_weights[] = {
+	{ OP_MMAP, 24 },    { OP_MUNMAP, 14 },	 { OP_MPROTECT, 20 }, { OP_MADVISE, 10 },
+	{ OP_ACCESS, 18 },  { OP_FAULT, 10 },	 { OP_FORK, 2 },      { OP_MM_DESTROY, 1 },
+	{ OP_GUP, 5 },	    { OP_RELEASE, 4 },	 { OP_CHECK, 3 },     { OP_BADARG, 1 },
+};
+
+bool interp_vma_heavy;
+
 static void gen_push(struct gen *g, struct interp_op op)
 {
 	if (g->npending < (int)(sizeof(g->pending) / sizeof(g->pending[0])))
@@ -986,18 +998,28 @@ static void gen_op(struct gen *g, struct interp_op *op, size_t i)
 	unsigned total = 0, r, f;
 	size_t k;
 
-	for (k = 0; k < sizeof(op_weights) / sizeof(op_weights[0]); k++)
-		total += op_weights[k].weight;
-	r = (unsigned)rnd(&g->s, total);
-	for (k = 0; r >= op_weights[k].weight; k++)
-		r -= op_weights[k].weight;
+	if (interp_vma_heavy) {
+		for (k = 0; k < sizeof(vma_weights) / sizeof(vma_weights[0]); k++)
+			total += vma_weights[k].weight;
+		r = (unsigned)rnd(&g->s, total);
+		for (k = 0; r >= vma_weights[k].weight; k++)
+			r -= vma_weights[k].weight;
+		f = vma_weights[k].code;
+	} else {
+		for (k = 0; k < sizeof(op_weights) / sizeof(op_weights[0]); k++)
+			total += op_weights[k].weight;
+		r = (unsigned)rnd(&g->s, total);
+		for (k = 0; r >= op_weights[k].weight; k++)
+			r -= op_weights[k].weight;
+		f = op_weights[k].code;
+	}
 	if (g->npending) { /* e.g. MADV_HUGEPAGE right after the mmap of a PMD region */
 		*op = g->pending[0];
 		memmove(g->pending, g->pending + 1, sizeof(g->pending[0]) * (size_t)--g->npending);
 		return;
 	}
 	memset(op, 0, sizeof(*op));
-	op->code = op_weights[k].code;
+	op->code = (uint8_t)f;
 	if (i < 2)
 		op->code = OP_MMAP; /* start with something mapped */
 	else if (!g->mms)
@@ -1007,12 +1029,14 @@ static void gen_op(struct gen *g, struct interp_op *op, size_t i)
 	op->mm = (uint8_t)gen_pick(g, g->mms, MODEL_MAX_MMS);
 	op->page = (uint16_t)gen_page(g);
 	op->npages = (uint16_t)gen_len(g);
+	if (interp_vma_heavy && op->code <= OP_MADVISE)
+		op->npages = (uint16_t)(1 + rnd(&g->s, 6)); /* small: many VMAs, many splits */
 	op->a = (uint8_t)rng_next(&g->s);
 	op->b = (uint8_t)gen_pick(g, g->objs, MODEL_MAX_OBJS);
 	op->c = (uint16_t)rng_next(&g->s);
 	switch (op->code) {
 	case OP_MMAP:
-		if (rnd(&g->s, 100) < 45) { /* whole PMD regions: THP candidates */
+		if (!interp_vma_heavy && rnd(&g->s, 100) < 45) { /* whole PMD regions: THPs */
 			op->page = (uint16_t)(MODEL_PMD_PAGES * rnd(&g->s, 3));
 			op->npages = (uint16_t)(MODEL_PMD_PAGES * (1 + rnd(&g->s, 2)));
 			if (rnd(&g->s, 100) < 70)
@@ -1120,7 +1144,7 @@ unsigned interp_generate_knobs(uint64_t seed)
 	static const unsigned presets[] = {
 		0,
 		PM_KNOB_ALL,
-		PM_KNOB_NO_GUP_FAST | PM_KNOB_UNPIN_PER_PAGE,
+		PM_KNOB_NO_GUP_FAST | PM_KNOB_UNPIN_PER_PAGE | PM_KNOB_NO_PER_VMA_LOCK,
 		PM_KNOB_HAS_PINNED_ALWAYS_WRITE | PM_KNOB_GUP_FAST_RESTART |
 			PM_KNOB_SHMEM_LOCK_TWICE,
 	};

@@ -134,6 +134,9 @@ void interp_machines_release(FILE *f);
 
 /* interp_generate() - @n random operations from @seed (deterministic). */
 void interp_generate(uint64_t seed, struct interp_op *ops, size_t n);
+/* When set, interp_generate() makes VMA-heavy sequences: many small mmaps, munmaps, mprotects
+ * and madvises (splits and merges) with accesses and faults among them. */
+extern bool interp_vma_heavy;
 /* interp_generate_knobs() - a knob combination from @seed: often 0, sometimes all. */
 unsigned interp_generate_knobs(uint64_t seed);
 

@@ -6,7 +6,8 @@
  *  2. hand-written scenarios of Linux's COW/pin semantics and regression sequences (the table
  *     known[] below; a sequence marked xfail is a pinmm bug not fixed yet: it is run and
  *     reported with diag(), and must be unmarked once it passes);
- *  3. random sequences: a fixed seed, then the clock's (or -s SEED's). A failure prints the
+ *  3. random sequences: a fixed seed, then the clock's (or -s SEED's), then VMA-heavy ones
+ *     (many small mappings, splits and merges) from the same seed. A failure prints the
  *     seed, the shrunk sequence (paste it into known[]), its trace and its bytes in hex.
  *
  * Options: -s SEED (replay the random batch), -n SEQUENCES, -l OPS per sequence, -v (trace
@@ -468,6 +469,10 @@ int main(int argc, char **argv)
 	random_batch(1, nseq > 0 ? nseq : tap_scale(100), (size_t)nops, "fixed seed");
 	seed = tap_seed(argc, argv);
 	random_batch(seed, nseq > 0 ? nseq : tap_scale(100), (size_t)nops, "clock seed");
+	/* Many small VMAs: the VMA tree, splits, merges and per-VMA faults against the model. */
+	interp_vma_heavy = true;
+	random_batch(seed + 1, nseq > 0 ? nseq : tap_scale(60), (size_t)nops, "VMA-heavy");
+	interp_vma_heavy = false;
 
 	interp_machines_release(stdout);
 	return done_testing();
