@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * gup_bench.c - a micro-benchmark of pinning (not a test; make check does not run it).
+ * gup-bench.c - a micro-benchmark of pinning (not a test; make check does not run it).
  *
  * Prints, in one run:
  *  1. CPU ns per pin+unpin of one page (pm_pin_user_pages*_fast or slow, then
@@ -17,7 +17,7 @@
  * Expected shape (the 2021 seed): with the knob, N threads are several times slower per pin
  * than 1; without it, N threads each run about as fast as 1.
  *
- * Usage: pinmm-gup_bench [-t SECONDS per point] [-j THREADS] [-m MIB] [-r REPEATS]
+ * Usage: pinmm-gup-bench [-t SECONDS per point] [-j THREADS] [-m MIB] [-r REPEATS]
  * Build without sanitizers (make, not make SAN=...) for meaningful numbers; turn ASLR off
  * (setarch -R) for steadier ones.
  */
@@ -64,7 +64,7 @@ static double thread_cpu(void)
 
 static void die(const char *what, long err)
 {
-	fprintf(stderr, "gup_bench: %s: %s\n", what, pm_strerror(err));
+	fprintf(stderr, "pinmm-gup-bench: %s: %s\n", what, pm_strerror(err));
 	exit(1);
 }
 
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 	}
 	if (nthreads < 1 || nthreads > MAX_THREADS || secs <= 0 || mib < 2 || mib % 2 ||
 	    repeats < 1) {
-		fprintf(stderr, "gup_bench: bad arguments\n");
+		fprintf(stderr, "pinmm-gup-bench: bad arguments\n");
 		return 2;
 	}
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * mm_bench.c - micro-benchmarks of pinmm's fault and fork paths (not tests).
+ * mm-bench.c - micro-benchmarks of pinmm's fault and fork paths (not tests).
  *
- *   pinmm-mm_bench [fault|shmem|fork|all] [-r REPS] [-m MIB]
+ *   pinmm-mm-bench [fault|shmem|fork|all] [-r REPS] [-m MIB]
  *
  * fault  ns per 4 KiB anonymous write fault, per 2 MiB THP fault, per read fault (zero page)
  * shmem  ns per shmem read and write fault (first touch allocates), modern vs the pre-2010
@@ -63,7 +63,7 @@ static struct pm_machine *machine(size_t bytes, unsigned knobs)
 static void die_if(int cond, const char *what, long err)
 {
 	if (cond) {
-		fprintf(stderr, "mm_bench: %s: %s\n", what, pm_strerror(err));
+		fprintf(stderr, "pinmm-mm-bench: %s: %s\n", what, pm_strerror(err));
 		exit(1);
 	}
 }
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 			what = argv[i];
 	}
 	if (reps < 1 || reps > 64 || !mib) {
-		fprintf(stderr, "usage: pinmm-mm_bench [fault|shmem|fork|all] [-r 1..64] [-m MIB]\n");
+		fprintf(stderr, "usage: pinmm-mm-bench [fault|shmem|fork|all] [-r 1..64] [-m MIB]\n");
 		return 2;
 	}
 	if (!strcmp(what, "fault") || !strcmp(what, "all"))
