@@ -6,9 +6,11 @@
  * The files form layers; each uses only files below it, never one beside or above it
  * (tests/scripts/bench_layers.sh checks the objects):
  *
- *   main.c			the command line
- *   runtest.c			`runtest`: child.c, cases.c, topology.c
- *   report.c			`report`: report_out.c, report_fmt.c, child.c, topology.c, util.c
+ *   main.c			the command line: driver.c, runtest.c, report.c, cases.c,
+ *				knobs.c, args.c
+ *   runtest.c			`runtest`: child.c, cases.c, topology.c, args.c
+ *   report.c			`report`: report_out.c, report_fmt.c, child.c, topology.c,
+ *				util.c, args.c
  *   report_out.c		results/: report_fmt.c, child.c, topology.c
  *   report_fmt.c		figures and their formats: child.c
  *   child.c			a child pinmm-bench and what it printed: topology.c, util.c
@@ -17,6 +19,7 @@
  *   churn.c			a writer of mmap_lock: pm.c, run.c
  *   pm.c, host.c, util.c	the helpers of bench.h: run.c
  *   run.c, knobs.c, topology.c	the run as cases see it; --knobs, --variant; the CPUs
+ *   args.c			the numbers on the command lines (tools/lib/cli.c)
  */
 #ifndef PINMM_BENCH_HARNESS_H
 #define PINMM_BENCH_HARNESS_H
@@ -83,6 +86,18 @@ void bench_cpuset_free(struct bench_cpuset *set);
 
 /* driver.c */
 int bench_run_case(const struct bench_opts *o);
+
+/*
+ * args.c: numbers on the command lines. Each returns 0, or -EINVAL / -ERANGE after saying on
+ * stderr which argument is wrong (the caller prints usage and exits 1).
+ */
+#define BENCH_MAX_SAMPLES 1000000	/* -s, --warmup */
+#define BENCH_MAX_INTERVAL_MS 3600000	/* --interval-ms: an hour */
+int bench_arg_uint(const char *opt, const char *arg, unsigned min, unsigned max, unsigned *out);
+/* A size in bytes with an optional K, M, G or T suffix, at least 1. */
+int bench_arg_size(const char *opt, const char *arg, size_t *out);
+/* 0, or -ENOMEM after saying that @size is more than the host's MemAvailable. */
+int bench_arg_working_set(const char *opt, size_t size);
 
 /* child.c: run `pinmm-bench CASE ...` as a child and read what it printed */
 #define BENCH_MAX_METRICS 32

@@ -386,13 +386,14 @@ static int parse_tasks(struct report *rep, const char *s)
 		return -ENOMEM;
 	rep->nr_tasks = 0;
 	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		unsigned long v = strtoul(w, NULL, 10);
+		unsigned v;
 
-		if (!v || v > BENCH_MAX_TASKS || rep->nr_tasks == REPORT_MAX_POINTS) {
+		if (bench_arg_uint("--tasks", w, 1, BENCH_MAX_TASKS, &v) ||
+		    rep->nr_tasks == REPORT_MAX_POINTS) {
 			free(copy);
 			return -EINVAL;
 		}
-		rep->tasks[rep->nr_tasks++] = (unsigned)v;
+		rep->tasks[rep->nr_tasks++] = v;
 	}
 	free(copy);
 	return rep->nr_tasks ? 0 : -EINVAL;
@@ -475,9 +476,16 @@ static int parse_report_args(struct report *rep, int argc, char **argv)
 		case 'O': only = optarg; break;
 		case 'H': rep->host = false; break;
 		case 'P': rep->plots = false; break;
-		case 's': rep->samples = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'w': rep->warmup = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'i': rep->interval_ms = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 's':
+			err = bench_arg_uint("-s", optarg, 1, BENCH_MAX_SAMPLES, &rep->samples);
+			break;
+		case 'w':
+			err = bench_arg_uint("--warmup", optarg, 0, BENCH_MAX_SAMPLES, &rep->warmup);
+			break;
+		case 'i':
+			err = bench_arg_uint("--interval-ms", optarg, 1, BENCH_MAX_INTERVAL_MS,
+					     &rep->interval_ms);
+			break;
 		default: err = -EINVAL; break;
 		}
 	}
