@@ -514,21 +514,8 @@ static int init_run(struct driver *d, const struct bench_opts *o, char *variant,
 	run->size = o->size;
 	run->variant = o->variant ? o->variant : bench_default_variant(o->bc, variant, vlen);
 	d->forks = (o->bc->flags & BENCH_F_HOST) && o->mode == BENCH_PROCESSES;
-	if (run->variant && !bench_variant_valid(o->bc, run->variant)) {
-		fprintf(stderr, "pinmm-bench: %s: unknown variant '%s' (one of %s)\n",
-			o->bc->name, run->variant, o->bc->variants ? o->bc->variants : "none");
+	if (bench_check_case_opts(o) || bench_parse_knobs(o->bc, o->knobs, &run->knobs))
 		return -EINVAL;
-	}
-	if (bench_parse_knobs(o->bc, o->knobs, &run->knobs)) {
-		fprintf(stderr, "pinmm-bench: bad --knobs '%s'\n", o->knobs);
-		return -EINVAL;
-	}
-	if ((o->bc->flags & BENCH_F_HOST) && o->knobs && strcmp(o->knobs, "after") &&
-	    strcmp(o->knobs, "none")) {
-		fprintf(stderr, "pinmm-bench: %s: knobs select pinmm behaviour; a host case runs "
-			"the kernel as it is\n", o->bc->name);
-		return -EINVAL;
-	}
 	if (o->metrics) {
 		run->metrics = fopen(o->metrics, "w");
 		if (!run->metrics) {

@@ -68,6 +68,8 @@ int bench_parse_knobs(const struct bench_case *bc, const char *s, unsigned *knob
 const char *bench_knob_names(unsigned knobs, char *buf, size_t len);
 bool bench_variant_valid(const struct bench_case *bc, const char *v);
 const char *bench_default_variant(const struct bench_case *bc, char *buf, size_t len);
+/** bench_check_case_opts() - 0, or -EINVAL after saying what --knobs or --variant got wrong. */
+int bench_check_case_opts(const struct bench_opts *o);
 
 /* topology.c: CPUs, and hwloc's cores or hardware threads to bind tasks to */
 struct bench_topo;

@@ -104,3 +104,26 @@ const char *bench_default_variant(const struct bench_case *bc, char *buf, size_t
 	snprintf(buf, len, "%.*s", (int)n, bc->variants);
 	return buf;
 }
+
+int bench_check_case_opts(const struct bench_opts *o)
+{
+	const struct bench_case *bc = o->bc;
+	unsigned knobs;
+
+	if (o->variant && !bench_variant_valid(bc, o->variant)) {
+		fprintf(stderr, "pinmm-bench: %s: unknown variant '%s' (one of %s)\n", bc->name,
+			o->variant, bc->variants ? bc->variants : "none");
+		return -EINVAL;
+	}
+	if (bench_parse_knobs(bc, o->knobs, &knobs)) {
+		fprintf(stderr, "pinmm-bench: bad --knobs '%s'\n", o->knobs);
+		return -EINVAL;
+	}
+	if ((bc->flags & BENCH_F_HOST) && o->knobs && strcmp(o->knobs, "after") &&
+	    strcmp(o->knobs, "none")) {
+		fprintf(stderr, "pinmm-bench: %s: knobs select pinmm behaviour; a host case runs "
+			"the kernel as it is\n", bc->name);
+		return -EINVAL;
+	}
+	return 0;
+}

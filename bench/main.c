@@ -166,6 +166,10 @@ static int parse_case_args(int argc, char **argv, struct bench_opts *o, const ch
 		printf("tasks cannot exceed %d\n", BENCH_MAX_TASKS);
 		return 1;
 	}
+	if (bench_check_case_opts(o)) {
+		usage(prog);
+		return 1;
+	}
 	/* Not usage: the number is fine, the host is too small for it. */
 	if (o->size && bench_arg_working_set("--size", o->size))
 		return 1;
