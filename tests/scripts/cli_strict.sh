@@ -47,10 +47,13 @@ expect() {
 	fi
 }
 
+case $O in /*) ;; *) O=$(pwd)/$O ;; esac
 GT=$O/pinmm-gup-test
 BENCH=$O/pinmm-bench
 MM=$O/pinmm-mm-bench
 GB=$O/pinmm-gup-bench
+# runtest writes CASE.title where it runs: here, not in the tree.
+cd "$tmp" || exit 1
 for b in "$GT" "$BENCH" "$MM" "$GB"; do
 	[ -x "$b" ] && continue
 	echo "not ok 1 - $b not built (make SAN=... tests)"
@@ -80,7 +83,7 @@ expect 1 "unknown variant 'nope'" "$BENCH" mr_reg --variant nope -s 1
 expect 1 "unknown case 'bogus'" "$BENCH" bogus
 expect 1 "duration 'abc': not a number" "$BENCH" runtest mmap1 abc
 expect 1 "tasks '0': out of range" "$BENCH" runtest mmap1 1 both 0
-expect 1 "--tasks 'x': not a number" "$BENCH" report --tasks 1,x --out "$tmp/r"
+expect 1 "--tasks 'x': not a number" "$BENCH" report --tasks 1,x --out r
 expect 1 "-r '0': out of range" "$MM" -r 0 fault
 expect 1 "one benchmark at a time" "$MM" fault shmem
 expect 1 "-t 'abc': not a number" "$GB" -t abc
