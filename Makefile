@@ -55,6 +55,8 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c bench/cases/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(O)/%.o)
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
 TOOL_BINS := $(patsubst tools/%.c,$(O)/pinmm-%,$(TOOL_SRCS))
+# The strict number parser every command line shares (pinmm-bench and the tools).
+CLI_OBJ := $(O)/tools/lib/cli.o
 EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
 EXAMPLE_BINS := $(EXAMPLE_SRCS:%.c=$(O)/%)
 DEPS_STAMP := build/.deps-ok
@@ -99,12 +101,14 @@ $(O)/tests/%: tests/%.c $(TEST_LIB_OBJS) $(LIBA) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(TEST_LIB_OBJS) $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) -lm
 
-$(BENCH): $(BENCH_OBJS) $(LIBA)
-	$(CC) $(BENCH_OBJS) $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) $(BENCH_LIBS)
+$(BENCH_OBJS): CPPFLAGS += -Itools/lib
 
-$(O)/pinmm-%: tools/%.c $(LIBA) | $(DEPS_STAMP)
+$(BENCH): $(BENCH_OBJS) $(CLI_OBJ) $(LIBA)
+	$(CC) $(BENCH_OBJS) $(CLI_OBJ) $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) $(BENCH_LIBS)
+
+$(O)/pinmm-%: tools/%.c tools/lib/cli.h $(CLI_OBJ) $(LIBA) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $< $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) -lm
+	$(CC) $(CPPFLAGS) -Itools/lib $(CFLAGS) $< $(CLI_OBJ) $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) -lm
 
 # Examples build exactly as a user would: public headers, the shared library.
 $(O)/examples/%: examples/%.c $(LIBSO) | $(DEPS_STAMP)
@@ -148,4 +152,4 @@ clean:
 	rm -rf build results
 
 -include $(wildcard mk/*.mk)
--include $(wildcard $(LIB_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(TEST_LIB_OBJS:.o=.d))
+-include $(wildcard $(LIB_OBJS:.o=.d) $(BENCH_OBJS:.o=.d) $(TEST_LIB_OBJS:.o=.d) $(CLI_OBJ:.o=.d))

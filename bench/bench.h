@@ -17,8 +17,9 @@
  *   phase(run, p)	in the parent, when the measurement window opens and closes.
  *   summary(run)	in the parent after the tasks are gone: extra figures, printed with
  *			bench_note() (stderr) and bench_metric() (the --metrics file).
- *   cleanup(run)	in the parent, last. A pinmm machine made by bench_pm_setup() is
- *			destroyed by the driver after cleanup().
+ *   cleanup(run)	in the parent, last. Then the driver runs the hooks registered with
+ *			bench_at_cleanup(): a pinmm machine made by bench_pm_setup() is
+ *			destroyed by one, after cleanup().
  *
  * Counters: task i's counter lives at offset i * BENCH_COUNTER_STRIDE (256 bytes) in a
  * MAP_SHARED anonymous area, so no two tasks' counters share a cache line, and forked tasks
@@ -47,6 +48,7 @@
 #define BENCH_MAX_TASKS 2048		/* will-it-scale's MAX_TASKS */
 #define BENCH_COUNTER_STRIDE 256	/* will-it-scale's MAX_CACHELINE_SIZE */
 #define BENCH_UNAVAILABLE 1		/* prepare(): the host lacks what the case needs */
+#define BENCH_MAX_CLEANUPS 4		/* bench_at_cleanup() hooks per run */
 
 #define BENCH_MIB (1UL << 20)
 #define BENCH_GIB (1UL << 30)
@@ -94,6 +96,8 @@ struct bench_run {
 	uint64_t measured_ns;	/* for summary(): the measurement window's length */
 	unsigned long long measured_iterations; /* and the iterations counted in it */
 	char unavailable[256];	/* why the case cannot run here (BENCH_UNAVAILABLE) */
+	void (*cleanups[BENCH_MAX_CLEANUPS])(struct bench_run *run); /* bench_at_cleanup() */
+	unsigned nr_cleanups;
 };
 
 /* One task. Lives in the task's own memory (threads: the driver's array). */
@@ -133,10 +137,7 @@ struct bench_case {
 BENCH_CASE_LIST(BENCH_DECLARE_CASE)
 #undef BENCH_DECLARE_CASE
 
-extern const struct bench_case *const bench_cases[];
-const struct bench_case *bench_find_case(const char *name);
-
-/* ---- the driver (bench/driver.c) ---- */
+/* ---- the run (bench/run.c) ---- */
 
 /** bench_count() - add @n iterations to the calling task's counter. */
 static inline void bench_count(struct bench_task *t, unsigned long long n)
@@ -156,6 +157,13 @@ void bench_note(const struct bench_run *run, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void bench_metric(const struct bench_run *run, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * bench_at_cleanup() - run @fn(run) in the parent after cleanup(), last registered first; for
+ * helpers that own something of the run (bench_pm_setup() registers the machine's teardown).
+ * Return: 0, or -ENOSPC after BENCH_MAX_CLEANUPS hooks.
+ */
+int bench_at_cleanup(struct bench_run *run, void (*fn)(struct bench_run *run));
 
 /** bench_task_owns_mm() - true for the one task of each address space that starts helpers. */
 static inline bool bench_task_owns_mm(const struct bench_task *t)
@@ -221,10 +229,11 @@ void bench_area_summary(struct bench_run *run, struct bench_samples *area,
 /**
  * bench_pm_setup() - create a machine of at least @mem_bytes (rounded up to 2 MiB) with the
  * run's knobs, and its address spaces: one in threads mode, one per task in processes mode.
+ * Registers their teardown with bench_at_cleanup(): the driver destroys them after cleanup()
+ * (and says so when frames leaked), whether or not the setup got that far.
  * Return: 0 or -errno.
  */
 int bench_pm_setup(struct bench_run *run, size_t mem_bytes);
-void bench_pm_teardown(struct bench_run *run);
 /** bench_pm_map_anon() - a private anonymous read/write mapping; address or -errno. */
 long bench_pm_map_anon(struct pm_mm *mm, size_t len);
 /** bench_pm_map_aligned() - as bench_pm_map_anon(), starting on a 2 MiB boundary. */

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "bench.h"
+#include "harness.h"
 
 #define BENCH_CASE_ENTRY(n) &bench_case_##n,
 const struct bench_case *const bench_cases[] = {

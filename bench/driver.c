@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * driver.c - runs one case the way a will-it-scale binary does, and prints its output.
+ * driver.c - runs one case the way a will-it-scale binary does, and prints its output: the
+ * tasks and the sampling. It uses the layers below it (run.c, util.c, knobs.c, topology.c)
+ * and none above; main.c calls it. What a case may call is in bench.h, not here.
  *
  * Order of a run: counters in shared memory; prepare(); "testcase:"; tasks created one by
  * one, each bound with hwloc before it starts (the parent binds itself to the target, creates
@@ -19,19 +21,19 @@
  * each diff is normalised to one second by the sample's measured length (the format is the
  * same; with 1 s samples the difference is a few parts in 10^5).
  *
+ * After the tasks are gone: summary(), cleanup(), then the hooks registered with
+ * bench_at_cleanup() (the pinmm machine of bench_pm_setup() is one), last registered first.
+ *
  * Tasks are never cancelled: the parent raises the shared stop flag and joins (threads) or
  * waits (processes), so a case always gets to clean up, and a hung task is reported, not
  * silently dropped. A failing task stops the run: the error goes to stderr, no average: line
  * is printed, and the exit status is 1.
  */
 #include <errno.h>
-#include <hwloc.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +43,6 @@
 #include <unistd.h>
 
 #include "harness.h"
-
-/* Offset 0 of the shared area: the control line. Task i's slot is at (i + 1) * 256. */
-struct bench_shared {
-	uint32_t stop;
-	uint32_t phase;
-};
 
 enum { TASK_STARTING, TASK_READY, TASK_DONE };
 
@@ -60,7 +56,7 @@ struct task_handle {
 	struct bench_task t;
 	pthread_t thread;
 	pid_t pid;
-	hwloc_bitmap_t cpuset;	/* NULL with -n */
+	struct bench_cpuset *cpuset;	/* NULL when tasks run unbound */
 	bool created;
 };
 
@@ -70,9 +66,7 @@ struct driver {
 	struct bench_run run;
 	struct task_handle *tasks;
 	size_t shared_bytes;
-	hwloc_topology_t topo;
-	hwloc_obj_type_t obj_type;
-	unsigned nr_objs;
+	struct bench_topo *topo;	/* NULL: tasks run unbound (-n) */
 	int start_pipe[2];
 	bool forks;
 };
@@ -86,202 +80,11 @@ static struct bench_slot *slot_of(const struct bench_run *run, unsigned i)
 	return (struct bench_slot *)((char *)run->shared + (size_t)BENCH_COUNTER_STRIDE * (i + 1));
 }
 
-bool bench_stopping(const struct bench_run *run)
-{
-	return __atomic_load_n(&run->shared->stop, __ATOMIC_ACQUIRE);
-}
-
-enum bench_phase bench_phase(const struct bench_run *run)
-{
-	return (enum bench_phase)__atomic_load_n(&run->shared->phase, __ATOMIC_ACQUIRE);
-}
-
 static void set_phase(struct driver *d, enum bench_phase p)
 {
 	__atomic_store_n(&d->run.shared->phase, p, __ATOMIC_RELEASE);
 	if (d->bc->phase)
 		d->bc->phase(&d->run, p);
-}
-
-int bench_unavailable(struct bench_run *run, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(run->unavailable, sizeof(run->unavailable), fmt, ap);
-	va_end(ap);
-	return BENCH_UNAVAILABLE;
-}
-
-void bench_note(const struct bench_run *run, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-void bench_metric(const struct bench_run *run, const char *key, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!run->metrics)
-		return;
-	fprintf(run->metrics, "%s=", key);
-	va_start(ap, fmt);
-	vfprintf(run->metrics, fmt, ap);
-	va_end(ap);
-	fputc('\n', run->metrics);
-	fflush(run->metrics);
-}
-
-/* ---- knobs and variants ---- */
-
-static const struct {
-	const char *name;
-	unsigned bit;
-} knob_names[] = {
-	{ "has_pinned_always_write", PM_KNOB_HAS_PINNED_ALWAYS_WRITE },
-	{ "no_gup_fast", PM_KNOB_NO_GUP_FAST },
-	{ "gup_fast_restart", PM_KNOB_GUP_FAST_RESTART },
-	{ "unpin_per_page", PM_KNOB_UNPIN_PER_PAGE },
-	{ "shmem_lock_twice", PM_KNOB_SHMEM_LOCK_TWICE },
-};
-
-static int parse_one_knob(const struct bench_case *bc, const char *w, unsigned *knobs)
-{
-	char *end;
-	unsigned long v;
-
-	if (!strcmp(w, "before")) {
-		*knobs |= bc->before_knobs;
-		return 0;
-	}
-	if (!strcmp(w, "after") || !strcmp(w, "none") || !*w)
-		return 0;
-	for (size_t i = 0; i < sizeof(knob_names) / sizeof(knob_names[0]); i++) {
-		if (!strcmp(w, knob_names[i].name)) {
-			*knobs |= knob_names[i].bit;
-			return 0;
-		}
-	}
-	v = strtoul(w, &end, 0);
-	if (*end || v & ~(unsigned long)PM_KNOB_ALL)
-		return -EINVAL;
-	*knobs |= (unsigned)v;
-	return 0;
-}
-
-/* "before", "after", or a comma list of knob names or numbers. */
-int bench_parse_knobs(const struct bench_case *bc, const char *s, unsigned *knobs)
-{
-	char *copy, *w, *save = NULL;
-	int err = 0;
-
-	*knobs = 0;
-	if (!s)
-		return 0;
-	copy = strdup(s);
-	if (!copy)
-		return -ENOMEM;
-	for (w = strtok_r(copy, ",", &save); w && !err; w = strtok_r(NULL, ",", &save))
-		err = parse_one_knob(bc, w, knobs);
-	free(copy);
-	return err;
-}
-
-const char *bench_knob_names(unsigned knobs, char *buf, size_t len)
-{
-	size_t off = 0;
-
-	buf[0] = 0;
-	for (size_t i = 0; i < sizeof(knob_names) / sizeof(knob_names[0]); i++) {
-		if (knobs & knob_names[i].bit)
-			off += snprintf(buf + off, off < len ? len - off : 0, "%s%s",
-					off ? "," : "", knob_names[i].name);
-	}
-	if (!off)
-		snprintf(buf, len, "none");
-	return buf;
-}
-
-bool bench_variant_valid(const struct bench_case *bc, const char *v)
-{
-	size_t n = strlen(v);
-	const char *p = bc->variants;
-
-	while (p && *p) {
-		const char *bar = strchr(p, '|');
-		size_t len = bar ? (size_t)(bar - p) : strlen(p);
-
-		if (len == n && !strncmp(p, v, n))
-			return true;
-		p = bar ? bar + 1 : NULL;
-	}
-	return false;
-}
-
-const char *bench_default_variant(const struct bench_case *bc, char *buf, size_t len)
-{
-	size_t n;
-
-	if (!bc->variants)
-		return NULL;
-	n = strcspn(bc->variants, "|");
-	snprintf(buf, len, "%.*s", (int)n, bc->variants);
-	return buf;
-}
-
-unsigned bench_nproc(void)
-{
-	cpu_set_t set;
-
-	if (!sched_getaffinity(0, sizeof(set), &set))
-		return (unsigned)CPU_COUNT(&set);
-	return (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
-}
-
-/* ---- topology ---- */
-
-static void topo_fini(struct driver *d)
-{
-	if (d->topo)
-		hwloc_topology_destroy(d->topo);
-	d->topo = NULL;
-}
-
-/*
- * Cores by default, hardware threads with -m; PUs when hwloc reports no cores (some VMs). A
- * topology that cannot be loaded at all leaves the tasks unbound, with a warning.
- */
-static int topo_init(struct driver *d)
-{
-	if (d->o->no_affinity)
-		return 0;
-	if (hwloc_topology_init(&d->topo)) {
-		d->topo = NULL;
-		fprintf(stderr, "pinmm-bench: warning: hwloc cannot start; tasks run unbound\n");
-		return 0;
-	}
-	if (hwloc_topology_load(d->topo)) {
-		fprintf(stderr, "pinmm-bench: warning: hwloc cannot load the topology; tasks "
-			"run unbound (as with -n)\n");
-		topo_fini(d);
-		return 0;
-	}
-	d->obj_type = d->o->smt ? HWLOC_OBJ_PU : HWLOC_OBJ_CORE;
-	d->nr_objs = (unsigned)hwloc_get_nbobjs_by_type(d->topo, d->obj_type);
-	if (!d->nr_objs && d->obj_type == HWLOC_OBJ_CORE) {
-		d->obj_type = HWLOC_OBJ_PU;
-		d->nr_objs = (unsigned)hwloc_get_nbobjs_by_type(d->topo, d->obj_type);
-	}
-	if (!d->nr_objs) {
-		fprintf(stderr, "No Cores/PUs found. Try adding/removing -m flag\n");
-		return -1;
-	}
-	return 0;
 }
 
 /* ---- the tasks ---- */
@@ -301,7 +104,7 @@ static int task_body(struct driver *d, struct task_handle *h)
 	int err = 0;
 
 	if (h->cpuset)
-		hwloc_set_cpubind(d->topo, h->cpuset, HWLOC_CPUBIND_THREAD);
+		bench_topo_bind(d->topo, h->cpuset);
 	if (d->bc->task_init)
 		err = d->bc->task_init(t);
 	if (err) {
@@ -382,7 +185,7 @@ static int spawn_process(struct driver *d, struct task_handle *h)
 static int create_task(struct driver *d, unsigned i)
 {
 	struct task_handle *h = &d->tasks[i];
-	hwloc_bitmap_t saved = NULL;
+	struct bench_cpuset *saved = NULL;
 	int err;
 
 	h->t.run = &d->run;
@@ -391,17 +194,14 @@ static int create_task(struct driver *d, unsigned i)
 	if (d->run.pm.nr_mms)
 		h->t.mm = d->run.pm.mms[d->run.pm.nr_mms == 1 ? 0 : i];
 	if (d->topo) {
-		hwloc_obj_t obj = hwloc_get_obj_by_type(d->topo, d->obj_type, i % d->nr_objs);
-
-		h->cpuset = hwloc_bitmap_dup(obj->cpuset);
-		saved = hwloc_bitmap_alloc();
-		hwloc_get_cpubind(d->topo, saved, HWLOC_CPUBIND_THREAD);
-		hwloc_set_cpubind(d->topo, h->cpuset, HWLOC_CPUBIND_THREAD);
+		h->cpuset = bench_topo_cpuset(d->topo, i);
+		saved = bench_topo_binding(d->topo);
+		bench_topo_bind(d->topo, h->cpuset);
 	}
 	err = d->forks ? spawn_process(d, h) : spawn_thread(d, h);
 	if (saved) {
-		hwloc_set_cpubind(d->topo, saved, HWLOC_CPUBIND_THREAD);
-		hwloc_bitmap_free(saved);
+		bench_topo_bind(d->topo, saved);
+		bench_cpuset_free(saved);
 	}
 	h->created = !err;
 	return err;
@@ -687,11 +487,10 @@ static void teardown(struct driver *d)
 {
 	if (d->bc->cleanup)
 		d->bc->cleanup(&d->run);
-	bench_pm_teardown(&d->run);
-	topo_fini(d);
+	bench_run_cleanups(&d->run);
+	bench_topo_close(d->topo);
 	for (unsigned i = 0; d->tasks && i < d->run.nr_tasks; i++)
-		if (d->tasks[i].cpuset)
-			hwloc_bitmap_free(d->tasks[i].cpuset);
+		bench_cpuset_free(d->tasks[i].cpuset);
 	free(d->tasks);
 	if (d->start_pipe[0] >= 0) {
 		close(d->start_pipe[0]);
@@ -715,21 +514,8 @@ static int init_run(struct driver *d, const struct bench_opts *o, char *variant,
 	run->size = o->size;
 	run->variant = o->variant ? o->variant : bench_default_variant(o->bc, variant, vlen);
 	d->forks = (o->bc->flags & BENCH_F_HOST) && o->mode == BENCH_PROCESSES;
-	if (run->variant && !bench_variant_valid(o->bc, run->variant)) {
-		fprintf(stderr, "pinmm-bench: %s: unknown variant '%s' (one of %s)\n",
-			o->bc->name, run->variant, o->bc->variants ? o->bc->variants : "none");
+	if (bench_check_case_opts(o) || bench_parse_knobs(o->bc, o->knobs, &run->knobs))
 		return -EINVAL;
-	}
-	if (bench_parse_knobs(o->bc, o->knobs, &run->knobs)) {
-		fprintf(stderr, "pinmm-bench: bad --knobs '%s'\n", o->knobs);
-		return -EINVAL;
-	}
-	if ((o->bc->flags & BENCH_F_HOST) && o->knobs && strcmp(o->knobs, "after") &&
-	    strcmp(o->knobs, "none")) {
-		fprintf(stderr, "pinmm-bench: %s: knobs select pinmm behaviour; a host case runs "
-			"the kernel as it is\n", o->bc->name);
-		return -EINVAL;
-	}
 	if (o->metrics) {
 		run->metrics = fopen(o->metrics, "w");
 		if (!run->metrics) {
@@ -801,7 +587,8 @@ int bench_run_case(const struct bench_opts *o)
 	s.prev = calloc(o->nr_tasks, sizeof(*s.prev));
 	/* -s 0 runs until interrupted: no median then. */
 	s.totals = o->samples ? calloc(o->samples, sizeof(*s.totals)) : NULL;
-	if (!s.prev || (o->samples && !s.totals) || topo_init(&d))
+	if (!s.prev || (o->samples && !s.totals) ||
+	    (!o->no_affinity && bench_topo_open(&d.topo, o->smt)))
 		goto out_stop;
 	err = start_tasks(&d);
 	if (err)

@@ -11,12 +11,16 @@
  *
  * The per-case form takes will-it-scale's flags (getopt "mt:s:hvn") with the same meaning and
  * the same usage error (usage on stdout, exit 1); everything pinmm adds is a long option.
+ * Numbers are read strictly (args.c): a number that is not one, or is out of range, is a
+ * usage error too, with a line on stderr that names it. A --size larger than the host's
+ * available memory (MemAvailable) is refused with exit 1 before anything is allocated.
  * CASE may also be spelled like a will-it-scale binary, CASE_threads or CASE_processes, and
  * pinmm-bench may be invoked through a link of that name.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +60,7 @@ static void usage(const char *prog)
 	       "\t--mode threads|processes   tasks share one address space, or have one each\n"
 	       "\t--knobs before|after|KNOB,...   pinmm's historical behaviours (see list)\n"
 	       "\t--variant V\t the case's variant (see list)\n"
-	       "\t--size BYTES\t override the case's working-set size (K, M, G suffixes)\n"
+	       "\t--size BYTES\t override the case's working-set size (K, M, G, T suffixes)\n"
 	       "\t--warmup N\t samples discarded first (default %d)\n"
 	       "\t--interval-ms MS   sample length (default 1000; values are per second)\n"
 	       "\t--metrics FILE\t write key=value results of the run to FILE\n"
@@ -65,39 +69,6 @@ static void usage(const char *prog)
 	       "[--no-host]\n"
 	       "   or: %s list\n",
 	       prog, BENCH_DEFAULT_WARMUP, prog, prog, prog);
-}
-
-static int parse_uint(const char *s, unsigned *out)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > 0xffffffffUL)
-		return -EINVAL;
-	*out = (unsigned)v;
-	return 0;
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': v <<= 10; end++; break;
-	case 'm': case 'M': v <<= 20; end++; break;
-	case 'g': case 'G': v <<= 30; end++; break;
-	}
-	if (*end || !v)
-		return -EINVAL;
-	*out = (size_t)v;
-	return 0;
 }
 
 static int parse_mode(const char *s, enum bench_mode *mode)
@@ -138,7 +109,11 @@ static int parse_long_option(struct bench_opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case OPT_MODE:
-		return parse_mode(arg, &o->mode);
+		if (parse_mode(arg, &o->mode)) {
+			fprintf(stderr, "pinmm-bench: --mode '%s': threads or processes\n", arg);
+			return -EINVAL;
+		}
+		return 0;
 	case OPT_KNOBS:
 		o->knobs = arg;
 		return 0;
@@ -146,11 +121,12 @@ static int parse_long_option(struct bench_opts *o, int c, const char *arg)
 		o->variant = arg;
 		return 0;
 	case OPT_SIZE:
-		return parse_size(arg, &o->size);
+		return bench_arg_size("--size", arg, &o->size);
 	case OPT_WARMUP:
-		return parse_uint(arg, &o->warmup);
+		return bench_arg_uint("--warmup", arg, 0, BENCH_MAX_SAMPLES, &o->warmup);
 	case OPT_INTERVAL:
-		return parse_uint(arg, &o->interval_ms) || !o->interval_ms ? -EINVAL : 0;
+		return bench_arg_uint("--interval-ms", arg, 1, BENCH_MAX_INTERVAL_MS,
+				      &o->interval_ms);
 	case OPT_METRICS:
 		o->metrics = arg;
 		return 0;
@@ -171,8 +147,8 @@ static int parse_case_args(int argc, char **argv, struct bench_opts *o, const ch
 		case 'm': o->smt = true; break;
 		case 'n': o->no_affinity = true; break;
 		case 'v': o->verbose = true; break;
-		case 't': err = parse_uint(optarg, &o->nr_tasks); break;
-		case 's': err = parse_uint(optarg, &o->samples); break;
+		case 't': err = bench_arg_uint("-t", optarg, 0, UINT_MAX, &o->nr_tasks); break;
+		case 's': err = bench_arg_uint("-s", optarg, 0, BENCH_MAX_SAMPLES, &o->samples); break;
 		case 'h': usage(prog); return 1;
 		case '?': usage(prog); return 1;
 		default: err = parse_long_option(o, c, optarg); break;
@@ -190,6 +166,13 @@ static int parse_case_args(int argc, char **argv, struct bench_opts *o, const ch
 		printf("tasks cannot exceed %d\n", BENCH_MAX_TASKS);
 		return 1;
 	}
+	if (bench_check_case_opts(o)) {
+		usage(prog);
+		return 1;
+	}
+	/* Not usage: the number is fine, the host is too small for it. */
+	if (o->size && bench_arg_working_set("--size", o->size))
+		return 1;
 	return 0;
 }
 

@@ -2,7 +2,7 @@
 /*
  * pm.c - the pinmm side of the cases: a machine sized for the case with the run's knobs, the
  * address spaces of a run (one shared in threads mode, one per task in processes mode), user
- * touches, the counter window, and the leak check at teardown.
+ * touches, the counter window, and the leak check at teardown (a bench_at_cleanup() hook).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,34 +15,8 @@ static size_t round_up_2m(size_t bytes)
 	return (bytes + PM_PMD_SIZE - 1) & ~(size_t)(PM_PMD_SIZE - 1);
 }
 
-int bench_pm_setup(struct bench_run *run, size_t mem_bytes)
-{
-	struct bench_pm *pm = &run->pm;
-	struct pm_config cfg = {
-		.mem_bytes = round_up_2m(mem_bytes),
-		.knobs = run->knobs,
-	};
-	unsigned n = run->mode == BENCH_THREADS ? 1 : run->nr_tasks;
-
-	pm->machine = pm_machine_create(&cfg);
-	if (!pm->machine)
-		return -errno;
-	pm->mms = calloc(n, sizeof(*pm->mms));
-	if (!pm->mms)
-		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++) {
-		pm->mms[i] = pm_mm_create(pm->machine);
-		if (!pm->mms[i])
-			return -errno;
-		pm->nr_mms = i + 1;
-	}
-	pm_rcu_barrier();
-	pm->free_at_start = pm_machine_free_pages(pm->machine);
-	return 0;
-}
-
 /* Destroys what bench_pm_setup() made; says so when frames did not come back. */
-void bench_pm_teardown(struct bench_run *run)
+static void pm_teardown(struct bench_run *run)
 {
 	struct bench_pm *pm = &run->pm;
 	size_t free_now;
@@ -62,6 +36,35 @@ void bench_pm_teardown(struct bench_run *run)
 	pm_machine_destroy(pm->machine);
 	pm->machine = NULL;
 	pm->nr_mms = 0;
+}
+
+int bench_pm_setup(struct bench_run *run, size_t mem_bytes)
+{
+	struct bench_pm *pm = &run->pm;
+	struct pm_config cfg = {
+		.mem_bytes = round_up_2m(mem_bytes),
+		.knobs = run->knobs,
+	};
+	unsigned n = run->mode == BENCH_THREADS ? 1 : run->nr_tasks;
+	int err = bench_at_cleanup(run, pm_teardown);
+
+	if (err)
+		return err;
+	pm->machine = pm_machine_create(&cfg);
+	if (!pm->machine)
+		return -errno;
+	pm->mms = calloc(n, sizeof(*pm->mms));
+	if (!pm->mms)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		pm->mms[i] = pm_mm_create(pm->machine);
+		if (!pm->mms[i])
+			return -errno;
+		pm->nr_mms = i + 1;
+	}
+	pm_rcu_barrier();
+	pm->free_at_start = pm_machine_free_pages(pm->machine);
+	return 0;
 }
 
 long bench_pm_map_anon(struct pm_mm *mm, size_t len)

@@ -2,7 +2,7 @@
 /*
  * report.h - the seed report's data: experiments, their configurations (before, v1, after,
  * host), the views the table shows, and the results of every run. report.c runs them,
- * report_out.c writes results/.
+ * report_fmt.c computes the figures, report_out.c writes results/.
  */
 #ifndef PINMM_BENCH_REPORT_H
 #define PINMM_BENCH_REPORT_H
@@ -70,9 +70,9 @@ struct report {
 	double wall_s;
 };
 
-extern const char *const report_cfg_names[NR_CFG];
 
-/* report.c: figures out of the results */
+/* report_fmt.c: figures out of the results */
+extern const char *const report_cfg_names[NR_CFG];
 bool report_value(const struct report_experiment *e, enum report_cfg c, unsigned point,
 		  enum report_metric m, double *v);
 bool report_ratio(const struct report_experiment *e, const struct report_view *v, double *r);

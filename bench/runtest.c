@@ -5,6 +5,9 @@
  *   pinmm-bench runtest [-n] [-m] [--knobs K] [--variant V] [--size B] [--warmup N]
  *			 [--interval-ms MS] CASE [DURATION] [threads|processes|both] [TASKS...]
  *
+ * Numbers are read strictly before anything runs: a bad one, an unknown mode or case prints
+ * usage and exits 1; a --size larger than the host's MemAvailable exits 1 too.
+ *
  * DURATION (default 5) is passed as -s; the mode also accepts LKP's "thread" and "process";
  * TASKS default to every count from 1 to the number of CPUs this process may run on. For
  * every task count it runs the processes build, then the threads build (each a child
@@ -66,6 +69,23 @@ static int forward(struct runtest *rt, const char *opt, const char *arg)
 	return 0;
 }
 
+/* The numbers are the children's, but a wrong one is said once, here, before any runs. */
+static int check_number(int c, const char *arg)
+{
+	unsigned u;
+	size_t size;
+
+	switch (c) {
+	case 'S':
+		return bench_arg_size("--size", arg, &size) ?: bench_arg_working_set("--size", size);
+	case 'W':
+		return bench_arg_uint("--warmup", arg, 0, BENCH_MAX_SAMPLES, &u);
+	case 'I':
+		return bench_arg_uint("--interval-ms", arg, 1, BENCH_MAX_INTERVAL_MS, &u);
+	}
+	return 0;
+}
+
 static int parse_options(struct runtest *rt, int argc, char **argv)
 {
 	static const char *const longs[] = { ['K'] = "--knobs", ['V'] = "--variant",
@@ -82,7 +102,7 @@ static int parse_options(struct runtest *rt, int argc, char **argv)
 		else if (c == 'm')
 			err = forward(rt, "-m", NULL);
 		else if (c == 'K' || c == 'V' || c == 'S' || c == 'W' || c == 'I')
-			err = forward(rt, longs[c], optarg);
+			err = check_number(c, optarg) ?: forward(rt, longs[c], optarg);
 		else
 			err = -EINVAL;
 		if (err)
@@ -109,7 +129,6 @@ static int parse_positionals(struct runtest *rt, int argc, char **argv, unsigned
 			     unsigned *nr_tasks)
 {
 	int i = optind;
-	char *end;
 
 	if (i >= argc)
 		return -EINVAL;
@@ -117,15 +136,18 @@ static int parse_positionals(struct runtest *rt, int argc, char **argv, unsigned
 	rt->duration = 5;
 	rt->processes = rt->threads = true;
 	if (i < argc) {
-		rt->duration = (unsigned)strtoul(argv[i], &end, 10);
-		if (*end || end == argv[i])
+		if (bench_arg_uint("duration", argv[i], 1, BENCH_MAX_SAMPLES, &rt->duration))
 			return -EINVAL;
 		i++;
 	}
 	if (i < argc) {
 		rt->processes = rt->threads = false;
-		if (parse_mode_word(rt, argv[i++]))
+		if (parse_mode_word(rt, argv[i])) {
+			fprintf(stderr, "pinmm-bench: runtest: mode '%s': threads, processes or "
+				"both\n", argv[i]);
 			return -EINVAL;
+		}
+		i++;
 	}
 	*nr_tasks = i < argc ? (unsigned)(argc - i) : bench_nproc();
 	*tasks = calloc(*nr_tasks, sizeof(**tasks));
@@ -136,8 +158,7 @@ static int parse_positionals(struct runtest *rt, int argc, char **argv, unsigned
 			(*tasks)[k] = k + 1;
 			continue;
 		}
-		(*tasks)[k] = (unsigned)strtoul(argv[i], &end, 10);
-		if (*end || end == argv[i] || !(*tasks)[k])
+		if (bench_arg_uint("tasks", argv[i], 1, BENCH_MAX_TASKS, &(*tasks)[k]))
 			return -EINVAL;
 		i++;
 	}
@@ -226,6 +247,7 @@ int bench_cmd_runtest(int argc, char **argv)
 	}
 	if (!bench_find_case(rt.name)) {
 		fprintf(stderr, "pinmm-bench: unknown case '%s'\n", rt.name);
+		runtest_usage();
 		free(tasks);
 		return 1;
 	}

@@ -9,12 +9,17 @@
  *   -u GUP_FAST_BENCHMARK (default)  -a PIN_FAST_BENCHMARK  -L PIN_LONGTERM_BENCHMARK
  *   -U GUP_BASIC_TEST  -b PIN_BASIC_TEST  -c DUMP_USER_PAGES_TEST (page 0, or the trailing
  *      0-based page indices, at most 8)  -p dump through pin_user_pages
- *   -m MB size (128)  -n pages per call (1; negative: the whole size, as parsed so far)
+ *   -m MB size (128)  -n pages per call (1; negative: the whole size, as parsed so far; not 0)
  *   -r repeats (benchmarks)  -j threads (1, all on the same buffer)  -F gup_flags (0x.. ok)
  *   -t MADV_HUGEPAGE  -T MADV_NOHUGEPAGE  -w FOLL_WRITE (default)  -W read only
  *   -S MAP_SHARED (default MAP_PRIVATE)  -f FILE (default /dev/zero: anonymous memory)
  * pinmm's own:
  *   -M MB machine memory (default: the buffer plus 64 MiB)  -k KNOBS PM_KNOB_* bits  -h help
+ *
+ * Numbers are read strictly (tools/lib/cli.c): the whole argument, decimal or 0x, in range;
+ * -m and -M take MiB or a K/M/G/T suffix. Anything else prints usage and "Bail out!", exit 1.
+ * A buffer (-m) larger than the host's available memory (MemAvailable) is refused the same
+ * way, before anything is allocated; the machine (-M) is not checked, as it is made lazily.
  *
  * pinmm has no file systems and no hugetlbfs: -f with anything but /dev/zero maps a shmem
  * object of the buffer's size in its place (said on a "#" line), and -H is refused.
@@ -26,6 +31,7 @@
  * Exit status 0 when every thread passed.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,7 +41,12 @@
 
 #include <pinmm/pinmm.h>
 
+#include "cli.h"
+
 #define MB (1UL << 20)
+#define MAX_THREADS 4096
+#define MAX_SIZE (1ULL << 46)		/* -m: half of the 128 TiB address space */
+#define MAX_MACHINE (1ULL << 50)	/* -M: 1 PiB; pm_machine_create() decides */
 
 static unsigned cmd = PM_GUP_FAST_BENCHMARK;
 static int repeats = 1;
@@ -135,14 +146,48 @@ static void usage(FILE *f)
 		"  -k PM_KNOB_* bits (e.g. 0x2 = no GUP-fast) are pinmm's\n");
 }
 
+/* A bad number: usage, what is wrong, "Bail out!", exit 1. @opt 0: a page index. */
+static __attribute__((noreturn)) void bad_arg(int opt, const char *arg, int err)
+{
+	char name[3] = { '-', (char)opt, 0 };
+
+	usage(stderr);
+	cli_complain("pinmm-gup-test", opt ? name : "page index", arg, err);
+	fail_msg("Wrong argument\n");
+}
+
+static uint64_t number(int opt, const char *arg, uint64_t min, uint64_t max)
+{
+	uint64_t v;
+	int err = cli_parse_u64(arg, min, max, &v);
+
+	if (err)
+		bad_arg(opt, arg, err);
+	return v;
+}
+
+/* MiB (or a K, M, G, T suffix), at least 1 MiB, a whole number of pages. */
+static unsigned long mib_size(int opt, const char *arg, uint64_t max)
+{
+	uint64_t v;
+	int err = cli_parse_size(arg, MB, MB, max, &v);
+
+	if (!err && v % PM_PAGE_SIZE)
+		err = -EINVAL;
+	if (err)
+		bad_arg(opt, arg, err);
+	return (unsigned long)v;
+}
+
 int main(int argc, char **argv)
 {
 	struct pm_gup_test gup = { 0 };
-	int i, opt, nr_pages = 1, thp = -1, write = 1, nthreads = 1, ret;
+	int i, opt, thp = -1, write = 1, nthreads = 1, ret;
+	long nr_pages = 1;
 	int flags = PM_MAP_PRIVATE;
 	const char *file = "/dev/zero";
 	struct pm_config cfg = { 0 };
-	unsigned long mem_mb = 0;
+	unsigned long mem_bytes = 0;
 	struct pm_machine *m;
 	struct pm_shmem *shm = NULL;
 	pthread_t *tid;
@@ -168,21 +213,24 @@ int main(int argc, char **argv)
 			gup.test_flags |= PM_GUP_TEST_FLAG_DUMP_PAGES_USE_PIN;
 			break;
 		case 'F':
-			gup.gup_flags = strtol(optarg, NULL, 0);
+			gup.gup_flags = (uint32_t)number('F', optarg, 0, UINT32_MAX);
 			break;
 		case 'j':
-			nthreads = atoi(optarg);
+			nthreads = (int)number('j', optarg, 1, MAX_THREADS);
 			break;
 		case 'm':
-			size = atoi(optarg) * MB;
+			size = mib_size('m', optarg, MAX_SIZE);
 			break;
 		case 'r':
-			repeats = atoi(optarg);
+			repeats = (int)number('r', optarg, 0, INT_MAX);
 			break;
 		case 'n':
-			nr_pages = atoi(optarg);
-			if (nr_pages < 0)
-				nr_pages = size / PM_PAGE_SIZE;
+			ret = cli_parse_long(optarg, LONG_MIN, UINT32_MAX, &nr_pages);
+			if (ret || !nr_pages)
+				bad_arg('n', optarg, ret ?: -ERANGE);
+			if (nr_pages < 0) /* the whole size, as parsed so far */
+				nr_pages = size / PM_PAGE_SIZE < UINT32_MAX ? (long)(size / PM_PAGE_SIZE) :
+									      UINT32_MAX;
 			break;
 		case 't':
 			thp = 1;
@@ -212,10 +260,11 @@ int main(int argc, char **argv)
 		case 'H':
 			fail_msg("-H: pinmm has no hugetlbfs (use -t for THP)\n");
 		case 'M':
-			mem_mb = strtoul(optarg, NULL, 0);
+			/* Not checked against the host's memory: a machine is made lazily. */
+			mem_bytes = mib_size('M', optarg, MAX_MACHINE);
 			break;
 		case 'k':
-			cfg.knobs = strtoul(optarg, NULL, 0);
+			cfg.knobs = (unsigned)number('k', optarg, 0, PM_KNOB_ALL);
 			break;
 		case 'h':
 			usage(stdout);
@@ -227,25 +276,31 @@ int main(int argc, char **argv)
 	}
 
 	/* Trailing arguments: 0-based page indices to dump, e.g. "-c 0 1 0x1001". */
-	for (i = 0; optind < argc && i < PM_GUP_TEST_MAX_PAGES_TO_DUMP; i++, optind++)
-		gup.which_pages[i] = strtol(argv[optind], NULL, 0) + 1;
+	if (argc - optind > PM_GUP_TEST_MAX_PAGES_TO_DUMP) {
+		usage(stderr);
+		fail_msg("at most %d page indices\n", PM_GUP_TEST_MAX_PAGES_TO_DUMP);
+	}
+	for (i = 0; optind < argc; i++, optind++)
+		gup.which_pages[i] = (uint32_t)number(0, argv[optind], 0, UINT32_MAX - 1) + 1;
+
+	/* Not usage: the number is fine, the host is too small for it. */
+	if (cli_check_working_set("pinmm-gup-test", "-m", size))
+		fail_msg("-m %lu: more than the host's available memory\n", size / MB);
 
 	printf("TAP version 13\n");
-	printf("1..%d\n", nthreads > 0 ? nthreads : 0);
-	if (nthreads < 1 || repeats < 0 || size == 0 || size % PM_PAGE_SIZE)
-		fail_msg("bad -j, -r or -m\n");
+	printf("1..%d\n", nthreads);
 
-	gup.nr_pages_per_call = nr_pages;
+	gup.nr_pages_per_call = (uint32_t)nr_pages;
 	if (write)
 		gup.gup_flags |= PM_FOLL_WRITE;
 
 	/* The machine: the buffer, its page tables and room to spare, in 2 MiB units. */
-	if (!mem_mb)
-		mem_mb = size / MB + 64;
-	cfg.mem_bytes = ((mem_mb * MB) + PM_PMD_SIZE - 1) & ~(PM_PMD_SIZE - 1);
+	if (!mem_bytes)
+		mem_bytes = size + 64 * MB;
+	cfg.mem_bytes = (mem_bytes + PM_PMD_SIZE - 1) & ~(PM_PMD_SIZE - 1);
 	m = pm_machine_create(&cfg);
 	if (!m)
-		fail_msg("pm_machine_create(%lu MiB, knobs %#x): %s\n", mem_mb, cfg.knobs,
+		fail_msg("pm_machine_create(%lu MiB, knobs %#x): %s\n", mem_bytes / MB, cfg.knobs,
 			 strerror(errno));
 	mm = pm_mm_create(m);
 	if (!mm)

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_gup_test.c - pm_gup_test(), Linux's gup_test ioctl as a call (src/consumers/gup_test.c),
- * and the pinmm-gup-test tool when the build directory is known ($O, set by tests/run.sh).
+ * and the pinmm-gup-test tool of the same build directory (found from this binary's path).
  *
  * Every command must take and give back exactly what it walked (refcounts, pincounts and the
  * pin counters return to where they were), report the size it covered with Linux's rules when
  * the range ends early, and refuse bad commands, ranges and flags with -EINVAL.
  */
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <pinmm/pinmm.h>
 
 #include "lib/pmtest.h"
@@ -258,16 +262,40 @@ static void test_threads(void)
 	ASSERT_EQ(pm_munmap(mm, addr, len), 0);
 }
 
-/* Run the tool; return its exit status and up to @cap bytes of its stdout. */
-static int run_tool(const char *args, char *out, size_t cap)
+/*
+ * Where the tool is: the build directory this test binary was built in, as the Makefile lays it
+ * out ($(O)/tests/unit/test_gup_test next to $(O)/pinmm-gup-test), whatever $O and the working
+ * directory say. Empty when /proc/self/exe cannot be read.
+ */
+static void tool_path(char *path, size_t len)
 {
-	const char *o = getenv("O");
-	char cmd[1024];
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	path[0] = 0;
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	for (int up = 0; up < 3; up++) {
+		char *slash = strrchr(exe, '/');
+
+		if (!slash)
+			return;
+		*slash = 0;
+	}
+	if ((size_t)snprintf(path, len, "%s/pinmm-gup-test", exe) >= len)
+		path[0] = 0;
+}
+
+/* Run the tool at @tool; return its exit status and up to @cap bytes of its stdout. */
+static int run_tool(const char *tool, const char *args, char *out, size_t cap)
+{
+	char cmd[PATH_MAX + 288];
 	size_t n = 0;
 	FILE *f;
 	int st;
 
-	snprintf(cmd, sizeof(cmd), "%s/pinmm-gup-test %s 2>/dev/null", o, args);
+	snprintf(cmd, sizeof(cmd), "'%s' %s 2>/dev/null", tool, args);
 	f = popen(cmd, "r");
 	ASSERT_TRUE(f);
 	while (n + 1 < cap && fgets(out + n, cap - n, f))
@@ -279,23 +307,24 @@ static int run_tool(const char *args, char *out, size_t cap)
 
 static void test_tool(void)
 {
-	const char *o = getenv("O");
-	char path[1024], out[8192];
+	char tool[PATH_MAX + 32], out[8192];
 
-	snprintf(path, sizeof(path), "%s/pinmm-gup-test", o ? o : "");
-	if (!o || access(path, X_OK)) {
-		skip(8, "pinmm-gup-test not found ($O unset or not built)");
+	tool_path(tool, sizeof(tool));
+	/* `make tests` builds the tool with this binary: missing, it is a failure, not a skip. */
+	if (!ok(tool[0] && !access(tool, X_OK), "pinmm-gup-test is built next to this test (%s)",
+		tool[0] ? tool : "/proc/self/exe unreadable")) {
+		diag("build it: make SAN=... tests");
 		return;
 	}
-	is_int(run_tool("-m 4 -a -n 64 -r 2 -t", out, sizeof(out)), 0, "tool -a: exit 0");
+	is_int(run_tool(tool, "-m 4 -a -n 64 -r 2 -t", out, sizeof(out)), 0, "tool -a: exit 0");
 	ok(strstr(out, "PIN_FAST_BENCHMARK: Time: get:") && strstr(out, " us\n"),
 	   "tool -a: prints the benchmark line");
 	ok(strstr(out, "ok 1 ioctl status 0") && strstr(out, "1..1"), "tool -a: TAP result");
-	is_int(run_tool("-m 2 -j 3 -L -n -1 -W", out, sizeof(out)), 0, "tool -L -j 3: exit 0");
+	is_int(run_tool(tool, "-m 2 -j 3 -L -n -1 -W", out, sizeof(out)), 0, "tool -L -j 3: exit 0");
 	ok(strstr(out, "ok 3 ioctl status 0") && strstr(out, "1..3"), "tool -j 3: three results");
-	is_int(run_tool("-m 1 -c -p 0 5 300", out, sizeof(out)), 0, "tool -c -p: exit 0");
+	is_int(run_tool(tool, "-m 1 -c -p 0 5 300", out, sizeof(out)), 0, "tool -c -p: exit 0");
 	ok(strstr(out, "DUMP_USER_PAGES_TEST: done"), "tool -c: done line");
-	ok(run_tool("-m 1 -F 0x80000", out, sizeof(out)) != 0 && strstr(out, "not ok 1"),
+	ok(run_tool(tool, "-m 1 -F 0x80000", out, sizeof(out)) != 0 && strstr(out, "not ok 1"),
 	   "tool -F FOLL_PIN: not ok, nonzero exit");
 }
 

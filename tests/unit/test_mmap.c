@@ -21,9 +21,6 @@
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 
-/* pm_shmem_create() is issue 4's; the one test that needs an object skips without it. */
-extern __typeof__(pm_shmem_create) pm_shmem_create __attribute__((weak));
-
 static struct pm_machine *m;
 static struct pm_mm *mm;
 static size_t free0;
@@ -85,15 +82,13 @@ static void test_mmap_errors(void)
 	       "mmap unaligned offset -> -EINVAL");
 	is_int(map(0, PG, RW, PM_MAP_PRIVATE), -EBADF, "mmap private without file -> -EBADF");
 	is_int(map(0, PG, RW, PM_MAP_SHARED), -EBADF, "mmap shared without file -> -EBADF");
-	if (pm_shmem_create) {
+	{
 		struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
 
 		ASSERT_TRUE(f);
 		is_int(pm_mmap(mm, 0, PG, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS, f, 0), -EINVAL,
 		       "mmap a file with PM_MAP_ANONYMOUS -> -EINVAL");
 		pm_shmem_put(f);
-	} else {
-		skip(1, "no pm_shmem_create in this build");
 	}
 	is_int(map(fixed + 0x100, PG, RW, PRIV | PM_MAP_FIXED), -EINVAL,
 	       "MAP_FIXED unaligned -> -EINVAL");

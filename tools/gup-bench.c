@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * gup_bench.c - a micro-benchmark of pinning (not a test; make check does not run it).
+ * gup-bench.c - a micro-benchmark of pinning (not a test; make check does not run it).
  *
  * Prints, in one run:
  *  1. CPU ns per pin+unpin of one page (pm_pin_user_pages*_fast or slow, then
@@ -17,11 +17,14 @@
  * Expected shape (the 2021 seed): with the knob, N threads are several times slower per pin
  * than 1; without it, N threads each run about as fast as 1.
  *
- * Usage: pinmm-gup_bench [-t SECONDS per point] [-j THREADS] [-m MIB] [-r REPEATS]
+ * Usage: pinmm-gup-bench [-t SECONDS per point] [-j THREADS] [-m MIB] [-r REPEATS]
+ * Numbers are read strictly (tools/lib/cli.c); a bad one prints usage and exits 1, and so
+ * does a -m larger than the host's available memory (MemAvailable).
  * Build without sanitizers (make, not make SAN=...) for meaningful numbers; turn ASLR off
  * (setarch -R) for steadier ones.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -32,6 +35,8 @@
 #include <unistd.h>
 
 #include <pinmm/pinmm.h>
+
+#include "cli.h"
 
 #define MiB (1UL << 20)
 #define PG 4096UL
@@ -64,7 +69,7 @@ static double thread_cpu(void)
 
 static void die(const char *what, long err)
 {
-	fprintf(stderr, "gup_bench: %s: %s\n", what, pm_strerror(err));
+	fprintf(stderr, "pinmm-gup-bench: %s: %s\n", what, pm_strerror(err));
 	exit(1);
 }
 
@@ -263,39 +268,72 @@ static void unpin_table(size_t len, int repeats)
 	free(runs);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pinmm-gup-bench [-t SECONDS] [-j THREADS] [-m MIB] [-r REPEATS]\n"
+		"  -t seconds per point (0.5), -j threads (the CPUs, 1..%d), -m MiB of the pin\n"
+		"  array (1024, a multiple of 2; K/M/G/T suffixes), -r repeats (3, 1..1000)\n",
+		MAX_THREADS);
+}
+
+/* A bad number: what is wrong, usage, exit 1. */
+static void check(int err, const char *opt, const char *arg)
+{
+	if (!err)
+		return;
+	cli_complain("pinmm-gup-bench", opt, arg, err);
+	usage(stderr);
+	exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	double secs = 0.5;
 	long nthreads = sysconf(_SC_NPROCESSORS_ONLN);
-	size_t mib = 1024;
+	uint64_t bytes = 1024 * MiB;
+	unsigned u;
 	int repeats = 3, opt;
 
 	while ((opt = getopt(argc, argv, "t:j:m:r:h")) != -1) {
 		switch (opt) {
 		case 't':
-			secs = atof(optarg);
+			check(cli_parse_double(optarg, 0.001, 3600, &secs), "-t", optarg);
 			break;
 		case 'j':
-			nthreads = atol(optarg);
+			check(cli_parse_uint(optarg, 1, MAX_THREADS, &u), "-j", optarg);
+			nthreads = u;
 			break;
 		case 'm':
-			mib = strtoul(optarg, NULL, 0);
+			check(cli_parse_size(optarg, MiB, 2 * MiB, 1ULL << 40, &bytes), "-m", optarg);
+			if (bytes % (2 * MiB)) {
+				fprintf(stderr, "pinmm-gup-bench: -m '%s': not a multiple of 2 MiB\n",
+					optarg);
+				usage(stderr);
+				return 1;
+			}
 			break;
 		case 'r':
-			repeats = atoi(optarg);
+			check(cli_parse_uint(optarg, 1, 1000, &u), "-r", optarg);
+			repeats = (int)u;
 			break;
+		case 'h':
+			usage(stdout);
+			return 0;
 		default:
-			fprintf(stderr,
-				"usage: %s [-t seconds] [-j threads] [-m MiB] [-r repeats]\n",
-				argv[0]);
-			return opt == 'h' ? 0 : 2;
+			usage(stderr);
+			return 1;
 		}
 	}
-	if (nthreads < 1 || nthreads > MAX_THREADS || secs <= 0 || mib < 2 || mib % 2 ||
-	    repeats < 1) {
-		fprintf(stderr, "gup_bench: bad arguments\n");
-		return 2;
+	if (optind < argc) {
+		fprintf(stderr, "pinmm-gup-bench: unexpected '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
 	}
+	if (nthreads > MAX_THREADS)
+		nthreads = MAX_THREADS;
+	/* The pin array is touched whole, and so is its machine: refuse what cannot fit. */
+	if (cli_check_working_set("pinmm-gup-bench", "-m", bytes))
+		return 1;
 
 	static const struct {
 		const char *name;
@@ -323,6 +361,6 @@ int main(int argc, char **argv)
 	       ns[2][1] / ns[0][1]);
 	printf("  (baseline: 6 private atomic adds per operation, no pinmm call; its N/1 ratio is\n"
 	       "   what this machine gives perfectly scalable work; compare the others with it)\n");
-	unpin_table(mib * MiB, repeats);
+	unpin_table(bytes, repeats);
 	return 0;
 }

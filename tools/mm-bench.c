@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * mm_bench.c - micro-benchmarks of pinmm's fault and fork paths (not tests).
+ * mm-bench.c - micro-benchmarks of pinmm's fault and fork paths (not tests).
  *
- *   pinmm-mm_bench [fault|shmem|fork|all] [-r REPS] [-m MIB]
+ *   pinmm-mm-bench [fault|shmem|fork|all] [-r REPS] [-m MIB]
  *
  * fault  ns per 4 KiB anonymous write fault, per 2 MiB THP fault, per read fault (zero page)
  * shmem  ns per shmem read and write fault (first touch allocates), modern vs the pre-2010
@@ -11,11 +11,16 @@
  * fork   ms to fork an address space of MIB (default 1024) populated with 4 KiB pages or
  *        THPs, with no pin and with every page pinned (the child gets copies)
  *
+ * Numbers are read strictly (tools/lib/cli.c); a bad one or an unknown benchmark prints usage
+ * and exits 1, and so does a fork of more than the host's available memory (MemAvailable).
+ *
  * Every figure is the median of REPS runs (default 5), run side by side in one process, after
  * a warm-up run: the first touch of a machine's memory costs the host a page fault, which is
  * not pinmm's cost (and in a virtual machine can be many microseconds per page).
  */
 #include <errno.h>
+#include <stdint.h>
+#include <unistd.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +28,8 @@
 #include <time.h>
 
 #include <pinmm/pinmm.h>
+
+#include "cli.h"
 
 static int reps = 5;
 static unsigned long mib = 1024;
@@ -63,7 +70,7 @@ static struct pm_machine *machine(size_t bytes, unsigned knobs)
 static void die_if(int cond, const char *what, long err)
 {
 	if (cond) {
-		fprintf(stderr, "mm_bench: %s: %s\n", what, pm_strerror(err));
+		fprintf(stderr, "pinmm-mm-bench: %s: %s\n", what, pm_strerror(err));
 		exit(1);
 	}
 }
@@ -262,22 +269,67 @@ static void bench_fork(void)
 	pm_machine_destroy(m);
 }
 
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pinmm-mm-bench [fault|shmem|fork|all] [-r REPS] [-m MIB]\n"
+		"  -r runs per figure (5, 1..64), -m MiB forked (1024; K/M/G/T suffixes)\n");
+}
+
+/* A bad argument: what is wrong, usage, exit 1. */
+static void check(int err, const char *opt, const char *arg)
+{
+	if (!err)
+		return;
+	cli_complain("pinmm-mm-bench", opt, arg, err);
+	usage(stderr);
+	exit(1);
+}
+
 int main(int argc, char **argv)
 {
+	static const char *const whats[] = { "all", "fault", "shmem", "fork" };
 	const char *what = "all";
+	uint64_t bytes;
+	unsigned u;
+	int opt;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-r") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "-m") && i + 1 < argc)
-			mib = strtoul(argv[++i], NULL, 0);
-		else
-			what = argv[i];
+	while ((opt = getopt(argc, argv, "r:m:h")) != -1) {
+		switch (opt) {
+		case 'r':
+			check(cli_parse_uint(optarg, 1, 64, &u), "-r", optarg);
+			reps = (int)u;
+			break;
+		case 'm':
+			check(cli_parse_size(optarg, 1UL << 20, 1UL << 20, 1ULL << 40, &bytes), "-m",
+			      optarg);
+			mib = bytes >> 20;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 1;
+		}
 	}
-	if (reps < 1 || reps > 64 || !mib) {
-		fprintf(stderr, "usage: pinmm-mm_bench [fault|shmem|fork|all] [-r 1..64] [-m MIB]\n");
-		return 2;
+	if (optind < argc)
+		what = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr, "pinmm-mm-bench: one benchmark at a time, not '%s'\n", argv[optind]);
+		usage(stderr);
+		return 1;
 	}
+	for (u = 0; u < sizeof(whats) / sizeof(whats[0]) && strcmp(what, whats[u]); u++)
+		;
+	if (u == sizeof(whats) / sizeof(whats[0])) {
+		fprintf(stderr, "pinmm-mm-bench: unknown benchmark '%s'\n", what);
+		usage(stderr);
+		return 1;
+	}
+	/* fork populates -m MiB, and its child gets a copy of every pinned page. */
+	if ((!strcmp(what, "fork") || !strcmp(what, "all")) &&
+	    cli_check_working_set("pinmm-mm-bench", "-m", 2 * (mib << 20)))
+		return 1;
 	if (!strcmp(what, "fault") || !strcmp(what, "all"))
 		bench_fault();
 	if (!strcmp(what, "shmem") || !strcmp(what, "all"))
