@@ -129,7 +129,7 @@ struct bench_case {
 
 #define BENCH_CASE_LIST(X) \
 	X(pin_fast) X(gup_fast) X(mr_reg) X(shmem_fault) \
-	X(page_fault1) X(page_fault2) X(page_fault3) X(mmap1) X(mmap2) \
+	X(page_fault1) X(page_fault2) X(page_fault3) X(mmap1) X(mmap2) X(fault_churn) \
 	X(host_pin_fast) X(host_gup_fast) X(host_mr_reg) X(host_shmem_fault) \
 	X(host_page_fault1) X(host_page_fault2) X(host_page_fault3) X(host_mmap1) X(host_mmap2)
 
@@ -257,6 +257,9 @@ int bench_pm_file_fault_loop(struct bench_task *t, int flags);
 void bench_pm_file_task_exit(struct bench_task *t);
 /** bench_pm_phase() - a phase() hook that snapshots the machine's counters into run->pm. */
 void bench_pm_phase(struct bench_run *run, enum bench_phase phase);
+/* summary() of the fault cases: how many faults ran under a per-VMA lock. */
+void bench_pm_fault_summary(struct bench_run *run);
+
 /** bench_pm_window() - a counter's growth over the measurement window. */
 #define bench_pm_window(run, field) ((run)->pm.end.field - (run)->pm.begin.field)
 
@@ -280,6 +283,8 @@ long bench_host_anon_huge_kb(void);
 /* A thread that mmaps and munmaps unrelated ranges until stopped (the writer of mmap_lock). */
 struct bench_churn;
 struct bench_churn *bench_churn_start(struct bench_run *run, struct pm_mm *mm);
+/* The same, on pinmm only, with mappings that never touch, merge with or split a task's VMA. */
+struct bench_churn *bench_churn_start_apart(struct bench_run *run, struct pm_mm *mm);
 /** bench_churn_stop() - stop and free it; returns how many mmap+munmap pairs it did. */
 unsigned long long bench_churn_stop(struct bench_churn *c);
 

@@ -6,6 +6,11 @@
  *
  * It is started by the task that owns the address space (bench_task_owns_mm()), so it runs in
  * that task's process and inherits its CPU binding, as will-it-scale's helper tasks do.
+ *
+ * bench_churn_start_apart() keeps its mappings apart from everyone else's: read-only (so they
+ * never merge with the tasks' read-write regions), 64 KiB at fixed addresses 2 MiB apart, low
+ * in the address space, far below the top-down area where the tasks map: the writer of the
+ * per-VMA-lock experiment, which changes no VMA a task faults in.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -15,10 +20,16 @@
 #include "bench.h"
 
 #define CHURN_LEN (1UL << 20)
+#define APART_BASE (1UL << 32)
+#define APART_LEN (64UL << 10)
+#define APART_STRIDE (2UL << 20)
+#define APART_SLOTS 16
 
 struct bench_churn {
 	struct bench_run *run;
 	struct pm_mm *mm;
+	bool apart;
+	unsigned long slot;
 	pthread_t thread;
 	int stop;
 	unsigned long long pairs;
@@ -27,7 +38,15 @@ struct bench_churn {
 
 static int churn_once(struct bench_churn *c)
 {
-	if (c->mm) {
+	if (c->apart) {
+		unsigned long a = APART_BASE + (c->slot++ % APART_SLOTS) * APART_STRIDE;
+		long r = pm_mmap(c->mm, a, APART_LEN, PM_PROT_READ,
+				 PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED_NOREPLACE, NULL, 0);
+
+		if (r < 0)
+			return (int)r;
+		return pm_munmap(c->mm, a, APART_LEN);
+	} else if (c->mm) {
 		long addr = bench_pm_map_anon(c->mm, CHURN_LEN);
 
 		if (addr < 0)
@@ -56,7 +75,7 @@ static void *churn_thread(void *arg)
 	return NULL;
 }
 
-struct bench_churn *bench_churn_start(struct bench_run *run, struct pm_mm *mm)
+static struct bench_churn *churn_start(struct bench_run *run, struct pm_mm *mm, bool apart)
 {
 	struct bench_churn *c = calloc(1, sizeof(*c));
 	int err;
@@ -65,6 +84,7 @@ struct bench_churn *bench_churn_start(struct bench_run *run, struct pm_mm *mm)
 		return NULL;
 	c->run = run;
 	c->mm = mm;
+	c->apart = apart;
 	err = pthread_create(&c->thread, NULL, churn_thread, c);
 	if (err) {
 		free(c);
@@ -72,6 +92,16 @@ struct bench_churn *bench_churn_start(struct bench_run *run, struct pm_mm *mm)
 		return NULL;
 	}
 	return c;
+}
+
+struct bench_churn *bench_churn_start(struct bench_run *run, struct pm_mm *mm)
+{
+	return churn_start(run, mm, false);
+}
+
+struct bench_churn *bench_churn_start_apart(struct bench_run *run, struct pm_mm *mm)
+{
+	return churn_start(run, mm, true);
 }
 
 unsigned long long bench_churn_stop(struct bench_churn *c)

@@ -21,6 +21,7 @@ static const struct {
 	{ "gup_fast_restart", PM_KNOB_GUP_FAST_RESTART },
 	{ "unpin_per_page", PM_KNOB_UNPIN_PER_PAGE },
 	{ "shmem_lock_twice", PM_KNOB_SHMEM_LOCK_TWICE },
+	{ "no_per_vma_lock", PM_KNOB_NO_PER_VMA_LOCK },
 };
 
 static int parse_one_knob(const struct bench_case *bc, const char *w, unsigned *knobs)

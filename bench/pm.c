@@ -156,3 +156,20 @@ void bench_pm_phase(struct bench_run *run, enum bench_phase phase)
 	else if (phase == BENCH_PHASE_DONE)
 		pm_machine_stats(run->pm.machine, &run->pm.end);
 }
+
+/* The share of the window's faults that ran under a per-VMA lock (Linux 6.4), as a note and
+ * as the metrics vma_lock_share, vma_lock_success and vma_lock_abort. */
+void bench_pm_fault_summary(struct bench_run *run)
+{
+	unsigned long ok = bench_pm_window(run, vma_lock_success);
+	unsigned long abort = bench_pm_window(run, vma_lock_abort);
+	unsigned long faults = bench_pm_window(run, faults);
+
+	if (!run->pm.machine)
+		return;
+	bench_note(run, "%s: in the window %lu faults, %lu under a VMA lock, %lu went to mmap_lock",
+		   run->bc->name, faults, ok, abort);
+	bench_metric(run, "vma_lock_success", "%lu", ok);
+	bench_metric(run, "vma_lock_abort", "%lu", abort);
+	bench_metric(run, "vma_lock_share", "%.4f", faults ? (double)ok / (double)faults : 0.0);
+}

@@ -34,8 +34,20 @@
 #define CLASSIC(n, title_)							\
 	{									\
 		.id = #n, .title = title_, .scale = true,			\
-		.cfg = { [CFG_AFTER] = { #n }, [CFG_HOST] = { "host_" #n } },	\
+		.cfg = { [CFG_AFTER] = { #n }, [CFG_HOST] = { "host_" #n },	\
+			 [CFG_PROC] = { #n, NULL, NULL, "processes" } },	\
 		.views = { { #n, "will-it-scale classic (no seed figure)", METRIC_OPS } }, \
+	}
+
+/* The fault classics: before is every fault under mmap_lock (Linux before 6.4). */
+#define FAULT_CLASSIC(n, title_)						\
+	{									\
+		.id = #n, .title = title_, .scale = true,			\
+		.cfg = { [CFG_BEFORE] = { #n, NULL, "before" }, [CFG_AFTER] = { #n },	\
+			 [CFG_HOST] = { "host_" #n },				\
+			 [CFG_PROC] = { #n, NULL, NULL, "processes" } },	\
+		.views = { { #n, "will-it-scale; Linux 6.4 per-VMA locks", METRIC_OPS } }, \
+		.evidence = "vma_lock_share",					\
 	}
 
 static struct report_experiment experiments[] = {
@@ -146,9 +158,21 @@ static struct report_experiment experiments[] = {
 		.views = { { "shmem_fault whole", "1 GiB: ~78 s -> 14.6..76 s (unstable)",
 			     METRIC_AREA_SEC } },
 	},
-	CLASSIC(page_fault1, "will-it-scale page_fault1: anonymous faults"),
-	CLASSIC(page_fault2, "will-it-scale page_fault2: private file faults (COW)"),
-	CLASSIC(page_fault3, "will-it-scale page_fault3: shared file faults"),
+	{
+		.id = "fault_churn",
+		.title = "anonymous faults beside an mmap/munmap writer of the same mm (6.4)",
+		.scale = true,
+		.cfg = {
+			[CFG_BEFORE] = { "fault_churn", NULL, "before" },
+			[CFG_AFTER] = { "fault_churn", NULL, "after" },
+		},
+		.views = { { "fault_churn", "per-VMA locks: faults skip mmap_lock", METRIC_OPS,
+			     1.0 } },
+		.evidence = "vma_lock_share,churn_pairs",
+	},
+	FAULT_CLASSIC(page_fault1, "will-it-scale page_fault1: anonymous faults"),
+	FAULT_CLASSIC(page_fault2, "will-it-scale page_fault2: private file faults (COW)"),
+	FAULT_CLASSIC(page_fault3, "will-it-scale page_fault3: shared file faults"),
 	CLASSIC(mmap1, "will-it-scale mmap1: anonymous mmap/munmap"),
 	CLASSIC(mmap2, "will-it-scale mmap2: file mmap/munmap"),
 };
@@ -176,7 +200,8 @@ static const char *cell(const struct report_experiment *e, enum report_cfg c,
 
 static void print_view(FILE *f, const struct report_experiment *e, const struct report_view *v)
 {
-	char b[32], a[32], h[32], ratio[32] = "-", eff[32] = "-", name[40], expect[32] = "";
+	char b[32], a[32], h[32], ratio[32] = "-", eff[32] = "-", peff[32] = "-", name[40];
+	char expect[32] = "";
 	double r, x;
 
 	snprintf(name, sizeof(name), "%s", v->name);
@@ -187,19 +212,21 @@ static void print_view(FILE *f, const struct report_experiment *e, const struct 
 	if ((v->metric == METRIC_OPS || v->metric == METRIC_AREA_SEC) &&
 	    report_efficiency(e, report_after(v), &x))
 		snprintf(eff, sizeof(eff), "%.2f", x);
+	if (v->metric == METRIC_OPS && report_efficiency(e, CFG_PROC, &x))
+		snprintf(peff, sizeof(peff), "%.2f", x);
 	if (v->expect)
 		snprintf(expect, sizeof(expect), "%s%gx %s", v->strictly ? ">" : ">=", v->expect,
 			 report_verdict(e, v));
-	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %10s %s\n", name, v->claim,
+	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %6s %10s %s\n", name, v->claim,
 		cell(e, CFG_BEFORE, v->metric, b, sizeof(b)),
-		cell(e, report_after(v), v->metric, a, sizeof(a)), ratio, eff,
+		cell(e, report_after(v), v->metric, a, sizeof(a)), ratio, eff, peff,
 		cell(e, CFG_HOST, v->metric, h, sizeof(h)), expect);
 }
 
 static void print_table(FILE *f, struct report *rep)
 {
-	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %10s %s\n", "Experiment", "Seed's claim",
-		"Before", "After", "Aft/Bef", "Scal.", "Host", "Expect");
+	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %6s %10s %s\n", "Experiment", "Seed's claim",
+		"Before", "After", "Aft/Bef", "Scal.", "P.scal", "Host", "Expect");
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
 		const struct report_experiment *e = &rep->exps[i];
 
@@ -207,8 +234,9 @@ static void print_table(FILE *f, struct report *rep)
 			print_view(f, e, &e->views[k]);
 	}
 	fprintf(f, "\nAft/Bef is a throughput ratio (for times: before/after). Scal. is the\n"
-		"after configuration's ops(N) / (N x ops(1)). Host: the running kernel's twin "
-		"case.\n");
+		"after configuration's ops(N) / (N x ops(1)) with N threads of one mm; P.scal the\n"
+		"same with N processes, one mm each (what sharing nothing costs). Host: the "
+		"running kernel's twin case.\n");
 	if (rep->quick_size)
 		fprintf(f, "Quick run: the mr_reg experiments register %s, not the seed's 1 GiB.\n",
 			rep->quick_size);
@@ -276,6 +304,8 @@ static void run_point(struct report *rep, struct report_experiment *e, enum repo
 		argv[n++] = "--variant", argv[n++] = (char *)cfg->variant;
 	if (cfg->knobs)
 		argv[n++] = "--knobs", argv[n++] = (char *)cfg->knobs;
+	if (cfg->mode)
+		argv[n++] = "--mode", argv[n++] = (char *)cfg->mode;
 	if (e->shrinks && rep->quick_size)
 		argv[n++] = "--size", argv[n++] = (char *)rep->quick_size;
 	argv[n] = NULL;

@@ -13,7 +13,9 @@
 
 #define REPORT_MAX_POINTS 8	/* task counts per experiment */
 
-enum report_cfg { CFG_BEFORE, CFG_V1, CFG_AFTER, CFG_HOST, NR_CFG };
+/* CFG_PROC: the after configuration in --mode processes (one mm per task): what sharing
+ * nothing costs, beside which threads of one mm are judged. */
+enum report_cfg { CFG_BEFORE, CFG_V1, CFG_AFTER, CFG_HOST, CFG_PROC, NR_CFG };
 
 enum report_metric {
 	METRIC_OPS,		/* ops/s, the median sample; higher is better */
@@ -26,6 +28,7 @@ struct report_config {
 	const char *bench_case;	/* NULL: the experiment has no such configuration */
 	const char *variant;
 	const char *knobs;
+	const char *mode;	/* NULL: threads */
 };
 
 struct report_view {

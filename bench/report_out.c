@@ -101,7 +101,8 @@ static void write_summary_csv(const struct report *rep)
 	if (!f)
 		return;
 	fprintf(f, "experiment,view,unit,tasks,claim,before,v1,after,after_over_before,"
-		"scaling_eff_before,scaling_eff_after,host,scaling_eff_host,expect,verdict\n");
+		"scaling_eff_before,scaling_eff_after,host,scaling_eff_host,scaling_eff_processes,"
+		"expect,verdict\n");
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
 		const struct report_experiment *e = &rep->exps[i];
 
@@ -123,6 +124,7 @@ static void write_summary_csv(const struct report *rep)
 			csv_eff(f, e, report_after(v));
 			csv_value(f, e, CFG_HOST, v->metric);
 			csv_eff(f, e, CFG_HOST);
+			csv_eff(f, e, CFG_PROC);
 			fprintf(f, ",%g,%s\n", v->expect, report_verdict(e, v));
 		}
 	}
@@ -153,8 +155,9 @@ static void md_cell(FILE *f, const struct report_experiment *e, enum report_cfg 
 static void md_table(FILE *f, const struct report *rep)
 {
 	fprintf(f, "| Experiment | Tasks | Seed's claim | Before | After | After/before | "
-		"Scaling eff. (after) | Host kernel | Scaling eff. (host) | Expectation |\n");
-	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|\n");
+		"Scaling eff. (after) | Scaling eff. (processes) | Host kernel | "
+		"Scaling eff. (host) | Expectation |\n");
+	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
 		const struct report_experiment *e = &rep->exps[i];
 
@@ -171,6 +174,10 @@ static void md_table(FILE *f, const struct report *rep)
 			else
 				fprintf(f, " - |");
 			if (report_efficiency(e, report_after(v), &x))
+				fprintf(f, " %.2f |", x);
+			else
+				fprintf(f, " - |");
+			if (v->metric == METRIC_OPS && report_efficiency(e, CFG_PROC, &x))
 				fprintf(f, " %.2f |", x);
 			else
 				fprintf(f, " - |");
@@ -223,10 +230,11 @@ static void md_runs(FILE *f, const struct report *rep, const struct report_exper
 
 			if (!e->ran[c][p])
 				continue;
-			fprintf(f, "\n**%s**: `pinmm-bench %s -t %u%s%s%s%s` ", report_cfg_names[c],
-				cfg->bench_case, e->tasks[p], cfg->variant ? " --variant " : "",
-				cfg->variant ? cfg->variant : "", cfg->knobs ? " --knobs " : "",
-				cfg->knobs ? cfg->knobs : "");
+			fprintf(f, "\n**%s**: `pinmm-bench %s -t %u%s%s%s%s%s%s` ",
+				report_cfg_names[c], cfg->bench_case, e->tasks[p],
+				cfg->variant ? " --variant " : "", cfg->variant ? cfg->variant : "",
+				cfg->knobs ? " --knobs " : "", cfg->knobs ? cfg->knobs : "",
+				cfg->mode ? " --mode " : "", cfg->mode ? cfg->mode : "");
 			if (r->status == 1)
 				fprintf(f, "not available: %s\n", r->unavailable);
 			else if (r->status < 0)
@@ -341,6 +349,7 @@ static void plot_columns(FILE *gp, const struct report_experiment *e, bool linea
 		{ CFG_BEFORE, 2, "pinmm before" },
 		{ CFG_AFTER, 3, "pinmm after" },
 		{ CFG_HOST, 5, "host kernel" },
+		{ CFG_PROC, 6, "pinmm after, processes" },
 	};
 	const char *sep = "plot ";
 
@@ -367,7 +376,7 @@ static void write_scaling_plot(const struct report *rep, const struct report_exp
 		return;
 	if (e->tasks[0] != 1 || !report_value(e, CFG_AFTER, 0, METRIC_OPS, &one))
 		one = -1;
-	fprintf(dat, "# tasks before after linear host\n");
+	fprintf(dat, "# tasks before after linear host processes\n");
 	for (unsigned p = 0; p < e->nr_points; p++) {
 		fprintf(dat, "%u", e->tasks[p]);
 		dat_value(dat, e, CFG_BEFORE, p);
@@ -377,6 +386,7 @@ static void write_scaling_plot(const struct report *rep, const struct report_exp
 		else
 			fprintf(dat, " NaN");
 		dat_value(dat, e, CFG_HOST, p);
+		dat_value(dat, e, CFG_PROC, p);
 		fputc('\n', dat);
 	}
 	fclose(dat);
@@ -391,7 +401,7 @@ static bool write_rounds_plot(const struct report *rep, const struct report_expe
 {
 	static const char *const labels[NR_CFG] = {
 		[CFG_BEFORE] = "per page", [CFG_V1] = "batched (v1)",
-		[CFG_AFTER] = "range (v2)", [CFG_HOST] = "host io_uring",
+		[CFG_AFTER] = "range (v2)", [CFG_HOST] = "host io_uring", [CFG_PROC] = "processes",
 	};
 	FILE *dat = open_out(rep, e->id, ".dat");
 	double reg, unreg;
