@@ -35,6 +35,7 @@ static void set_free_block(struct pm_page *page, unsigned order)
 /* Caller holds zone_lock. */
 static void add_to_free_area(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
+	pm_assert_locked(&m->zone_lock);
 	set_free_block(page, order);
 	pm_list_add(&page->lru, &m->free_area[order]);
 	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) + 1);
@@ -43,6 +44,7 @@ static void add_to_free_area(struct pm_machine *m, struct pm_page *page, unsigne
 /* Caller holds zone_lock. */
 static void del_from_free_area(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
+	pm_assert_locked(&m->zone_lock);
 	pm_list_del(&page->lru);
 	atomic_store_relaxed(&page->xflags, 0);
 	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) - 1);
@@ -51,6 +53,7 @@ static void del_from_free_area(struct pm_machine *m, struct pm_page *page, unsig
 /* Take a block of @order, splitting a larger one if needed. Caller holds zone_lock. */
 static struct pm_page *rmqueue(struct pm_machine *m, unsigned order)
 {
+	pm_assert_locked(&m->zone_lock);
 	for (unsigned o = order; o <= PM_MAX_ORDER; o++) {
 		struct pm_page *page;
 
@@ -73,6 +76,7 @@ static void free_one(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
 	unsigned long pfn = page_to_pfn(m, page);
 
+	pm_assert_locked(&m->zone_lock);
 	while (order < PM_MAX_ORDER) {
 		unsigned long buddy_pfn = pfn ^ (1UL << order);
 		struct pm_page *buddy;
@@ -116,11 +120,6 @@ int pm__page_alloc_init(struct pm_machine *m)
 	}
 	pm_spin_unlock(&m->zone_lock);
 	return 0;
-}
-
-void pm__page_alloc_fini(struct pm_machine *m)
-{
-	(void)m; /* the arena and the descriptors go with the machine */
 }
 
 static struct pm_pcp *this_cpu_pcp(struct pm_machine *m)
@@ -299,11 +298,10 @@ size_t pm__nr_free_frames(struct pm_machine *m)
 }
 
 /* For the checker: is @page the head of a free block (and of which order)? */
-bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsigned *order)
+bool pm__frame_is_free(struct pm_page *page, unsigned *order)
 {
 	unsigned long f = atomic_load_relaxed(&page->xflags);
 
-	(void)m;
 	if (f & PGF(PG_buddy)) {
 		*order = atomic_load_relaxed(&page->xorder);
 		return true;

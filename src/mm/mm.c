@@ -20,7 +20,6 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 		return NULL;
 	memset(mm, 0, sizeof(*mm));
 	mm->m = m;
-	mm->knobs = m->knobs;
 	mm->mmap_base = PM_MMAP_BASE;
 	pm_spin_init(&mm->page_table_lock);
 	pm_rwsem_init(&mm->mmap_lock);
@@ -52,11 +51,12 @@ struct pm_mm *pm_mm_create(struct pm_machine *m)
 }
 
 /*
- * pm__unmap_all() - remove every VMA, mapping and page table of @mm but the PGD.
- * Context: mmap_lock held for write (or the mm is private to the caller).
+ * unmap_all() - remove every VMA, mapping and page table of @mm but the PGD.
+ * Context: mmap_lock held for write.
  */
-void pm__unmap_all(struct pm_mm *mm)
+static void unmap_all(struct pm_mm *mm)
 {
+	mmap_assert_write_locked(mm);
 	for (unsigned i = 0; i < mm->nr_vmas; i++)
 		pm__vma_unlink_file(mm->vmas[i]);
 	for (unsigned i = 0; i < mm->nr_vmas; i++)
@@ -67,7 +67,7 @@ void pm__unmap_all(struct pm_mm *mm)
 		mm->nr_vmas--;
 		pm__vma_free(vma);
 	}
-	pm__free_pgtables(mm, 0, PM_TASK_SIZE);
+	pm__free_pgd_range(mm, 0, PM_TASK_SIZE, 0, 0); /* no VMA left: every table goes */
 }
 
 void pm_mm_destroy(struct pm_mm *mm)
@@ -82,7 +82,7 @@ void pm_mm_destroy(struct pm_mm *mm)
 	pthread_mutex_unlock(&m->lock);
 
 	mmap_write_lock(mm);
-	pm__unmap_all(mm);
+	unmap_all(mm);
 	mmap_write_unlock(mm);
 	pm__pgd_free(m, mm->pgd);
 	free(mm->vmas);
@@ -92,9 +92,4 @@ void pm_mm_destroy(struct pm_mm *mm)
 struct pm_machine *pm_mm_machine(struct pm_mm *mm)
 {
 	return mm->m;
-}
-
-bool pm_mm_has_pinned(struct pm_mm *mm)
-{
-	return mm_has_pinned(mm);
 }

@@ -23,18 +23,6 @@ static unsigned long prot_to_vm(int prot)
 	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0);
 }
 
-/* Split the PMD leaf that straddles @addr, if there is one. Context: mmap_lock held. */
-void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr)
-{
-	pm_entry_t *pmdp;
-
-	if (!(addr & ~PMD_MASK))
-		return;
-	pmdp = pm__pmd_lookup(mm, addr);
-	if (pmdp && pmd_leaf(pmdp_get(pmdp)))
-		pm__split_huge_pmd(mm, pmdp);
-}
-
 /* ---- finding a free range ---- */
 
 static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
@@ -52,6 +40,7 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
 {
 	unsigned long base = mm->mmap_base;
 
+	mmap_assert_write_locked(mm);
 	if (hint) {
 		hint = ALIGN_UP(hint, PAGE_SIZE);
 		if (hint && range_free(mm, hint, len))
@@ -89,10 +78,12 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
  */
 static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	struct pm_vma *vma = pm__find_vma_intersection(mm, start, end);
+	struct pm_vma *vma;
 	unsigned first, last;
 	int err;
 
+	mmap_assert_write_locked(mm);
+	vma = pm__find_vma_intersection(mm, start, end);
 	if (!vma)
 		return 0;
 	if (vma->start < start) {
@@ -118,7 +109,9 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 		pm__vma_free(mm->vmas[i]);
 	memmove(&mm->vmas[first], &mm->vmas[last], (mm->nr_vmas - last) * sizeof(mm->vmas[0]));
 	mm->nr_vmas -= last - first;
-	pm__free_pgtables(mm, start, end);
+	/* The gap the tables may be freed in: from the VMA below to the VMA above. */
+	pm__free_pgd_range(mm, start, end, first ? mm->vmas[first - 1]->end : 0,
+			   first < mm->nr_vmas ? mm->vmas[first]->start : 0);
 	return 0;
 }
 
@@ -271,7 +264,7 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 
 	if (!ptep)
 		return;
-	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
+	for (pm_entry_t *stop = ptep + ((end - start) >> PAGE_SHIFT); ptep < stop; ptep++) {
 		pte_t pte = ptep_get(ptep);
 		uint64_t v;
 
@@ -291,15 +284,11 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 static void change_protection(struct pm_mm *mm, unsigned long start, unsigned long end,
 			      unsigned long vm_flags)
 {
-	unsigned long next;
+	pm_entry_t *pmdp;
 
-	for (unsigned long a = start; a < end; a = next) {
-		pm_entry_t *pmdp = pm__pmd_span(mm, a, end, &next);
-		pmd_t pmd;
+	for_each_pmd_span(mm, a, next, start, end, pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
 
-		if (!pmdp)
-			continue;
-		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd)) {
 			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 			uint64_t v;

@@ -9,9 +9,9 @@
  *
  * Locking: the array and every VMA's fields are written under mmap_lock for write. A file VMA
  * is also on its object's i_mmap list, which truncation walks without mmap_lock; its start,
- * end and pgoff therefore change only under the object's i_mmap lock too
- * (pm__vma_set_bounds), and it leaves the list (pm__vma_unlink_file) before its page tables
- * can be freed.
+ * end and pgoff therefore change only under the object's i_mmap lock too (pm__split_vma,
+ * merge_into), and it leaves the list (pm__vma_unlink_file) before its page tables can be
+ * freed.
  */
 #include "internal.h"
 
@@ -82,7 +82,7 @@ int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 	return 0;
 }
 
-void pm__vma_remove_at(struct pm_mm *mm, unsigned idx)
+static void vma_remove_at(struct pm_mm *mm, unsigned idx)
 {
 	pm_assert(idx < mm->nr_vmas);
 	memmove(&mm->vmas[idx], &mm->vmas[idx + 1], (mm->nr_vmas - idx - 1) * sizeof(mm->vmas[0]));
@@ -126,18 +126,6 @@ void pm__vma_unlink_file(struct pm_vma *vma)
 	pm__shmem_map_unlock(vma->file);
 }
 
-void pm__vma_set_bounds(struct pm_vma *vma, unsigned long start, unsigned long end,
-			unsigned long pgoff)
-{
-	if (vma->file)
-		pm__shmem_map_lock(vma->file);
-	vma->start = start;
-	vma->end = end;
-	vma->pgoff = pgoff;
-	if (vma->file)
-		pm__shmem_map_unlock(vma->file);
-}
-
 /**
  * pm__split_vma() - split @vma at @addr (page aligned, strictly inside it) into two VMAs.
  * Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed.
@@ -146,6 +134,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 {
 	struct pm_vma *new;
 
+	mmap_assert_write_locked(mm);
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
 	new = pm__vma_alloc(mm);
 	if (!new)
@@ -196,15 +185,17 @@ static void merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 	keep->pgoff = pgoff;
 	if (keep->file)
 		pm__shmem_map_unlock(keep->file);
-	pm__vma_remove_at(mm, gone_idx);
+	vma_remove_at(mm, gone_idx);
 	pm__vma_free(gone);
 }
 
 /* Merge @vma with its neighbours where they are compatible. Context: mmap_lock (write). */
 void pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma)
 {
-	unsigned i = (unsigned)pm__vma_index(mm, vma->start);
+	unsigned i;
 
+	mmap_assert_write_locked(mm);
+	i = (unsigned)pm__vma_index(mm, vma->start);
 	pm_assert(mm->vmas[i] == vma);
 	if (i + 1 < mm->nr_vmas && can_merge(vma, mm->vmas[i + 1]))
 		merge_into(mm, vma, mm->vmas[i + 1], i + 1);
