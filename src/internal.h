@@ -3,9 +3,18 @@
  * internal.h - the types every layer of pinmm shares, and the prototypes that cross files,
  * grouped by the file that defines them ("// mem/page_alloc.c").
  *
- * Naming: public names are pm_*; internal names that cross files are pm__*; file-local names
- * are static with no prefix. A leading double underscore in a helper (__folio_put) means "the
- * caller holds the lock or provides the context the comment names", as in the kernel.
+ * Naming (the one rule; docs/architecture.md repeats it):
+ *  pm_*		the public API (include/pinmm/), and the primitives of lib/ (pm_spin_lock,
+ *		pm_rcu_read_lock, pm_down_read: a small library of their own, named as such)
+ *  pm__*		hidden functions and variables that cross files, declared here (or, for
+ *		lib/, in the primitive's header) under the file that defines them
+ *  no prefix	static functions of one file, and the static inline helpers below, which
+ *		keep Linux's names (folio_put, pte_none, mmap_read_lock)
+ *  *_locked	the caller holds the lock that the function's "Context:" line names; the
+ *		function asserts it (pm_assert_locked and friends, below)
+ *  *_assert_*locked / *_held
+ *		a lock assertion: compiled only into debug builds
+ * A double underscore inside a name means nothing more: there is no "__" variant convention.
  *
  * Glossary (Linux's words):
  *  frame	one 4 KiB unit of the machine's arena; pfn = its index
@@ -73,6 +82,55 @@ __hidden __cold __attribute__((noreturn)) void pm__die(const char *file, int lin
 #else
 #define pm_assert_expensive(cond) ((void)0)
 #endif
+/*
+ * Lock assertions (Linux's lockdep_assert_held and mmap_assert_locked), one per "Context:"
+ * line that names a lock the caller holds. Debug builds check that this thread holds the
+ * spinlock or write-holds mmap_lock; for mmap_lock held for read they can only check that
+ * someone holds it (readers are not tracked one by one). Release builds compile them away.
+ */
+#define pm_assert_locked(spinlock) pm_assert(pm_spin_held(spinlock))
+#define mmap_assert_locked(mm) pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock))
+#define mmap_assert_write_locked(mm) pm_assert(pm_rwsem_is_write_locked(&(mm)->mmap_lock))
+/*
+ * Page-table walks: mmap_lock, an RCU read section (tables are freed through RCU), a VMA's read
+ * lock (a fault: the tables under a live VMA are not freed), or - for truncation's zaps of
+ * other mms - an i_mmap lock, which keeps the VMA and its tables.
+ */
+#define walk_assert_held(mm) \
+	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm_rcu_read_ongoing() || \
+		  pm__i_mmap_held > 0 || (PM_DEBUG >= 1 && pm__vma_read_held_here()))
+/*
+ * The fault path: mmap_lock, or the VMA's own read lock (Linux's assert_fault_locked). Debug
+ * builds count the VMA read locks each thread holds (pm__vma_read_held, mm/vma_lock.c).
+ */
+#define VMA_LOCK_WRITER (1U << 31)
+#define VMA_LOCK_WAITER (1U << 30)
+#define VMA_LOCK_READERS (VMA_LOCK_WAITER - 1)
+extern __thread int pm__vma_read_held __hidden; /* counted in debug builds only */
+#if PM_DEBUG >= 1
+#define pm__vma_read_held_here() (pm__vma_read_held > 0)
+#else
+#define pm__vma_read_held_here() true
+#endif
+/* Populating page tables: mmap_lock, or a fault's VMA read lock (the tables under a live VMA
+ * are never freed, and populating takes the parent table's lock). */
+#define pgtable_populate_assert_held(mm) \
+	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__vma_read_held_here())
+#define assert_vma_read_locked(vma) \
+	pm_assert(pm__vma_read_held_here() && \
+		  (atomic_load_relaxed(&(vma)->xvm_refcnt) & VMA_LOCK_READERS))
+#define assert_fault_locked(vma) \
+	pm_assert(pm_rwsem_is_locked(&(vma)->mm->mmap_lock) || \
+		  (pm__vma_read_held_here() && \
+		   (atomic_load_relaxed(&(vma)->xvm_refcnt) & VMA_LOCK_READERS)))
+/* Splitting a PMD leaf: mmap_lock, a COW fault's VMA lock, or truncation's i_mmap lock. */
+#define split_assert_held(mm) \
+	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__i_mmap_held > 0 || \
+		  pm__vma_read_held_here())
+/* Zaps: the mm's mmap_lock, or - truncation zapping other mms - an object's i_mmap lock. */
+#define zap_assert_held(mm) \
+	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__i_mmap_held > 0)
+
 #define pm_warn_once(cond, msg) \
 	({ \
 		static _Atomic int warned__; \
@@ -397,8 +455,7 @@ static inline bool knob(const struct pm_machine *m, unsigned k)
 	return unlikely(m->knobs & k);
 }
 
-__hidden void *pm__kmalloc(struct pm_machine *m, size_t size);	/* failure-injectable */
-__hidden void *pm__kzalloc(struct pm_machine *m, size_t size);
+__hidden void *pm__kzalloc(struct pm_machine *m, size_t size); /* failure-injectable */
 __hidden bool pm__should_fail(struct pm_machine *m);
 
 /* // mem/page_alloc.c */
@@ -406,9 +463,8 @@ __hidden bool pm__should_fail(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
 __hidden int pm__page_alloc_init(struct pm_machine *m);
-__hidden void pm__page_alloc_fini(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
-__hidden bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsigned *order);
+__hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 
 /* // mem/folio.c */
@@ -450,87 +506,7 @@ static inline void folio_get_refs(struct pm_folio *folio, int refs)
 /* ------------------------------------------------------------------------------------------
  * Page tables (pgtable/).
  */
-typedef _Atomic uint64_t pm_entry_t; /* a slot of a table at any level */
-
-/* Entry bits, x86-64's layout. Upper levels use PRESENT|RW|USER and the table's pfn. */
-#define _PAGE_PRESENT (1UL << 0)
-#define _PAGE_RW (1UL << 1)
-#define _PAGE_USER (1UL << 2) /* cleared for PROT_NONE: present, but no user access */
-#define _PAGE_ACCESSED (1UL << 5)
-#define _PAGE_DIRTY (1UL << 6)
-#define _PAGE_PSE (1UL << 7)	 /* pmd: a 2 MiB leaf */
-#define _PAGE_SPECIAL (1UL << 9) /* no refcounted page behind it (the zero page) */
-#define _PAGE_PFN_MASK 0x000ffffffffff000UL
-#define _PAGE_TABLE (_PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED)
-
-typedef struct { uint64_t val; } pte_t;
-typedef struct { uint64_t val; } pmd_t;
-
-static inline pte_t ptep_get(pm_entry_t *p) { return (pte_t){ atomic_load_acquire(p) }; }
-static inline pmd_t pmdp_get(pm_entry_t *p) { return (pmd_t){ atomic_load_acquire(p) }; }
-/* A re-check after a speculative reference must be ordered after it: see gup_fast.c. */
-static inline pte_t ptep_get_mb(pm_entry_t *p) { return (pte_t){ atomic_load_mb(p) }; }
-static inline pmd_t pmdp_get_mb(pm_entry_t *p) { return (pmd_t){ atomic_load_mb(p) }; }
-static inline void set_pte(pm_entry_t *p, pte_t v) { atomic_store_release(p, v.val); }
-static inline void set_pmd(pm_entry_t *p, pmd_t v) { atomic_store_release(p, v.val); }
-static inline pte_t ptep_get_and_clear(pm_entry_t *p) { return (pte_t){ atomic_xchg_mb(p, 0) }; }
-static inline pmd_t pmdp_get_and_clear(pm_entry_t *p) { return (pmd_t){ atomic_xchg_mb(p, 0) }; }
-
-static inline bool pte_none(pte_t p) { return p.val == 0; }
-static inline bool pte_present(pte_t p) { return p.val & _PAGE_PRESENT; }
-static inline bool pte_write(pte_t p) { return p.val & _PAGE_RW; }
-static inline bool pte_user(pte_t p) { return p.val & _PAGE_USER; }
-static inline bool pte_dirty(pte_t p) { return p.val & _PAGE_DIRTY; }
-static inline bool pte_special(pte_t p) { return p.val & _PAGE_SPECIAL; }
-static inline unsigned long pte_pfn(pte_t p) { return (p.val & _PAGE_PFN_MASK) >> PAGE_SHIFT; }
-static inline bool pte_same(pte_t a, pte_t b) { return a.val == b.val; }
-static inline pte_t pte_wrprotect(pte_t p) { return (pte_t){ p.val & ~_PAGE_RW }; }
-static inline pte_t pte_mkwrite(pte_t p) { return (pte_t){ p.val | _PAGE_RW | _PAGE_DIRTY }; }
-static inline pte_t pfn_pte(unsigned long pfn, uint64_t bits)
-{
-	return (pte_t){ (pfn << PAGE_SHIFT) | bits };
-}
-
-static inline bool pmd_none(pmd_t p) { return p.val == 0; }
-static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
-static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==
-					    (_PAGE_PRESENT | _PAGE_PSE); }
-static inline bool pmd_table(pmd_t p) { return pmd_present(p) && !(p.val & _PAGE_PSE); }
-static inline bool pmd_write(pmd_t p) { return p.val & _PAGE_RW; }
-static inline bool pmd_user(pmd_t p) { return p.val & _PAGE_USER; }
-static inline unsigned long pmd_pfn(pmd_t p) { return (p.val & _PAGE_PFN_MASK) >> PAGE_SHIFT; }
-static inline bool pmd_same(pmd_t a, pmd_t b) { return a.val == b.val; }
-static inline pmd_t pmd_wrprotect(pmd_t p) { return (pmd_t){ p.val & ~_PAGE_RW }; }
-static inline pmd_t pmd_mkwrite(pmd_t p) { return (pmd_t){ p.val | _PAGE_RW | _PAGE_DIRTY }; }
-static inline pmd_t pfn_pmd(unsigned long pfn, uint64_t bits)
-{
-	return (pmd_t){ (pfn << PAGE_SHIFT) | bits | _PAGE_PSE };
-}
-
-static inline unsigned pgd_index(unsigned long a) { return (a >> PGDIR_SHIFT) & 511; }
-static inline unsigned pud_index(unsigned long a) { return (a >> PUD_SHIFT) & 511; }
-static inline unsigned pmd_index(unsigned long a) { return (a >> PMD_SHIFT) & 511; }
-static inline unsigned pte_index(unsigned long a) { return (a >> PAGE_SHIFT) & 511; }
-
-/* End of the span of size @size containing @addr, clamped to @end (the kernel's pXd_addr_end). */
-static inline unsigned long span_end(unsigned long addr, unsigned long end, unsigned long size)
-{
-	unsigned long boundary = (addr + size) & ~(size - 1);
-
-	return boundary - 1 < end - 1 ? boundary : end;
-}
-
-/* The descriptor of the table page that holds slot @p. */
-static inline struct pm_page *table_page(struct pm_machine *m, pm_entry_t *p)
-{
-	return pfn_to_page(m, virt_to_pfn(m, p));
-}
-
-/* The table an upper-level entry or a PMD table entry points to. */
-static inline pm_entry_t *entry_table(struct pm_machine *m, uint64_t val)
-{
-	return pfn_to_virt(m, (val & _PAGE_PFN_MASK) >> PAGE_SHIFT);
-}
+#include "pgtable/pgtable.h"
 
 /* // pgtable/pgtable.c */
 __hidden pm_entry_t *pm__pgd_alloc(struct pm_machine *m);
@@ -538,16 +514,31 @@ __hidden void pm__pgd_free(struct pm_machine *m, pm_entry_t *pgd);
 __hidden pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr);
 __hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end,
 				  unsigned long *next);
+/*
+ * Walk [@start, @end) of @mm one PMD span at a time, declaring @addr and @next: the body runs
+ * for each span whose PMD table exists, with @pmdp its slot; spans without one are skipped.
+ * The body may set @next = @addr to look at the same span again.
+ */
+#define for_each_pmd_span(mm, addr, next, start, end, pmdp) \
+	for (unsigned long addr = (start), next; addr < (end); addr = next) \
+		if (!((pmdp) = pm__pmd_span((mm), addr, (end), &next))) \
+			continue; \
+		else
 __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
 __hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
 __hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
-__hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
-__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
 					     unsigned long addr, struct pm_spinlock **ptlp);
 __hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden void pm__free_pgtables(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
+				 unsigned long floor, unsigned long ceiling);
+
+/* // pgtable/huge_memory.c */
+__hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
+__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 
 /* ------------------------------------------------------------------------------------------
  * Address spaces (mm/).
@@ -676,6 +667,7 @@ static inline void mmap_write_unlock(struct pm_mm *mm)
  */
 static inline void vma_mark_new(struct pm_vma *vma)
 {
+	mmap_assert_write_locked(vma->mm);
 	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(&vma->mm->xmm_lock_seq));
 }
 
@@ -698,10 +690,6 @@ __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
 /* // mm/mm.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
-__hidden void pm__unmap_all(struct pm_mm *mm);
-
-/* // mm/mmap.c */
-__hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
@@ -723,7 +711,7 @@ __hidden pte_t pm__mk_pte(struct pm_vma *vma, unsigned long pfn, bool writable, 
 __hidden int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				   unsigned long addr, unsigned fault_flags);
 __hidden int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma,
-					    pm_entry_t *pmdp, unsigned long addr);
+					    pm_entry_t *pmdp);
 __hidden bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr);
 
 /* // fault/cow.c */
@@ -731,13 +719,12 @@ __hidden int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 			    unsigned long addr, unsigned fault_flags);
 __hidden int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				     unsigned long addr, unsigned fault_flags);
-__hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden void pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp);
 
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
- * lookups), a size, an optional exact limit, and the list of VMAs mapping it.
- * See fault/shmem.c for the locking.
+ * lookups), a size, an optional exact limit, and the list of VMAs mapping it. The object sits
+ * below the address spaces (src/shmem/: object.c, cache.c, limit.c); its fault and truncate
+ * paths are fault/shmem.c, whose top comment gives the locking.
  */
 struct pm_shmem_node;
 struct pm_shmem_limit {
@@ -766,20 +753,51 @@ struct pm_shmem {
 	struct pm_list link;		/* on machine->shmems, under machine->lock */
 };
 
-/* // fault/shmem.c */
-__hidden int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			     unsigned long addr, unsigned fault_flags);
+#define PM_SHMEM_MAX_BYTES (1UL << 46)
+
+/* Pages the object's size covers: a partial last page counts. */
+static inline unsigned long shmem_size_pages(struct pm_shmem *f)
+{
+	return (atomic_load_acquire(&f->xsize) + PAGE_SIZE - 1) >> PAGE_SHIFT;
+}
+
+/* // shmem/object.c */
 __hidden void pm__shmem_get(struct pm_shmem *f);
 __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size);
+
+/* // shmem/cache.c */
 __hidden struct pm_folio *pm__shmem_peek(struct pm_shmem *f, unsigned long index);
+__hidden struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long index);
+__hidden int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
+__hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
+__hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
+					struct pm_folio **batch, unsigned max);
+__hidden void pm__shmem_cache_fini(struct pm_shmem *f);
+
+/* // shmem/limit.c */
+__hidden int pm__shmem_limit_init(struct pm_shmem *f);
+__hidden void pm__shmem_limit_fini(struct pm_shmem *f);
+__hidden bool pm__shmem_limit_charge(struct pm_shmem *f);
+__hidden void pm__shmem_limit_uncharge(struct pm_shmem *f, long n);
+
+/* The i_mmap lock, counted per thread in debug builds for zap_assert_held(). */
+#if PM_DEBUG >= 1
+extern __thread int pm__i_mmap_held __hidden;
+#define PM_I_MMAP_HELD(delta) (pm__i_mmap_held += (delta))
+#else
+#define pm__i_mmap_held 1
+#define PM_I_MMAP_HELD(delta) ((void)0)
+#endif
 
 static inline void pm__shmem_map_lock(struct pm_shmem *f)
 {
 	pthread_mutex_lock(&f->i_mmap_lock);
+	PM_I_MMAP_HELD(1);
 }
 
 static inline void pm__shmem_map_unlock(struct pm_shmem *f)
 {
+	PM_I_MMAP_HELD(-1);
 	pthread_mutex_unlock(&f->i_mmap_lock);
 }
 
@@ -787,6 +805,10 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 {
 	return &f->i_mmap;
 }
+
+/* // fault/shmem.c */
+__hidden int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			     unsigned long addr, unsigned fault_flags);
 
 /* // fault/fork.c is the public pm_mm_fork(). */
 
@@ -809,9 +831,7 @@ __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long
 /* // gup/gup.c */
 __hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			   unsigned flags, struct pm_page **pages);
-__hidden bool pm__try_grab_folio(struct pm_folio *folio, int refs, unsigned flags);
 __hidden void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags);
-__hidden void pm__mm_set_has_pinned(struct pm_mm *mm);
 __hidden bool pm__gup_must_unshare(struct pm_vma *vma, unsigned flags, struct pm_page *page);
 
 /* // gup/gup_fast.c */
@@ -819,7 +839,6 @@ __hidden unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start,
 					 unsigned long end, unsigned flags,
 					 struct pm_page **pages);
 
-/* // debug/check.c */
-__hidden int pm__check_machine(struct pm_machine *m);
+/* // debug/check.c is the public pm_machine_check(). */
 
 #endif /* PM_INTERNAL_H */

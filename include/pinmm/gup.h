@@ -30,12 +30,33 @@
  * references re-validated against the entries) and continue with the slow path for the
  * remainder only. See src/gup/gup_fast.c for why that is safe.
  *
- * Synchronization table (may the two run concurrently on the same mm/pages?):
- *		pin/get	fast	unpin	munmap	mprotect DONTNEED fork	truncate
- *  pin/get	yes	yes	yes	yes	yes	 yes	  yes	yes
- *  fast	yes	yes	yes	yes	yes	 yes	  yes	yes
- *  unpin	yes	yes	yes(*)	yes	yes	 yes	  yes	yes
- * (*) each pin is released exactly once; releasing a page twice is a caller bug.
+ * Synchronization table. No call needs a lock of the caller's: pinmm orders them itself. The
+ * table says which pairs, on one mm (and, for truncate, an object it maps), really run at the
+ * same time and which wait for each other on the mm's mmap_lock:
+ *
+ *		slow	fast	unpin	mmap	DONTNEED fork	truncate
+ *					munmap
+ *					mprotect
+ *  slow	X	X	X	-	X	 -	X
+ *  fast	X	X	X	X	X	 X(a)	X
+ *  unpin	X	X	X(b)	X	X	 X	X
+ *  mmap ...	-	X	X	-	-	 -	X
+ *  DONTNEED	X	X	X	-	X	 -	X
+ *  fork	-	X(a)	X	-	-	 -	X
+ *  truncate	X	X	X	X	X	 X	-(c)
+ *
+ * Legend:
+ *  X	the two may run at the same time; page-table locks, RCU and the folio counts order
+ *	what they do to the same pages (see src/gup/gup_fast.c, src/fault/shmem.c)
+ *  -	mutual exclusion, provided by pinmm: one waits for the other (mmap_lock: the slow
+ *	calls, DONTNEED and the fast calls' fallback take it for read; mmap, munmap, mprotect,
+ *	the other madvise advices and fork take it for write)
+ *  slow = pm_get_user_pages / pm_pin_user_pages; fast = the *_fast calls; unpin = the
+ *	unpin family and pm_put_page (no lock at all); truncate = pm_shmem_truncate
+ *  (a) a fast pin that overlaps a fork gives back what it took and continues on the slow
+ *	path, which waits for the fork
+ *  (b) each pin is released exactly once; releasing a page twice is a caller bug
+ *  (c) truncations of one object wait for each other (its truncate lock)
  */
 #ifndef PINMM_GUP_H
 #define PINMM_GUP_H

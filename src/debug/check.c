@@ -243,7 +243,7 @@ static void check_frames(struct check *c)
 		long maps = 0;
 		int ref;
 
-		if (pm__frame_is_free(m, page, &order)) {
+		if (pm__frame_is_free(page, &order)) {
 			free_found += 1UL << order;
 			pfn += 1UL << order;
 			continue;
@@ -302,7 +302,7 @@ static void check_frames(struct check *c)
 			 pm__nr_free_frames(m));
 }
 
-int pm__check_machine(struct pm_machine *m)
+int pm_machine_check(struct pm_machine *m)
 {
 	struct check c = { .m = m };
 	struct pm_list *pos;

@@ -24,6 +24,7 @@ bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
 	       !(vma->flags & VM_NOHUGEPAGE) && haddr >= vma->start && haddr + PMD_SIZE <= vma->end;
 }
 
+/* A fault on an empty PTE of an anonymous VMA. Context: mmap_lock or the VMA's lock held (fault path). */
 int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 			  unsigned long addr, unsigned fault_flags)
 {
@@ -33,6 +34,7 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 	pm_entry_t *ptep;
 	pte_t entry;
 
+	assert_fault_locked(vma);
 	if (!(fault_flags & FAULT_FLAG_WRITE)) {
 		entry = pm__mk_pte(vma, page_to_pfn(m, m->zero_page), false, false);
 		entry.val |= _PAGE_SPECIAL;
@@ -70,18 +72,20 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 }
 
 /*
+ * A fault on an empty PMD of a THP-suitable VMA. Context: mmap_lock or the VMA's lock held (fault path).
  * Return: 0 (mapped), -EAGAIN (the PMD changed meanwhile: look again), VM_FAULT_FALLBACK
  * (no 2 MiB block: use 4 KiB pages).
  */
-int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				   unsigned long addr)
+int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *pml;
 	struct pm_folio *folio;
 	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
-	pm_entry_t *deposit = pm__pte_alloc_one(m); /* for a later split: see pgtable.c */
+	pm_entry_t *deposit;
 
+	assert_fault_locked(vma);
+	deposit = pm__pte_alloc_one(m); /* for a later split: see pgtable/huge_memory.c */
 	folio = deposit ? pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO) : NULL;
 	if (!folio) {
 		if (deposit)
@@ -109,6 +113,5 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	set_pmd(pmdp, pfn_pmd(page_to_pfn(m, &folio->page), bits));
 	pm_spin_unlock(pml);
 	count_event(m, THP_FAULTS, 1);
-	(void)addr;
 	return 0;
 }

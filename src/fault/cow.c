@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * cow.c - write-protect faults (copy-on-write), unshare faults, and splitting a PMD mapping.
+ * cow.c - write-protect faults (copy-on-write) and unshare faults, at PTE and PMD level.
  *
  * Reuse or copy. A write (or unshare) fault on a read-only mapped anonymous page reuses it in
  * place when it is AnonExclusive, or when it is a small folio whose only reference is this
@@ -20,12 +20,13 @@
  * sees this mapping gone only once the new one is in place.
  *
  * PMD leaves: an exclusive (or sole-reference) THP is reused whole; otherwise the PMD mapping
- * is split into a PTE table and the fault is retried at 4 KiB, as do_huge_pmd_wp_page does.
- * A split never splits the folio: the 512 PTEs map the same order-9 folio, from the PTE table
- * deposited with the leaf when it was mapped, so a split never needs memory.
+ * is split into a PTE table (pgtable/huge_memory.c: from the deposited table, so it needs no
+ * memory and never splits the folio) and the fault is retried at 4 KiB, as
+ * do_huge_pmd_wp_page does.
  */
 #include "internal.h"
 
+/* A write or unshare fault on a read-only PTE. Context: mmap_lock or the VMA's lock held (fault path). */
 int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
 		   unsigned fault_flags)
 {
@@ -37,6 +38,7 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 	pm_entry_t *ptep;
 	pte_t pte;
 
+	assert_fault_locked(vma);
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep)
 		return -EAGAIN;
@@ -105,6 +107,7 @@ reuse:
 	return 0;
 }
 
+/* The same for a read-only PMD leaf. Context: mmap_lock or the VMA's lock held (fault path). */
 int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 			    unsigned long addr, unsigned fault_flags)
 {
@@ -113,6 +116,7 @@ int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 	struct pm_folio *folio;
 	pmd_t pmd;
 
+	assert_fault_locked(vma);
 	pm_spin_lock(pml);
 	pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(pmd)) {
@@ -142,58 +146,4 @@ reuse:
 	pm_spin_unlock(pml);
 	count_event(mm->m, COW_REUSES, 1);
 	return 0;
-}
-
-/**
- * pm__split_huge_pmd_locked() - replace the 2 MiB leaf at *@pmdp by its deposited PTE table,
- * mapping the same folio page by page, with the same protection.
- *
- * Each subpage inherits the head's AnonExclusive state (a PMD mapping keeps it on the head).
- * The folio gains one reference and one mapcount per PTE and loses its PMD mapping. The table
- * is filled while private and published with a release store; a GUP-fast walker that read the
- * old leaf re-checks the PMD after taking its reference and backs off.
- * Context: the PMD lock held; *@pmdp is a leaf.
- */
-void pm__split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
-{
-	struct pm_machine *m = mm->m;
-	pmd_t pmd = pmdp_get(pmdp);
-	struct pm_page *head = pfn_to_page(m, pmd_pfn(pmd));
-	struct pm_folio *folio = page_folio(head);
-	uint64_t bits = pmd.val & (_PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED |
-				   _PAGE_DIRTY | _PAGE_SPECIAL);
-	bool anon = folio_test_anon(folio);
-	bool excl = anon && page_anon_exclusive(head);
-	pm_entry_t *table = pm__pgtable_withdraw(mm, pmdp);
-
-	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
-		struct pm_page *p = head + i;
-
-		if (anon) {
-			if (excl)
-				page_set(p, PG_anon_exclusive);
-			else
-				page_clear(p, PG_anon_exclusive);
-		}
-		atomic_add_relaxed(&p->xmapcount, 1);
-		atomic_store_relaxed(&table[i], pfn_pte(pmd_pfn(pmd) + i, bits).val);
-	}
-	folio_get_refs(folio, HPAGE_PMD_NR - 1);
-	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
-	set_pmd(pmdp, (pmd_t){ (virt_to_pfn(m, table) << PAGE_SHIFT) | _PAGE_TABLE });
-	count_event(m, THP_SPLITS, 1);
-}
-
-/**
- * pm__split_huge_pmd() - split the PMD mapping at *@pmdp if it is still a leaf. Uses the
- * leaf's deposited table, so it never fails. Context: mmap_lock held (or i_mmap, see zap.c).
- */
-void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
-{
-	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-
-	pm_spin_lock(pml);
-	if (pmd_leaf(pmdp_get(pmdp)))
-		pm__split_huge_pmd_locked(mm, pmdp);
-	pm_spin_unlock(pml);
 }

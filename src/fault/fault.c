@@ -8,9 +8,10 @@
  * re-check that the entry is what we based the decision on; commit, or back out and let the
  * dispatcher look again (-EAGAIN).
  *
- * Context: mmap_lock held for read (or write), or the VMA's own lock (FAULT_FLAG_VMA_LOCK; see
- * mm/vma_lock.c), so the VMA and the page tables it covers are stable; entries are not - GUP-fast, pm_access, other faults, MADV_DONTNEED and truncation change them under
- * their locks concurrently.
+ * Locking: every handler runs with mmap_lock held for read (or write), or with the VMA's own
+ * lock (FAULT_FLAG_VMA_LOCK; see mm/vma_lock.c), and asserts it (assert_fault_locked), so the
+ * VMA and the page tables it covers are stable; entries are not - GUP-fast, pm_access, other
+ * faults, MADV_DONTNEED and truncation change them under their locks concurrently.
  */
 #include "internal.h"
 
@@ -44,6 +45,8 @@ static bool needs_unshare(struct pm_page *page, bool special)
  *
  * The caller checked permissions (FOLL_FORCE may write through a read-only private mapping:
  * the result is then an exclusive page mapped read-only).
+ * Context: mmap_lock held, or @vma's read lock (FAULT_FLAG_VMA_LOCK); assert_fault_locked,
+ * as the handlers below.
  * Return: 0, -EFAULT (SIGBUS), -ENOMEM.
  */
 int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
@@ -51,6 +54,7 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 {
 	pm_entry_t *pmdp;
 
+	assert_fault_locked(vma);
 	count_event(mm->m, FAULTS, 1);
 	pmdp = pm__pmd_alloc(mm, addr);
 	if (!pmdp)
@@ -63,7 +67,7 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 
 		if (pmd_none(pmd)) {
 			if (pm__thp_vma_suitable(vma, addr)) {
-				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp, addr);
+				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp);
 				if (ret == -EAGAIN)
 					continue;
 				if (ret <= 0)

@@ -23,7 +23,7 @@
 
 /* ---- has-pinned ---- */
 
-void pm__mm_set_has_pinned(struct pm_mm *mm)
+static void mm_set_has_pinned(struct pm_mm *mm)
 {
 	if (knob(mm->m, PM_KNOB_HAS_PINNED_ALWAYS_WRITE)) {
 		/* Before 2021: atomic_set(&mm->has_pinned, 1) on every pin call. */
@@ -40,11 +40,11 @@ void pm__mm_set_has_pinned(struct pm_mm *mm)
 /* ---- taking and dropping references ---- */
 
 /**
- * pm__try_grab_folio() - take @refs references of kind @flags (FOLL_GET or FOLL_PIN) on a
+ * try_grab_folio() - take @refs references of kind @flags (FOLL_GET or FOLL_PIN) on a
  * folio the caller holds stable (under a page-table lock, or with a reference).
  * Return: false if the refcount would overflow (the caller answers -ENOMEM).
  */
-bool pm__try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
+static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 {
 	if (folio_is_zero(folio))
 		return true;
@@ -74,7 +74,6 @@ static __cold void bad_put(struct pm_folio *folio, int old, int amount)
 	pm_die("reference released twice");
 #else
 	pm_warn_once(1, "releasing more references than a folio holds (double unpin?)");
-	(void)folio, (void)old, (void)amount;
 #endif
 }
 
@@ -91,7 +90,7 @@ static void put_refs_checked(struct pm_folio *folio, int amount)
 		pm__folio_free(folio);
 }
 
-/* Release @refs references of kind @flags taken by pm__try_grab_folio (or the fast path). */
+/* Release @refs references of kind @flags taken by try_grab_folio (or the fast path). */
 void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 {
 	if (folio_is_zero(folio))
@@ -214,7 +213,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 			pm_spin_unlock(ptl);
 			return -FOLLOW_UNSHARE;
 		}
-		if (grab && !pm__try_grab_folio(folio, (int)n, flags)) {
+		if (grab && !try_grab_folio(folio, (int)n, flags)) {
 			pm_spin_unlock(ptl);
 			return -ENOMEM;
 		}
@@ -244,7 +243,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		pm_spin_unlock(ptl);
 		return -FOLLOW_UNSHARE;
 	}
-	if (grab && !pm__try_grab_folio(page_folio(page), 1, flags)) {
+	if (grab && !try_grab_folio(page_folio(page), 1, flags)) {
 		pm_spin_unlock(ptl);
 		return -ENOMEM;
 	}
@@ -364,7 +363,7 @@ long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 		return err;
 	if (!nr_pages)
 		return 0;
-	pm__mm_set_has_pinned(mm);
+	mm_set_has_pinned(mm);
 	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
 }
 
@@ -384,7 +383,7 @@ static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned lo
 	if (!nr_pages)
 		return 0;
 	if (flags & FOLL_PIN)
-		pm__mm_set_has_pinned(mm);
+		mm_set_has_pinned(mm);
 	if (knob(m, PM_KNOB_NO_GUP_FAST))
 		return pm__gup_slow(mm, start, nr_pages, flags, pages);
 
@@ -540,4 +539,9 @@ void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npa
 		i += n;
 	}
 	count_event(m, UNPIN_FOLIO_UPDATES, updates);
+}
+
+bool pm_mm_has_pinned(struct pm_mm *mm)
+{
+	return mm_has_pinned(mm);
 }

@@ -40,7 +40,7 @@
  *       we hold *is* the one mapped there now, which is a correct answer.
  *     - mprotect removed write permission (or access) after our load: the re-read sees the new
  *       value and we back off.
- *     - A THP split replaced the PMD leaf by a PTE table (pm__split_huge_pmd_locked): the PMD
+ *     - A THP split replaced the PMD leaf by a PTE table (pgtable/huge_memory.c): the PMD
  *       re-read differs, we back off; the folio is never split, so the reference we dropped
  *       was a valid one. A PTE table freed under us (munmap) shows as a changed PMD, and RCU
  *       kept it readable until then.
@@ -59,6 +59,55 @@
  *
  * Nothing here writes shared memory other than the folio's own counts: the per-thread
  * counters are the caller's (gup.c), and the has-pinned flag is tested before it is set.
+ *
+ * The two races that matter, side by side (time runs downwards in each column; the other
+ * column may interleave anywhere):
+ *
+ * (A) A pin against fork's write-protect (points 3 and 4):
+ *
+ *	fork (copy_page_range, fault/fork.c)	pin (pm__gup_fast_walk)
+ *	------------------------------------	-----------------------
+ *	seq = write_protect_seq + 1 (odd)	s = write_protect_seq; odd? give up
+ *	pm_smp_mb()				CAS refcount += 1024 (try_get)
+ *	read refcount: maybe pinned?		re-read PMD, PTE (seq_cst)
+ *	  yes: copy the page for the child	...
+ *	  no:  clear AnonExclusive (after a	pm_smp_mb()
+ *	       barrier), write-protect		read write_protect_seq == s?
+ *	write_protect_seq + 2 (even)		  no: unpin everything, go slow
+ *
+ *     Store-buffering: fork stores the sequence and then loads the refcount; the pin stores
+ *     the refcount (its CAS) and then loads the sequence. A full barrier sits between store
+ *     and load on each side, so at least one load sees the other side's store: fork sees the
+ *     pin and copies the page (the pinned page stays the parent's, writable), or the pin sees
+ *     the sequence move and gives every page back. A pin that started after fork made the
+ *     sequence even again finds the PTE write-protected and, for a write pin, stops; a
+ *     read-only pin reads AnonExclusive after its reference (pm__gup_must_unshare, with the
+ *     read barrier that pairs with fork's barrier before the clear) and goes slow if clear.
+ *
+ * (B) A speculative reference against a zap (munmap, MADV_DONTNEED, truncation; point 2):
+ *
+ *	zap (PTL held, mm/zap.c)		GUP-fast
+ *	------------------------		--------
+ *	pte = xchg(PTE, 0)			pte = load(PTE)
+ *	folio_put(): refcount - 1		try_get: CAS refcount + n unless 0
+ *	  the last one frees the folio		re-read PMD and PTE (seq_cst)
+ *						  changed: put our refs, stop
+ *
+ *     If try_get ran after the last put, it sees 0 and fails. If it ran before, our reference
+ *     keeps the folio allocated, and the re-read - after the CAS - sees the cleared entry
+ *     unless the xchg comes later still; either we give the reference back (freeing the
+ *     folio if it was the last: nothing leaks), or the pin is older than the unmap, which is
+ *     legal, and the page lives until the unpin.
+ *
+ * To summarize:
+ *  1) Every table the walk reaches stays valid memory until pm_rcu_read_unlock() (RCU).
+ *  2) A reference is taken only on a folio whose count is not zero, and kept only if the PMD
+ *     and PTE still hold what the walk read after it is taken: a page is returned only if
+ *     it was mapped at its address, with the permission asked for, when its reference was.
+ *  3) A pin racing with fork is seen by fork (the page is copied for the child) or sees fork
+ *     (everything is unpinned and the slow path waits for fork's mmap_lock).
+ *  4) A read-only pin keeps an anonymous page only if it is exclusive; anything else goes
+ *     to the slow path, which unshares first.
  */
 #include "internal.h"
 

@@ -29,6 +29,11 @@
 #define ALIGN_UP(x, a) ALIGN_DOWN((x) + (a) - 1, (a))
 #define IS_ALIGNED(x, a) (((x) & ((typeof(x))(a) - 1)) == 0)
 
+/* Debug level (see internal.h); the build passes -DPM_DEBUG, this is the default. */
+#ifndef PM_DEBUG
+#define PM_DEBUG 0
+#endif
+
 /* Sanitizer detection, for the few places that must behave differently under them. */
 #if defined(__SANITIZE_THREAD__)
 #define PM_TSAN 1

@@ -24,7 +24,8 @@ static inline bool pm_list_empty(const struct pm_list *h)
 	return h->next == h;
 }
 
-static inline void __pm_list_add(struct pm_list *n, struct pm_list *prev, struct pm_list *next)
+static inline void pm_list_insert_between(struct pm_list *n, struct pm_list *prev,
+					  struct pm_list *next)
 {
 	next->prev = n;
 	n->next = next;
@@ -34,12 +35,12 @@ static inline void __pm_list_add(struct pm_list *n, struct pm_list *prev, struct
 
 static inline void pm_list_add(struct pm_list *n, struct pm_list *h)
 {
-	__pm_list_add(n, h, h->next);
+	pm_list_insert_between(n, h, h->next);
 }
 
 static inline void pm_list_add_tail(struct pm_list *n, struct pm_list *h)
 {
-	__pm_list_add(n, h->prev, h);
+	pm_list_insert_between(n, h->prev, h);
 }
 
 static inline void pm_list_del(struct pm_list *n)

@@ -16,13 +16,13 @@ _Atomic unsigned long pm__tsan_fence;
 static pthread_key_t rcu_key;
 static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
 
-#if !PM_TSAN
-
+/* Registration, for both implementations: liburcu's reader registry, or nothing (TSan). */
 static void rcu_thread_exit(void *arg)
 {
-	(void)arg;
 	if (pm__rcu_registered) {
+#if !PM_TSAN
 		urcu_memb_unregister_thread();
+#endif
 		pm__rcu_registered = false;
 	}
 }
@@ -36,11 +36,15 @@ static void rcu_key_init(void)
 void pm__rcu_register_thread(void)
 {
 	pthread_once(&rcu_once, rcu_key_init);
+#if !PM_TSAN
 	urcu_memb_register_thread();
+#endif
 	pm__rcu_registered = true;
 	/* Any non-NULL value makes the destructor run at thread exit. */
 	pthread_setspecific(rcu_key, (void *)1);
 }
+
+#if !PM_TSAN
 
 void pm_call_rcu(struct pm_rcu_head *head, void (*func)(struct pm_rcu_head *))
 {
@@ -77,25 +81,6 @@ static unsigned long cb_queued, cb_done;
 static bool cb_thread_started;
 static __thread unsigned rcu_nesting;
 
-static void rcu_thread_exit(void *arg)
-{
-	(void)arg;
-	pm__rcu_registered = false;
-}
-
-static void rcu_key_init(void)
-{
-	if (pthread_key_create(&rcu_key, rcu_thread_exit))
-		abort();
-}
-
-void pm__rcu_register_thread(void)
-{
-	pthread_once(&rcu_once, rcu_key_init);
-	pm__rcu_registered = true;
-	pthread_setspecific(rcu_key, (void *)1);
-}
-
 void pm_rcu_read_lock(void)
 {
 	if (rcu_nesting++ == 0)
@@ -121,7 +106,6 @@ void pm_synchronize_rcu(void)
 
 static void *cb_thread(void *arg)
 {
-	(void)arg;
 	pthread_mutex_lock(&cb_mutex);
 	for (;;) {
 		struct pm_rcu_head *list;

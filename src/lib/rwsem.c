@@ -8,6 +8,8 @@
  * consistent, so either the unlocker sees the sleeper (and the bump makes the futex wait return
  * or the wake finds it asleep), or the sleeper's re-read of xcount sees the unlock and does not
  * sleep. Waking every sleeper is simple and, for mmap_lock's few waiters, cheap.
+ *
+ * Also the per-thread lock-owner ids that debug builds store in held locks (spinlock.h).
  */
 #include <limits.h>
 #include <linux/futex.h>
@@ -16,6 +18,21 @@
 #include <unistd.h>
 
 #include "lib/rwsem.h"
+
+__thread int pm__lock_owner;
+#if PM_DEBUG >= 1
+__thread int pm__i_mmap_held; /* i_mmap locks this thread holds (internal.h) */
+__thread int pm__vma_read_held; /* VMA read locks this thread holds (mm/vma_lock.c) */
+#endif
+
+/* Hand this thread its lock-owner id: a counter, so ids are small, unique and never 0. */
+int pm__lock_owner_init(void)
+{
+	static _Atomic int next_owner;
+
+	pm__lock_owner = atomic_add_relaxed(&next_owner, 1) + 1;
+	return pm__lock_owner;
+}
 
 #define SPINS 512 /* about a microsecond of cpu_relax: longer than a VMA change */
 #define YIELDS 4
@@ -62,10 +79,7 @@ void pm__down_read_slow(struct pm_rwsem *sem)
 		long c = atomic_load_relaxed(&sem->xcount);
 
 		if (!read_blocked(c)) {
-			if (atomic_compare_exchange_weak_explicit(&sem->xcount, &c,
-								  c + PM_RWSEM_READER,
-								  memory_order_seq_cst,
-								  memory_order_relaxed))
+			if (atomic_cas_mb(&sem->xcount, &c, c + PM_RWSEM_READER))
 				return;
 			continue;
 		}
@@ -80,9 +94,7 @@ void pm__down_write_slow(struct pm_rwsem *sem)
 
 		if (!write_blocked(c)) {
 			/* Free (maybe with our waiting bit): take it, clearing the bit. */
-			if (atomic_compare_exchange_weak_explicit(&sem->xcount, &c, PM_RWSEM_WRITER,
-								  memory_order_seq_cst,
-								  memory_order_relaxed))
+			if (atomic_cas_mb(&sem->xcount, &c, PM_RWSEM_WRITER))
 				return;
 			continue;
 		}

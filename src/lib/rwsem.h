@@ -13,6 +13,10 @@
  * that may let someone in bumps xseq and wakes them when xsleepers is non-zero. The announce
  * -> re-check -> sleep order on one side and change -> check sleepers -> bump on the other
  * are sequentially consistent, so no wake-up is lost (see rwsem.c).
+ *
+ * Debug builds also record the writer's lock-owner id (spinlock.h) in xowner, so that
+ * pm_rwsem_is_write_locked() means "write-locked by this thread"; pm_rwsem_is_locked() means
+ * "held by someone", as Linux's rwsem_is_locked(): readers are not tracked one by one.
  */
 #ifndef PM_LIB_RWSEM_H
 #define PM_LIB_RWSEM_H
@@ -20,11 +24,15 @@
 #include <stdbool.h>
 #include "lib/atomic.h"
 #include "lib/compiler.h"
+#include "lib/spinlock.h"
 
 struct pm_rwsem {
 	_Atomic long xcount;
 	_Atomic unsigned xseq;
 	_Atomic int xsleepers;
+#if PM_DEBUG >= 1
+	_Atomic int xowner;	/* the writer's lock-owner id, 0 when no writer */
+#endif
 };
 
 #define PM_RWSEM_WRITER 1L
@@ -40,6 +48,9 @@ static inline void pm_rwsem_init(struct pm_rwsem *sem)
 	atomic_store_relaxed(&sem->xcount, 0);
 	atomic_store_relaxed(&sem->xseq, 0);
 	atomic_store_relaxed(&sem->xsleepers, 0);
+#if PM_DEBUG >= 1
+	atomic_store_relaxed(&sem->xowner, 0);
+#endif
 }
 
 static inline void pm_down_read(struct pm_rwsem *sem)
@@ -47,16 +58,14 @@ static inline void pm_down_read(struct pm_rwsem *sem)
 	long c = atomic_load_relaxed(&sem->xcount);
 
 	if (likely(!(c & (PM_RWSEM_WRITER | PM_RWSEM_WWAIT))) &&
-	    atomic_compare_exchange_weak_explicit(&sem->xcount, &c, c + PM_RWSEM_READER,
-						  memory_order_seq_cst, memory_order_relaxed))
+	    atomic_cas_mb(&sem->xcount, &c, c + PM_RWSEM_READER))
 		return;
 	pm__down_read_slow(sem);
 }
 
 static inline void pm_up_read(struct pm_rwsem *sem)
 {
-	long c = atomic_fetch_sub_explicit(&sem->xcount, PM_RWSEM_READER, memory_order_seq_cst) -
-		 PM_RWSEM_READER;
+	long c = atomic_sub_mb(&sem->xcount, PM_RWSEM_READER) - PM_RWSEM_READER;
 
 	/* The last reader lets a waiting writer in. */
 	if (unlikely(c < PM_RWSEM_READER && atomic_load_mb(&sem->xsleepers)))
@@ -67,18 +76,37 @@ static inline void pm_down_write(struct pm_rwsem *sem)
 {
 	long c = 0;
 
-	if (likely(atomic_compare_exchange_strong_explicit(&sem->xcount, &c, PM_RWSEM_WRITER,
-							   memory_order_seq_cst,
-							   memory_order_relaxed)))
-		return;
-	pm__down_write_slow(sem);
+	if (unlikely(!atomic_cas_strong_mb(&sem->xcount, &c, PM_RWSEM_WRITER)))
+		pm__down_write_slow(sem);
+#if PM_DEBUG >= 1
+	atomic_store_relaxed(&sem->xowner, pm_lock_owner_id());
+#endif
 }
 
 static inline void pm_up_write(struct pm_rwsem *sem)
 {
-	atomic_fetch_and_explicit(&sem->xcount, ~PM_RWSEM_WRITER, memory_order_seq_cst);
+#if PM_DEBUG >= 1
+	atomic_store_relaxed(&sem->xowner, 0);
+#endif
+	atomic_and_mb(&sem->xcount, ~PM_RWSEM_WRITER);
 	if (unlikely(atomic_load_mb(&sem->xsleepers)))
 		pm__rwsem_wake(sem);
+}
+
+/* Held by anyone, for read or write (Linux's rwsem_is_locked). */
+static inline bool pm_rwsem_is_locked(struct pm_rwsem *sem)
+{
+	return atomic_load_relaxed(&sem->xcount) & ~PM_RWSEM_WWAIT;
+}
+
+/* Write-locked by this thread (debug builds); by anyone (release builds). */
+static inline bool pm_rwsem_is_write_locked(struct pm_rwsem *sem)
+{
+#if PM_DEBUG >= 1
+	return atomic_load_relaxed(&sem->xowner) == pm_lock_owner_id();
+#else
+	return atomic_load_relaxed(&sem->xcount) & PM_RWSEM_WRITER;
+#endif
 }
 
 #endif /* PM_LIB_RWSEM_H */

@@ -6,6 +6,11 @@
  * held for a few dozen instructions (or one 4 KiB copy). On a machine with fewer CPUs than
  * threads a holder can be preempted, so a waiter yields after a short spin instead of burning
  * its time slice.
+ *
+ * Debug builds (PM_DEBUG >= 1) store the holder's lock-owner id (pm_lock_owner_id(), never 0)
+ * instead of 1, with a compare-and-swap instead of an exchange, so that pm_spin_held() can
+ * tell "held by this thread" - what the lock assertions of internal.h (pm_assert_locked)
+ * check. Release builds store 1 with an exchange, as before: no cost.
  */
 #ifndef PM_LIB_SPINLOCK_H
 #define PM_LIB_SPINLOCK_H
@@ -22,6 +27,30 @@ struct pm_spinlock {
 #define PM_SPINLOCK_INIT { 0 }
 #define PM_SPIN_BEFORE_YIELD 128
 
+/* A small per-thread id, never 0, for lock debugging (lib/rwsem.c). */
+extern __thread int pm__lock_owner __hidden;
+__hidden int pm__lock_owner_init(void);
+
+static inline int pm_lock_owner_id(void)
+{
+	return likely(pm__lock_owner) ? pm__lock_owner : pm__lock_owner_init();
+}
+
+/*
+ * One attempt to take @l. Debug builds use a compare-and-swap, so that a failed attempt does
+ * not overwrite the holder's id; release builds keep the plain exchange.
+ */
+static inline bool pm_spin_try_acquire(struct pm_spinlock *l)
+{
+#if PM_DEBUG >= 1
+	int unlocked = 0;
+
+	return atomic_cas_acquire(&l->xlocked, &unlocked, pm_lock_owner_id());
+#else
+	return !atomic_xchg_acquire(&l->xlocked, 1);
+#endif
+}
+
 static inline void pm_spin_init(struct pm_spinlock *l)
 {
 	atomic_store_relaxed(&l->xlocked, 0);
@@ -29,12 +58,12 @@ static inline void pm_spin_init(struct pm_spinlock *l)
 
 static inline bool pm_spin_trylock(struct pm_spinlock *l)
 {
-	return !atomic_load_relaxed(&l->xlocked) && !atomic_xchg_acquire(&l->xlocked, 1);
+	return !atomic_load_relaxed(&l->xlocked) && pm_spin_try_acquire(l);
 }
 
 static inline void pm_spin_lock(struct pm_spinlock *l)
 {
-	while (unlikely(atomic_xchg_acquire(&l->xlocked, 1))) {
+	while (unlikely(!pm_spin_try_acquire(l))) {
 		unsigned spins = 0;
 
 		while (atomic_load_relaxed(&l->xlocked)) {
@@ -54,6 +83,16 @@ static inline void pm_spin_unlock(struct pm_spinlock *l)
 static inline bool pm_spin_is_locked(struct pm_spinlock *l)
 {
 	return atomic_load_relaxed(&l->xlocked) != 0;
+}
+
+/* Held by this thread? Exact in debug builds; release builds can only say "held". */
+static inline bool pm_spin_held(struct pm_spinlock *l)
+{
+#if PM_DEBUG >= 1
+	return atomic_load_relaxed(&l->xlocked) == pm_lock_owner_id();
+#else
+	return pm_spin_is_locked(l);
+#endif
 }
 
 #endif /* PM_LIB_SPINLOCK_H */

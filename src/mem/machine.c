@@ -62,13 +62,6 @@ void pm_fail_nth(struct pm_machine *m, long n)
 	atomic_store_mb(&m->xfail_nth, n > 0 ? n : 0);
 }
 
-void *pm__kmalloc(struct pm_machine *m, size_t size)
-{
-	if (pm__should_fail(m))
-		return NULL;
-	return malloc(size);
-}
-
 void *pm__kzalloc(struct pm_machine *m, size_t size)
 {
 	if (pm__should_fail(m))
@@ -97,7 +90,6 @@ static void stat_block_release(uint64_t id, struct pm_stat_block *block)
 
 static void stat_thread_exit(void *arg)
 {
-	(void)arg;
 	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++) {
 		if (pm__stat_tls[i].id && pm__stat_tls[i].block)
 			stat_block_release(pm__stat_tls[i].id, pm__stat_tls[i].block);
@@ -323,7 +315,6 @@ void pm_machine_destroy(struct pm_machine *m)
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 
-	pm__page_alloc_fini(m);
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
 	munmap(m->arena_map, m->arena_map_len);
@@ -344,11 +335,6 @@ size_t pm_machine_total_pages(struct pm_machine *m)
 unsigned pm_machine_knobs(struct pm_machine *m)
 {
 	return m->knobs;
-}
-
-int pm_machine_check(struct pm_machine *m)
-{
-	return pm__check_machine(m);
 }
 
 const char *pm_strerror(long err)

@@ -49,6 +49,7 @@ static void set_free_block(struct pm_page *page, unsigned order)
 /* Caller holds zone_lock. */
 static void add_to_free_area(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
+	pm_assert_locked(&m->zone_lock);
 	set_free_block(page, order);
 	pm_list_add(&page->lru, &m->free_area[order]);
 	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) + 1);
@@ -57,6 +58,7 @@ static void add_to_free_area(struct pm_machine *m, struct pm_page *page, unsigne
 /* Caller holds zone_lock. */
 static void del_from_free_area(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
+	pm_assert_locked(&m->zone_lock);
 	pm_list_del(&page->lru);
 	atomic_store_relaxed(&page->xflags, 0);
 	atomic_store_relaxed(&m->xnr_free[order], atomic_load_relaxed(&m->xnr_free[order]) - 1);
@@ -71,6 +73,7 @@ static struct pm_page *frontier_take(struct pm_machine *m)
 	unsigned long pfn = atomic_load_relaxed(&m->xfrontier);
 	struct pm_page *page;
 
+	pm_assert_locked(&m->zone_lock);
 	if (pfn >= m->nr_pages)
 		return NULL;
 	page = pfn_to_page(m, pfn);
@@ -88,6 +91,8 @@ static struct pm_page *rmqueue(struct pm_machine *m, unsigned order)
 {
 	struct pm_page *page = NULL;
 	unsigned o;
+
+	pm_assert_locked(&m->zone_lock);
 
 	for (o = order; o <= PM_MAX_ORDER; o++) {
 		if (pm_list_empty(&m->free_area[o]))
@@ -115,6 +120,7 @@ static void free_one(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
 	unsigned long pfn = page_to_pfn(m, page);
 
+	pm_assert_locked(&m->zone_lock);
 	while (order < PM_MAX_ORDER) {
 		unsigned long buddy_pfn = pfn ^ (1UL << order);
 		struct pm_page *buddy;
@@ -151,11 +157,6 @@ int pm__page_alloc_init(struct pm_machine *m)
 	 */
 	atomic_store_relaxed(&m->xfrontier, 0);
 	return 0;
-}
-
-void pm__page_alloc_fini(struct pm_machine *m)
-{
-	(void)m; /* the arena and the descriptors go with the machine */
 }
 
 static struct pm_pcp *this_cpu_pcp(struct pm_machine *m)
@@ -343,11 +344,10 @@ unsigned long pm__frames_touched(struct pm_machine *m)
 }
 
 /* For the checker: is @page the head of a free block (and of which order)? */
-bool pm__frame_is_free(struct pm_machine *m, struct pm_page *page, unsigned *order)
+bool pm__frame_is_free(struct pm_page *page, unsigned *order)
 {
 	unsigned long f = atomic_load_relaxed(&page->xflags);
 
-	(void)m;
 	if (f & PGF(PG_buddy)) {
 		*order = atomic_load_relaxed(&page->xorder);
 		return true;

@@ -20,8 +20,8 @@ static int access_page(struct pm_mm *mm, unsigned long addr, void *buf, size_t n
 	unsigned long off = addr & ~PAGE_MASK;
 	struct pm_spinlock *lock;
 	pm_entry_t *pmdp, *ptep;
+	char *kaddr = NULL;
 	int ret = -EAGAIN;
-	char *kaddr;
 	pmd_t pmd;
 	pte_t pte;
 
@@ -31,26 +31,21 @@ static int access_page(struct pm_mm *mm, unsigned long addr, void *buf, size_t n
 		goto out;
 	pmd = pmdp_get(pmdp);
 	if (pmd_leaf(pmd)) {
+		/* A 2 MiB leaf: the PMD lock, and the byte inside the 2 MiB page. */
 		lock = pm__pmd_lockptr(mm, pmdp);
 		pm_spin_lock(lock);
 		pmd = pmdp_get(pmdp);
-		if (pmd_leaf(pmd) && pmd_user(pmd) && (!write || pmd_write(pmd))) {
-			kaddr = pfn_to_virt(m, pmd_pfn(pmd)) + (addr & ~PMD_MASK);
-			if (write)
-				memcpy(kaddr, buf, n);
-			else
-				memcpy(buf, kaddr, n);
-			ret = 0;
-		}
-		pm_spin_unlock(lock);
-		goto out;
+		if (pmd_leaf(pmd) && pmd_user(pmd) && (!write || pmd_write(pmd)))
+			kaddr = (char *)pfn_to_virt(m, pmd_pfn(pmd)) + (addr & ~PMD_MASK);
+	} else {
+		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &lock);
+		if (!ptep)
+			goto out;
+		pte = ptep_get(ptep);
+		if (pte_present(pte) && pte_user(pte) && (!write || pte_write(pte)))
+			kaddr = (char *)pfn_to_virt(m, pte_pfn(pte)) + off;
 	}
-	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &lock);
-	if (!ptep)
-		goto out;
-	pte = ptep_get(ptep);
-	if (pte_present(pte) && pte_user(pte) && (!write || pte_write(pte))) {
-		kaddr = (char *)pfn_to_virt(m, pte_pfn(pte)) + off;
+	if (kaddr) {
 		if (write)
 			memcpy(kaddr, buf, n);
 		else

@@ -59,12 +59,14 @@ struct pm_mm *pm_mm_create(struct pm_machine *m)
 }
 
 /*
- * pm__unmap_all() - remove every VMA, mapping and page table of @mm but the PGD.
- * Context: mmap_lock held for write (or the mm is private to the caller).
+ * unmap_all() - remove every VMA, mapping and page table of @mm but the PGD.
+ * Context: mmap_lock held for write.
  */
-void pm__unmap_all(struct pm_mm *mm)
+static void unmap_all(struct pm_mm *mm)
 {
 	struct pm_vma *vma, *first = NULL, **tail = &first;
+
+	mmap_assert_write_locked(mm);
 
 	for (vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
 		pm__vma_unlink_file(vma);
@@ -82,7 +84,7 @@ void pm__unmap_all(struct pm_mm *mm)
 		first = vma->retire_next;
 		pm__vma_free(vma);
 	}
-	pm__free_pgtables(mm, 0, PM_TASK_SIZE);
+	pm__free_pgd_range(mm, 0, PM_TASK_SIZE, 0, 0); /* no VMA left: every table goes */
 }
 
 void pm_mm_destroy(struct pm_mm *mm)
@@ -97,7 +99,7 @@ void pm_mm_destroy(struct pm_mm *mm)
 	pthread_mutex_unlock(&m->lock);
 
 	mmap_write_lock(mm);
-	pm__unmap_all(mm);
+	unmap_all(mm);
 	mmap_write_unlock(mm);
 	pm__mm_retire_free_now(mm);
 	pm__pgd_free(m, mm->pgd);
@@ -108,9 +110,4 @@ void pm_mm_destroy(struct pm_mm *mm)
 struct pm_machine *pm_mm_machine(struct pm_mm *mm)
 {
 	return mm->m;
-}
-
-bool pm_mm_has_pinned(struct pm_mm *mm)
-{
-	return mm_has_pinned(mm);
 }

@@ -23,18 +23,6 @@ static unsigned long prot_to_vm(int prot)
 	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0);
 }
 
-/* Split the PMD leaf that straddles @addr, if there is one. Context: mmap_lock held. */
-void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr)
-{
-	pm_entry_t *pmdp;
-
-	if (!(addr & ~PMD_MASK))
-		return;
-	pmdp = pm__pmd_lookup(mm, addr);
-	if (pmdp && pmd_leaf(pmdp_get(pmdp)))
-		pm__split_huge_pmd(mm, pmdp);
-}
-
 /* ---- finding a free range ---- */
 
 static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
@@ -52,6 +40,7 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
 {
 	long a;
 
+	mmap_assert_write_locked(mm);
 	if (hint) {
 		hint = ALIGN_UP(hint, PAGE_SIZE);
 		if (hint && range_free(mm, hint, len))
@@ -71,9 +60,11 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
  */
 static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	struct pm_vma *vma = pm__find_vma_intersection(mm, start, end), *next;
+	struct pm_vma *vma, *next, *prev;
 	int err;
 
+	mmap_assert_write_locked(mm);
+	vma = pm__find_vma_intersection(mm, start, end);
 	if (!vma)
 		return 0;
 	if (vma->start < start) {
@@ -96,7 +87,10 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 		pm__zap_range(mm, vma->start, vma->end);
 		pm__vma_retire(mm, vma);
 	}
-	pm__free_pgtables(mm, start, end);
+	/* The gap the tables may be freed in: from the VMA below to the VMA above. */
+	prev = pm__vt_prev(&mm->vmt, start, NULL, NULL);
+	next = pm__vt_find(&mm->vmt, end, NULL, NULL);
+	pm__free_pgd_range(mm, start, end, prev ? prev->end : 0, next ? next->start : 0);
 	return 0;
 }
 
@@ -246,7 +240,7 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 
 	if (!ptep)
 		return;
-	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
+	for (pm_entry_t *stop = ptep + ((end - start) >> PAGE_SHIFT); ptep < stop; ptep++) {
 		pte_t pte = ptep_get(ptep);
 		uint64_t v;
 
@@ -266,15 +260,11 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 static void change_protection(struct pm_mm *mm, unsigned long start, unsigned long end,
 			      unsigned long vm_flags)
 {
-	unsigned long next;
+	pm_entry_t *pmdp;
 
-	for (unsigned long a = start; a < end; a = next) {
-		pm_entry_t *pmdp = pm__pmd_span(mm, a, end, &next);
-		pmd_t pmd;
+	for_each_pmd_span(mm, a, next, start, end, pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
 
-		if (!pmdp)
-			continue;
-		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd)) {
 			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 			uint64_t v;

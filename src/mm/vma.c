@@ -60,6 +60,7 @@ static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
  */
 int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 {
+	mmap_assert_write_locked(mm);
 	if (mm->nr_vmas >= PM_MAX_MAP_COUNT && !vma_would_merge(mm, vma))
 		return -ENOMEM;
 	vma_mark_new(vma);
@@ -81,6 +82,7 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 {
 	struct pm_vma *first = NULL, **tail = &first, *vma;
 
+	mmap_assert_write_locked(mm);
 	*err = 0;
 	for (vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
 	     vma = pm__vma_next(mm, vma)) {
@@ -116,11 +118,12 @@ void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
 	mm->nr_retired_vmas++;
 }
 
-/* A zeroed VMA of @mm, reused if one is ready. Context: mmap_lock (W), or a private mm. */
+/* A zeroed VMA of @mm, reused if one is ready. Context: mmap_lock (W). */
 struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 {
 	struct pm_vma *vma;
 
+	mmap_assert_write_locked(mm);
 	if (pm__should_fail(mm->m))
 		return NULL;
 	vma = pm__vma_cache_get(mm);
@@ -169,6 +172,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	unsigned long end = vma->end;
 	struct pm_vma *new;
 
+	mmap_assert_write_locked(mm);
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
 	if (mm->nr_vmas >= PM_MAX_MAP_COUNT)
 		return -ENOMEM;
@@ -240,8 +244,11 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
  */
 struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma)
 {
-	struct pm_vma *next = pm__vma_next(mm, vma), *prev = pm__vma_prev(mm, vma);
+	struct pm_vma *next, *prev;
 
+	mmap_assert_write_locked(mm);
+	next = pm__vma_next(mm, vma);
+	prev = pm__vma_prev(mm, vma);
 	if (next && can_merge(vma, next))
 		merge_into(mm, vma, next);
 	if (prev && can_merge(prev, vma) && merge_into(mm, prev, vma))

@@ -52,15 +52,22 @@
 
 #include "internal.h"
 
-#define VMA_LOCK_WRITER (1U << 31)
-#define VMA_LOCK_WAITER (1U << 30)
-#define VMA_LOCK_READERS (VMA_LOCK_WAITER - 1)
 #define VMA_LOCK_SPINS 256
+
 
 static bool vma_write_locked(struct pm_vma *vma)
 {
 	return atomic_load_relaxed(&vma->xvm_lock_seq) ==
 	       atomic_load_acquire(&vma->mm->xmm_lock_seq);
+}
+
+static void vma_read_drop(struct pm_vma *vma)
+{
+	unsigned old = atomic_sub_release(&vma->xvm_refcnt, 1);
+
+	if (unlikely(old & VMA_LOCK_WAITER) && (old & VMA_LOCK_READERS) == 1)
+		syscall(SYS_futex, (unsigned *)&vma->xvm_refcnt, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
+			0);
 }
 
 bool pm__vma_start_read(struct pm_vma *vma)
@@ -73,19 +80,22 @@ bool pm__vma_start_read(struct pm_vma *vma)
 	if (unlikely(old & VMA_LOCK_WRITER) ||
 	    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
 		     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
-		pm__vma_end_read(vma);
+		vma_read_drop(vma);
 		return false;
 	}
+#if PM_DEBUG >= 1
+	pm__vma_read_held++;
+#endif
 	return true;
 }
 
 void pm__vma_end_read(struct pm_vma *vma)
 {
-	unsigned old = atomic_sub_release(&vma->xvm_refcnt, 1);
-
-	if (unlikely(old & VMA_LOCK_WAITER) && (old & VMA_LOCK_READERS) == 1)
-		syscall(SYS_futex, (unsigned *)&vma->xvm_refcnt, FUTEX_WAKE_PRIVATE, 1, NULL, NULL,
-			0);
+	assert_vma_read_locked(vma);
+#if PM_DEBUG >= 1
+	pm__vma_read_held--;
+#endif
+	vma_read_drop(vma);
 }
 
 /*
@@ -96,6 +106,7 @@ void pm__vma_start_write(struct pm_vma *vma)
 {
 	unsigned c;
 
+	mmap_assert_write_locked(vma->mm);
 	if (vma_write_locked(vma))
 		return; /* already, in this section */
 	c = atomic_or_mb(&vma->xvm_refcnt, VMA_LOCK_WRITER) | VMA_LOCK_WRITER;
@@ -194,6 +205,7 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
  */
 void pm__mm_retire_flush(struct pm_mm *mm, bool all)
 {
+	mmap_assert_write_locked(mm);
 	if (!all && mm->nr_retired_vmas + mm->vmt.nr_retired < RETIRE_BATCH)
 		return;
 	pm__vt_retire_flush(&mm->vmt);
@@ -208,12 +220,13 @@ void pm__mm_retire_flush(struct pm_mm *mm, bool all)
 
 /*
  * pm__vma_cache_get() - a VMA to reuse, or NULL: one whose grace period has passed.
- * Context: mmap_lock held for write (or the mm is private to the caller).
+ * Context: mmap_lock held for write.
  */
 struct pm_vma *pm__vma_cache_get(struct pm_mm *mm)
 {
 	struct pm_vma *vma = mm->free_vmas;
 
+	mmap_assert_write_locked(mm);
 	if (!vma && atomic_load_relaxed(&mm->vcache->xreclaimed))
 		vma = atomic_xchg_acquire(&mm->vcache->xreclaimed, NULL);
 	if (vma)
@@ -221,8 +234,8 @@ struct pm_vma *pm__vma_cache_get(struct pm_mm *mm)
 	return vma;
 }
 
-/* Free what waits for RCU at once, and the mm's share of the cache. Context: the mm is going
- * away; nobody can look it up. */
+/* Free at once what waits for a grace period, and drop the mm's share of the cache: the mm is
+ * going away and nobody can look it up any more. */
 void pm__mm_retire_free_now(struct pm_mm *mm)
 {
 	pm__vt_retire_free_now(&mm->vmt);

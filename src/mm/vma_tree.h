@@ -44,9 +44,9 @@ __hidden void pm__vt_destroy(struct pm_vma_tree *t);
  */
 __hidden int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 			  struct pm_vma *vma);
-/* Hand the nodes unlinked since the last flush to RCU. Context: writer. */
+/* Hand the nodes unlinked since the last flush to a grace period. Called by the writer. */
 __hidden void pm__vt_retire_flush(struct pm_vma_tree *t);
-/* Free them now. Context: no lockless reader can still hold one (the owner is going away). */
+/* Free them now: for an owner that is going away, whom no reader can reach any more. */
 __hidden void pm__vt_retire_free_now(struct pm_vma_tree *t);
 
 /*
@@ -57,7 +57,7 @@ __hidden void pm__vt_retire_free_now(struct pm_vma_tree *t);
 __hidden struct pm_vma *pm__vt_lookup(struct pm_vma_tree *t, unsigned long addr);
 
 /* The first entry that ends above @addr, or NULL; its range in @start and @end if non-NULL.
- * Context: writer, or a lock that excludes writers. */
+ * For the writer, or a reader that writers exclude. */
 __hidden struct pm_vma *pm__vt_find(struct pm_vma_tree *t, unsigned long addr,
 				    unsigned long *start, unsigned long *end);
 /* The last entry that starts below @addr, or NULL. Context: as pm__vt_find(). */

@@ -13,8 +13,9 @@
  * PTE table freed; one it covers partly is split into its deposited PTE table first. Neither
  * needs memory, so a zap never fails.
  *
- * Context: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
- * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive.
+ * Locking: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
+ * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive
+ * (pm__zap_range asserts one of the two).
  */
 #include "internal.h"
 
@@ -72,18 +73,16 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 /**
  * pm__zap_range() - remove every mapping in [@start, @end) of @mm. A 2 MiB leaf the range
  * covers in part is split first (with its deposited table: this never fails).
+ * Context: mmap_lock held (any mode), or the i_mmap lock of the object @mm maps there.
  */
 void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	unsigned long next;
+	pm_entry_t *pmdp;
 
-	for (unsigned long a = start; a < end; a = next) {
-		pm_entry_t *pmdp = pm__pmd_span(mm, a, end, &next);
-		pmd_t pmd;
+	zap_assert_held(mm);
+	for_each_pmd_span(mm, a, next, start, end, pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
 
-		if (!pmdp)
-			continue;
-		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd)) {
 			if (!(a & ~PMD_MASK) && next - a == PMD_SIZE) {
 				if (!zap_huge_pmd(mm, pmdp))

@@ -17,7 +17,7 @@
  *     store under the parent's lock, after re-checking that the slot is still empty (a racing
  *     allocator frees its unpublished copy at once). A walker loads every entry with acquire,
  *     so it sees an initialised table or none.
- *  2. Lifetime. Tables are freed only by pm__free_pgtables() (munmap, mm teardown), which runs
+ *  2. Lifetime. Tables are freed only by pm__free_pgd_range() (munmap, mm teardown), which runs
  *     under mmap_lock for write, after the VMAs covering them are gone and their entries are
  *     zapped. It clears the parent entry under the parent's lock - and, for a PTE table, under
  *     the table's own PTL as well - and hands the frame to pm_call_rcu(). A walker runs inside
@@ -106,32 +106,6 @@ void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table)
 	table_free_now(m, table);
 }
 
-/*
- * Deposited tables (Linux's pgtable_trans_huge_deposit). Every 2 MiB leaf keeps a spare PTE
- * table, allocated with the THP and parked on a list in its PMD table's descriptor, so that
- * splitting the PMD mapping never needs memory: an mprotect, munmap or MADV_DONTNEED that cuts a
- * THP, a COW fault on a shared THP, fork of a pinned THP - none can fail for want of a page.
- * The tables on a PMD table's list are interchangeable; there is one per leaf in that table.
- * Context: the PMD lock of the table holding @pmdp.
- */
-void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
-{
-	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = table_page(mm->m, table);
-
-	pte_page->deposit_next = pmd_page->huge_ptes;
-	pmd_page->huge_ptes = pte_page;
-}
-
-pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
-{
-	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = pmd_page->huge_ptes;
-
-	pm_bug_on(!pte_page); /* a leaf without its deposit */
-	pmd_page->huge_ptes = pte_page->deposit_next;
-	pte_page->deposit_next = NULL;
-	return page_address(mm->m, pte_page);
-}
-
 /* Load the table an upper-level slot points to, or NULL. */
 static pm_entry_t *next_table(struct pm_machine *m, pm_entry_t *slot)
 {
@@ -142,12 +116,13 @@ static pm_entry_t *next_table(struct pm_machine *m, pm_entry_t *slot)
 
 /**
  * pm__pmd_lookup() - the PMD slot for @addr, or NULL if an upper table is missing.
- * Context: mmap_lock held, or inside pm_rcu_read_lock().
+ * Context: mmap_lock held, an i_mmap lock (truncation), or inside pm_rcu_read_lock().
  */
 pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
 {
 	pm_entry_t *pud, *pmd;
 
+	walk_assert_held(mm);
 	pud = next_table(mm->m, &mm->pgd[pgd_index(addr)]);
 	if (!pud)
 		return NULL;
@@ -197,13 +172,14 @@ pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end
 
 /**
  * pm__pmd_alloc() - the PMD slot for @addr, allocating the PUD and PMD tables on the way.
- * Context: mmap_lock held (read or write).
+ * Context: mmap_lock held (read or write), or the faulting VMA's read lock.
  * Return: the slot, or NULL when memory ran out.
  */
 pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 {
 	pm_entry_t *pud, *pmd;
 
+	pgtable_populate_assert_held(mm);
 	pud = populate_upper(mm, &mm->pgd[pgd_index(addr)], 3);
 	if (!pud)
 		return NULL;
@@ -220,7 +196,7 @@ struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp)
 
 /**
  * pm__pte_alloc() - make sure *@pmdp points to a PTE table, allocating it outside any lock.
- * Context: mmap_lock held.
+ * Context: mmap_lock held, or the faulting VMA's read lock.
  * Return: 0 (a table is there, or a THP leaf is: the caller re-reads), -ENOMEM.
  */
 int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
@@ -228,6 +204,7 @@ int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
 	struct pm_spinlock *pml;
 	pm_entry_t *new;
 
+	pgtable_populate_assert_held(mm);
 	if (!pmd_none(pmdp_get(pmdp)))
 		return 0;
 	new = table_alloc(mm->m, 1);
@@ -249,12 +226,14 @@ int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
  * pm__pte_offset_map_lock() - lock the PTE table under *@pmdp and return @addr's slot in it.
  *
  * Re-reads the PMD after taking the PTL and retries if it changed, so the caller never works
- * in a table that was unlinked meanwhile. Context: mmap_lock held or pm_rcu_read_lock().
+ * in a table that was unlinked meanwhile.
+ * Context: as pm__pmd_lookup(): mmap_lock held, an i_mmap lock, or pm_rcu_read_lock().
  * Return: the slot with *@ptlp locked, or NULL if *@pmdp is not a PTE table.
  */
 pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 				    struct pm_spinlock **ptlp)
 {
+	walk_assert_held(mm);
 	for (;;) {
 		pmd_t pmd = pmdp_get(pmdp);
 		pm_entry_t *table;
@@ -281,20 +260,29 @@ static bool table_empty(pm_entry_t *table)
 	return true;
 }
 
-/* Free the PTE tables under one PMD table whose 2 MiB span no VMA intersects. */
-static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long base,
-			    unsigned long start, unsigned long end)
+/*
+ * May the table covering [@s, @s + @size) go? Only if its whole span lies in [@floor, @ceiling),
+ * the gap between the VMAs around the freed range (@ceiling 0: no VMA above).
+ */
+static bool span_free(unsigned long s, unsigned long size, unsigned long floor,
+		      unsigned long ceiling)
+{
+	return s >= floor && (!ceiling || s + size - 1 <= ceiling - 1);
+}
+
+/* Free the PTE tables under one PMD table whose 2 MiB span lies in the gap. */
+static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long start,
+			    unsigned long end, unsigned long floor, unsigned long ceiling)
 {
 	struct pm_spinlock *pml = &table_page(mm->m, pmdt)->ptl;
 
 	for (unsigned long a = start; a < end; a = span_end(a, end, PMD_SIZE)) {
 		pm_entry_t *pmdp = &pmdt[pmd_index(a)];
-		unsigned long s = a & PMD_MASK;
 		pmd_t pmd = pmdp_get(pmdp);
 		pm_entry_t *pte;
 		struct pm_spinlock *ptl;
 
-		if (!pmd_table(pmd) || pm__find_vma_intersection(mm, s, s + PMD_SIZE))
+		if (!pmd_table(pmd) || !span_free(a & PMD_MASK, PMD_SIZE, floor, ceiling))
 			continue;
 		pte = entry_table(mm->m, pmd.val);
 		ptl = &table_page(mm->m, pte)->ptl;
@@ -305,20 +293,33 @@ static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long ba
 		pm_spin_unlock(pml);
 		table_free_rcu(mm->m, pte);
 	}
-	(void)base;
+}
+
+/* Unlink and free an empty upper-level table from @slot (a PGD or PUD entry). */
+static void free_upper(struct pm_mm *mm, pm_entry_t *slot, pm_entry_t *table)
+{
+	pm_spin_lock(&mm->page_table_lock);
+	atomic_store_release(slot, 0);
+	pm_spin_unlock(&mm->page_table_lock);
+	table_free_rcu(mm->m, table);
 }
 
 /**
- * pm__free_pgtables() - free the page tables in [@start, @end) that no VMA needs any more.
+ * pm__free_pgd_range() - free the page tables in [@start, @end) that no VMA needs any more.
+ * @floor, @ceiling: the end of the VMA below the range (0 if none) and the start of the VMA
+ *	above it (0 if none); the mm layer finds them (Linux's free_pgtables/free_pgd_range).
  *
- * A table is freed when no VMA intersects the whole span it covers (2 MiB for a PTE table,
- * 1 GiB for a PMD table, 512 GiB for a PUD table); its entries were zapped with the VMAs.
- * Context: mmap_lock held for write, the VMAs already removed.
+ * A table is freed when the whole span it covers (2 MiB for a PTE table, 1 GiB for a PMD
+ * table, 512 GiB for a PUD table) lies in [@floor, @ceiling); its entries were zapped with the
+ * VMAs. The page-table layer thus never looks at VMAs.
+ * Context: mmap_lock held for write, no VMA left in [@floor, @ceiling).
  */
-void pm__free_pgtables(struct pm_mm *mm, unsigned long start, unsigned long end)
+void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
+			unsigned long floor, unsigned long ceiling)
 {
 	struct pm_machine *m = mm->m;
 
+	mmap_assert_write_locked(mm);
 	for (unsigned long g = start; g < end; g = span_end(g, end, PGDIR_SIZE)) {
 		pm_entry_t *pgdp = &mm->pgd[pgd_index(g)];
 		pm_entry_t *pud = next_table(m, pgdp);
@@ -329,29 +330,16 @@ void pm__free_pgtables(struct pm_mm *mm, unsigned long start, unsigned long end)
 		for (unsigned long u = g; u < gend; u = span_end(u, gend, PUD_SIZE)) {
 			pm_entry_t *pudp = &pud[pud_index(u)];
 			pm_entry_t *pmd = next_table(m, pudp);
-			unsigned long uend = span_end(u, gend, PUD_SIZE);
-			unsigned long us = u & PUD_MASK;
 
 			if (!pmd)
 				continue;
-			free_pte_tables(mm, pmd, us, u, uend);
-			if (pm__find_vma_intersection(mm, us, us + PUD_SIZE) || !table_empty(pmd))
+			free_pte_tables(mm, pmd, u, span_end(u, gend, PUD_SIZE), floor, ceiling);
+			if (!span_free(u & PUD_MASK, PUD_SIZE, floor, ceiling) || !table_empty(pmd))
 				continue;
 			pm_assert(!table_page(m, pmd)->huge_ptes);
-			pm_spin_lock(&mm->page_table_lock);
-			atomic_store_release(pudp, 0);
-			pm_spin_unlock(&mm->page_table_lock);
-			table_free_rcu(m, pmd);
+			free_upper(mm, pudp, pmd);
 		}
-		{
-			unsigned long gs = g & PGDIR_MASK;
-
-			if (pm__find_vma_intersection(mm, gs, gs + PGDIR_SIZE) || !table_empty(pud))
-				continue;
-			pm_spin_lock(&mm->page_table_lock);
-			atomic_store_release(pgdp, 0);
-			pm_spin_unlock(&mm->page_table_lock);
-			table_free_rcu(m, pud);
-		}
+		if (span_free(g & PGDIR_MASK, PGDIR_SIZE, floor, ceiling) && table_empty(pud))
+			free_upper(mm, pgdp, pud);
 	}
 }

@@ -77,9 +77,14 @@ static void *walker(void *arg)
 
 static bool y_is_thp(void)
 {
-	pm_entry_t *pmdp = pm__pmd_lookup(mm, Y);
+	pm_entry_t *pmdp;
+	bool thp;
 
-	return pmdp && pmd_leaf(pmdp_get(pmdp));
+	pm_rcu_read_lock(); /* a lockless walk, as pm__pmd_lookup() asks */
+	pmdp = pm__pmd_lookup(mm, Y);
+	thp = pmdp && pmd_leaf(pmdp_get(pmdp));
+	pm_rcu_read_unlock();
+	return thp;
 }
 
 static void map_y(void)

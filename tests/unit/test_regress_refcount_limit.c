@@ -8,7 +8,7 @@
  * plain gets, which takes a fraction of a second through the public API. Two problems followed
  * (the test pins and gets until GUP refuses, whatever ceiling GUP uses).
  *
- * 1. The lockless page-cache lookup (src/fault/shmem.c, shmem_lookup) treats a try_get that
+ * 1. The lockless page-cache lookup (src/shmem/cache.c, pm__shmem_lookup) treats a try_get that
  *    keeps failing on a live folio as a hole ("folio = NULL") after 1000 tries. Its callers then
  *    act on a hole that is not there:
  *    - shmem_get_folio() allocates a page, finds the slot taken (-EEXIST) and retries - forever:
@@ -25,7 +25,7 @@
  *
  * Suggested fix: stop GUP short of INT_MAX (leave headroom for mappings and temporary
  * references, e.g. refuse above INT_MAX - 2^24, or refuse at 2^30 as a "saturation" level), and
- * make shmem_lookup() return an error the fault can report instead of a hole.
+ * make pm__shmem_lookup() return an error the fault can report instead of a hole.
  */
 #include <errno.h>
 #include <limits.h>

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+/*
+ * huge_memory.c - the page-table side of a PMD-mapped THP: the deposited PTE table every 2 MiB
+ * leaf carries, and splitting a PMD mapping into PTEs (Linux's mm/huge_memory.c role).
+ *
+ * Deposit (Linux's pgtable_trans_huge_deposit). Every 2 MiB leaf keeps a spare PTE table,
+ * allocated with the THP and parked on a list in its PMD table's descriptor, so that splitting
+ * the PMD mapping never needs memory: an mprotect, munmap or MADV_DONTNEED that cuts a THP, a
+ * COW fault on a shared THP, fork of a pinned THP - none can fail for want of a page. The
+ * tables on a PMD table's list are interchangeable; there is one per leaf in that table.
+ *
+ * Split. The leaf is replaced by its deposited table filled with 512 PTEs mapping the same
+ * order-9 folio page by page, with the same protection. The folio itself is never split.
+ *
+ * This file sits with the page tables: it is called by the address-space layer (mprotect,
+ * munmap, VMA splits, zap) and by the fault layer (COW of a shared THP, fork), and calls only
+ * down (pgtable.c, folios).
+ */
+#include "internal.h"
+
+/* Context: the PMD lock of the table holding @pmdp. */
+void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
+{
+	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = table_page(mm->m, table);
+
+	pm_assert_locked(&pmd_page->ptl);
+	pte_page->deposit_next = pmd_page->huge_ptes;
+	pmd_page->huge_ptes = pte_page;
+}
+
+/* Context: the PMD lock of the table holding @pmdp; *@pmdp was a leaf. */
+pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = pmd_page->huge_ptes;
+
+	pm_assert_locked(&pmd_page->ptl);
+	pm_bug_on(!pte_page); /* a leaf without its deposit */
+	pmd_page->huge_ptes = pte_page->deposit_next;
+	pte_page->deposit_next = NULL;
+	return page_address(mm->m, pte_page);
+}
+
+/**
+ * split_huge_pmd_locked() - replace the 2 MiB leaf at *@pmdp by its deposited PTE table,
+ * mapping the same folio page by page, with the same protection.
+ *
+ * Each subpage inherits the head's AnonExclusive state (a PMD mapping keeps it on the head).
+ * The folio gains one reference and one mapcount per PTE and loses its PMD mapping. The table
+ * is filled while private and published with a release store; a GUP-fast walker that read the
+ * old leaf re-checks the PMD after taking its reference and backs off.
+ * Context: the PMD lock held; *@pmdp is a leaf.
+ */
+static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_machine *m = mm->m;
+	pmd_t pmd = pmdp_get(pmdp);
+	struct pm_page *head = pfn_to_page(m, pmd_pfn(pmd));
+	struct pm_folio *folio = page_folio(head);
+	uint64_t bits = pmd.val & (_PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED |
+				   _PAGE_DIRTY | _PAGE_SPECIAL);
+	bool anon = folio_test_anon(folio);
+	bool excl = anon && page_anon_exclusive(head);
+	pm_entry_t *table;
+
+	pm_assert_locked(pm__pmd_lockptr(mm, pmdp));
+	pm_assert(pmd_leaf(pmd));
+	table = pm__pgtable_withdraw(mm, pmdp);
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		struct pm_page *p = head + i;
+
+		if (anon) {
+			if (excl)
+				page_set(p, PG_anon_exclusive);
+			else
+				page_clear(p, PG_anon_exclusive);
+		}
+		atomic_add_relaxed(&p->xmapcount, 1);
+		atomic_store_relaxed(&table[i], pfn_pte(pmd_pfn(pmd) + i, bits).val);
+	}
+	folio_get_refs(folio, HPAGE_PMD_NR - 1);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	set_pmd(pmdp, (pmd_t){ (virt_to_pfn(m, table) << PAGE_SHIFT) | _PAGE_TABLE });
+	count_event(m, THP_SPLITS, 1);
+}
+
+/**
+ * pm__split_huge_pmd() - split the PMD mapping at *@pmdp if it is still a leaf. Uses the
+ * leaf's deposited table, so it never fails.
+ * Context: mmap_lock held, a VMA's read lock (a COW fault), or an i_mmap lock (truncation's
+ * zap, see mm/zap.c).
+ */
+void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+
+	split_assert_held(mm);
+	pm_spin_lock(pml);
+	if (pmd_leaf(pmdp_get(pmdp)))
+		split_huge_pmd_locked(mm, pmdp);
+	pm_spin_unlock(pml);
+}
+
+/* Split the PMD leaf that straddles @addr, if there is one. Context: mmap_lock held. */
+void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr)
+{
+	pm_entry_t *pmdp;
+
+	mmap_assert_locked(mm);
+	if (!(addr & ~PMD_MASK))
+		return;
+	pmdp = pm__pmd_lookup(mm, addr);
+	if (pmdp && pmd_leaf(pmdp_get(pmdp)))
+		pm__split_huge_pmd(mm, pmdp);
+}

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pgtable/pgtable.h - page-table entries: their bits (x86-64's layout), how they are read and
+ * written (single 64-bit atomics, acquire/release), and the index and span arithmetic of the
+ * four levels. Included by internal.h after the frame and folio types it uses; the functions
+ * that allocate, walk, lock and free tables are declared in internal.h under pgtable/.
+ */
+#ifndef PM_PGTABLE_PGTABLE_H
+#define PM_PGTABLE_PGTABLE_H
+
+typedef _Atomic uint64_t pm_entry_t; /* a slot of a table at any level */
+
+/* Entry bits, x86-64's layout. Upper levels use PRESENT|RW|USER and the table's pfn. */
+#define _PAGE_PRESENT (1UL << 0)
+#define _PAGE_RW (1UL << 1)
+#define _PAGE_USER (1UL << 2) /* cleared for PROT_NONE: present, but no user access */
+#define _PAGE_ACCESSED (1UL << 5)
+#define _PAGE_DIRTY (1UL << 6)
+#define _PAGE_PSE (1UL << 7)	 /* pmd: a 2 MiB leaf */
+#define _PAGE_SPECIAL (1UL << 9) /* no refcounted page behind it (the zero page) */
+#define _PAGE_PFN_MASK 0x000ffffffffff000UL
+#define _PAGE_TABLE (_PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED)
+
+typedef struct { uint64_t val; } pte_t;
+typedef struct { uint64_t val; } pmd_t;
+
+static inline pte_t ptep_get(pm_entry_t *p) { return (pte_t){ atomic_load_acquire(p) }; }
+static inline pmd_t pmdp_get(pm_entry_t *p) { return (pmd_t){ atomic_load_acquire(p) }; }
+/* A re-check after a speculative reference must be ordered after it: see gup_fast.c. */
+static inline pte_t ptep_get_mb(pm_entry_t *p) { return (pte_t){ atomic_load_mb(p) }; }
+static inline pmd_t pmdp_get_mb(pm_entry_t *p) { return (pmd_t){ atomic_load_mb(p) }; }
+static inline void set_pte(pm_entry_t *p, pte_t v) { atomic_store_release(p, v.val); }
+static inline void set_pmd(pm_entry_t *p, pmd_t v) { atomic_store_release(p, v.val); }
+static inline pte_t ptep_get_and_clear(pm_entry_t *p) { return (pte_t){ atomic_xchg_mb(p, 0) }; }
+static inline pmd_t pmdp_get_and_clear(pm_entry_t *p) { return (pmd_t){ atomic_xchg_mb(p, 0) }; }
+
+static inline bool pte_none(pte_t p) { return p.val == 0; }
+static inline bool pte_present(pte_t p) { return p.val & _PAGE_PRESENT; }
+static inline bool pte_write(pte_t p) { return p.val & _PAGE_RW; }
+static inline bool pte_user(pte_t p) { return p.val & _PAGE_USER; }
+static inline bool pte_dirty(pte_t p) { return p.val & _PAGE_DIRTY; }
+static inline bool pte_special(pte_t p) { return p.val & _PAGE_SPECIAL; }
+static inline unsigned long pte_pfn(pte_t p) { return (p.val & _PAGE_PFN_MASK) >> PAGE_SHIFT; }
+static inline bool pte_same(pte_t a, pte_t b) { return a.val == b.val; }
+static inline pte_t pte_wrprotect(pte_t p) { return (pte_t){ p.val & ~_PAGE_RW }; }
+static inline pte_t pte_mkwrite(pte_t p) { return (pte_t){ p.val | _PAGE_RW | _PAGE_DIRTY }; }
+static inline pte_t pfn_pte(unsigned long pfn, uint64_t bits)
+{
+	return (pte_t){ (pfn << PAGE_SHIFT) | bits };
+}
+
+static inline bool pmd_none(pmd_t p) { return p.val == 0; }
+static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
+static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==
+					    (_PAGE_PRESENT | _PAGE_PSE); }
+static inline bool pmd_table(pmd_t p) { return pmd_present(p) && !(p.val & _PAGE_PSE); }
+static inline bool pmd_write(pmd_t p) { return p.val & _PAGE_RW; }
+static inline bool pmd_user(pmd_t p) { return p.val & _PAGE_USER; }
+static inline unsigned long pmd_pfn(pmd_t p) { return (p.val & _PAGE_PFN_MASK) >> PAGE_SHIFT; }
+static inline bool pmd_same(pmd_t a, pmd_t b) { return a.val == b.val; }
+static inline pmd_t pmd_wrprotect(pmd_t p) { return (pmd_t){ p.val & ~_PAGE_RW }; }
+static inline pmd_t pmd_mkwrite(pmd_t p) { return (pmd_t){ p.val | _PAGE_RW | _PAGE_DIRTY }; }
+static inline pmd_t pfn_pmd(unsigned long pfn, uint64_t bits)
+{
+	return (pmd_t){ (pfn << PAGE_SHIFT) | bits | _PAGE_PSE };
+}
+
+static inline unsigned pgd_index(unsigned long a) { return (a >> PGDIR_SHIFT) & 511; }
+static inline unsigned pud_index(unsigned long a) { return (a >> PUD_SHIFT) & 511; }
+static inline unsigned pmd_index(unsigned long a) { return (a >> PMD_SHIFT) & 511; }
+static inline unsigned pte_index(unsigned long a) { return (a >> PAGE_SHIFT) & 511; }
+
+/* End of the span of size @size containing @addr, clamped to @end (the kernel's pXd_addr_end). */
+static inline unsigned long span_end(unsigned long addr, unsigned long end, unsigned long size)
+{
+	unsigned long boundary = (addr + size) & ~(size - 1);
+
+	return boundary - 1 < end - 1 ? boundary : end;
+}
+
+/* The descriptor of the table page that holds slot @p. */
+static inline struct pm_page *table_page(struct pm_machine *m, pm_entry_t *p)
+{
+	return pfn_to_page(m, virt_to_pfn(m, p));
+}
+
+/* The table an upper-level entry or a PMD table entry points to. */
+static inline pm_entry_t *entry_table(struct pm_machine *m, uint64_t val)
+{
+	return pfn_to_virt(m, (val & _PAGE_PFN_MASK) >> PAGE_SHIFT);
+}
+
+#endif /* PM_PGTABLE_PGTABLE_H */

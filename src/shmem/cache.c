@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cache.c - a shmem object's page cache: a radix tree from page index to folio, with lockless
+ * lookups.
+ *
+ * A radix tree of 64-way nodes maps a page index to a folio. Readers take no lock: under RCU
+ * they walk from the root with acquire loads, take a reference only if the folio's count is
+ * not zero (pm__folio_try_get), and re-load the slot; if it changed they drop the reference
+ * and retry (Nick Piggin's lockless page cache, 2008). Writers - insert, delete, growing the
+ * tree - hold tree_lock. Nodes that empty out are unlinked and freed through RCU, so a
+ * reader's stale node pointer is always valid memory. A folio in the cache holds one reference
+ * for the cache and carries PG_shmem; removal clears PG_shmem under tree_lock and drops that
+ * reference.
+ *
+ * Locks: tree_lock is taken inside a PTL and inside info_lock (knob LOCK_TWICE), and nests
+ * limit.lock (an insert charges the exact limit, limit.c). It is held while tree nodes are
+ * allocated (malloc); unlinked nodes go to RCU only after it is dropped.
+ *
+ * This file, limit.c and object.c sit below the address-space layer (a file sits below the
+ * VMA that maps it): they use folios and RCU only. The fault and truncate paths that use the
+ * cache are in fault/shmem.c.
+ */
+#include "internal.h"
+
+#define SHMEM_TREE_SHIFT 6
+#define SHMEM_TREE_SLOTS (1U << SHMEM_TREE_SHIFT)
+#define SHMEM_TREE_MASK (SHMEM_TREE_SLOTS - 1)
+
+/* Tree readers: tree_lock held by this thread, or an RCU read section. */
+#define tree_assert_held(f) pm_assert(pm_spin_held(&(f)->tree_lock) || pm_rcu_read_ongoing())
+
+struct pm_shmem_node {
+	unsigned shift;			/* index bits below this node; 0 for a leaf */
+	unsigned count;			/* non-empty slots; under tree_lock */
+	struct pm_shmem_node *parent;	/* under tree_lock */
+	unsigned offset;		/* slot in the parent */
+	void *_Atomic slots[SHMEM_TREE_SLOTS]; /* child nodes, or folios in a leaf */
+	struct pm_rcu_head rcu;
+};
+
+/* Indices a node of @shift covers: 64^(levels) - saturating at 2^64. */
+static bool node_covers(const struct pm_shmem_node *n, unsigned long index)
+{
+	unsigned bits = n->shift + SHMEM_TREE_SHIFT;
+
+	return bits >= 64 || (index >> bits) == 0;
+}
+
+/* Load the folio at @index. Context: RCU read side or tree_lock. */
+static struct pm_folio *tree_load(struct pm_shmem *f, unsigned long index,
+				  void *_Atomic **slotp)
+{
+	struct pm_shmem_node *n = atomic_load_acquire(&f->xroot);
+
+	tree_assert_held(f);
+
+	if (!n || !node_covers(n, index))
+		return NULL;
+	for (;;) {
+		void *_Atomic *slot = &n->slots[(index >> n->shift) & SHMEM_TREE_MASK];
+		void *p = atomic_load_acquire(slot);
+
+		if (n->shift == 0) {
+			if (slotp)
+				*slotp = slot;
+			return p;
+		}
+		if (!p)
+			return NULL;
+		n = p;
+	}
+}
+
+static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
+{
+	struct pm_shmem_node *n = pm__kzalloc(f->m, sizeof(*n));
+
+	if (n)
+		n->shift = shift;
+	return n;
+}
+
+/*
+ * The leaf node that holds @index's slot, growing the tree and creating nodes on the way.
+ * Context: tree_lock. Return: the leaf, or NULL when a node could not be allocated.
+ */
+static struct pm_shmem_node *tree_leaf_create(struct pm_shmem *f, unsigned long index)
+{
+	struct pm_shmem_node *n = atomic_load_relaxed(&f->xroot);
+
+	pm_assert_locked(&f->tree_lock);
+
+	if (!n) {
+		n = node_alloc(f, 0);
+		if (!n)
+			return NULL;
+		atomic_store_release(&f->xroot, n);
+	}
+	while (!node_covers(n, index)) {
+		struct pm_shmem_node *top = node_alloc(f, n->shift + SHMEM_TREE_SHIFT);
+
+		if (!top)
+			return NULL;
+		atomic_store_relaxed(&top->slots[0], n);
+		top->count = 1;
+		n->parent = top;
+		n->offset = 0;
+		atomic_store_release(&f->xroot, top);
+		n = top;
+	}
+	while (n->shift) {
+		unsigned off = (index >> n->shift) & SHMEM_TREE_MASK;
+		struct pm_shmem_node *child = atomic_load_relaxed(&n->slots[off]);
+
+		if (!child) {
+			child = node_alloc(f, n->shift - SHMEM_TREE_SHIFT);
+			if (!child)
+				return NULL;
+			child->parent = n;
+			child->offset = off;
+			atomic_store_release(&n->slots[off], child);
+			n->count++;
+		}
+		n = child;
+	}
+	return n;
+}
+
+static void node_free_rcu(struct pm_rcu_head *head)
+{
+	free(container_of(head, struct pm_shmem_node, rcu));
+}
+
+/*
+ * Empty the slot of @index in leaf @leaf; unlink nodes that became empty and chain them on
+ * *@dead (through their parent pointer, which nobody needs once they are unlinked), for
+ * free_dead_nodes() to hand to RCU once tree_lock is dropped. Context: tree_lock.
+ */
+static void tree_clear_slot(struct pm_shmem *f, struct pm_shmem_node *leaf,
+			    unsigned long index, struct pm_shmem_node **dead)
+{
+	struct pm_shmem_node *n = leaf;
+
+	pm_assert_locked(&f->tree_lock);
+
+	atomic_store_release(&n->slots[index & SHMEM_TREE_MASK], NULL);
+	n->count--;
+	while (n->count == 0 && n->parent) {
+		struct pm_shmem_node *parent = n->parent;
+
+		atomic_store_release(&parent->slots[n->offset], NULL);
+		parent->count--;
+		n->parent = *dead;
+		*dead = n;
+		n = parent;
+	}
+}
+
+/* Free unlinked nodes after a grace period. Context: no spinlock held (pm_call_rcu may block). */
+static void free_dead_nodes(struct pm_shmem_node *dead)
+{
+	while (dead) {
+		struct pm_shmem_node *next = dead->parent;
+
+		pm_call_rcu(&dead->rcu, node_free_rcu);
+		dead = next;
+	}
+}
+
+static struct pm_shmem_node *leaf_of(struct pm_shmem *f, unsigned long index)
+{
+	struct pm_shmem_node *n = atomic_load_relaxed(&f->xroot);
+
+	if (!n || !node_covers(n, index))
+		return NULL;
+	while (n && n->shift)
+		n = atomic_load_relaxed(&n->slots[(index >> n->shift) & SHMEM_TREE_MASK]);
+	return n;
+}
+
+/* Remove @folio from index @index if it is still there. Context: tree_lock. */
+static bool tree_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio,
+			struct pm_shmem_node **dead)
+{
+	struct pm_shmem_node *leaf = leaf_of(f, index);
+
+	pm_assert_locked(&f->tree_lock);
+
+	if (!leaf || atomic_load_relaxed(&leaf->slots[index & SHMEM_TREE_MASK]) != folio)
+		return false;
+	tree_clear_slot(f, leaf, index, dead);
+	return true;
+}
+
+/*
+ * Find up to @max folios at indices >= @start, in index order. Context: tree_lock.
+ * Return: how many were stored in @out (their indices in @idx).
+ */
+static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned long base,
+			  unsigned long start, struct pm_folio **out, unsigned long *idx,
+			  unsigned max)
+{
+	unsigned found = 0;
+
+	pm_assert_locked(&f->tree_lock);
+
+	for (unsigned i = 0; i < SHMEM_TREE_SLOTS && found < max; i++) {
+		unsigned long lo = base + ((unsigned long)i << n->shift);
+		unsigned long span = n->shift >= 64 ? ~0UL : (1UL << n->shift) - 1;
+		void *p = atomic_load_relaxed(&n->slots[i]);
+
+		if (!p || lo + span < start)
+			continue;
+		if (n->shift == 0) {
+			out[found] = p;
+			idx[found++] = lo;
+		} else {
+			found += tree_gang(f, p, lo, start, out + found, idx + found,
+					   max - found);
+		}
+	}
+	return found;
+}
+
+static void tree_free_all(struct pm_shmem_node *n)
+{
+	if (!n)
+		return;
+	if (n->shift)
+		for (unsigned i = 0; i < SHMEM_TREE_SLOTS; i++)
+			tree_free_all(atomic_load_relaxed(&n->slots[i]));
+	free(n);
+}
+
+/* ---- the interface ---- */
+
+/* The folio at @index, without a reference. Context: tree_lock or RCU (for the checker). */
+struct pm_folio *pm__shmem_peek(struct pm_shmem *f, unsigned long index)
+{
+	tree_assert_held(f);
+	return tree_load(f, index, NULL);
+}
+
+/* The lockless lookup: a referenced folio at @index, or NULL for a hole. */
+struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long index)
+{
+	struct pm_folio *folio;
+	void *_Atomic *slot;
+
+	pm_rcu_read_lock();
+	for (;;) {
+		folio = tree_load(f, index, &slot);
+		if (!folio)
+			break;
+		/* A failure means it is being freed, so the slot is changing too (GUP never takes
+		 * a count near INT_MAX: see PM_GUP_REF_LIMIT). */
+		if (!pm__folio_try_get(folio, 1, INT_MAX))
+			continue;
+		if (likely(atomic_load_mb(slot) == folio))
+			break;
+		folio_put(folio);
+	}
+	pm_rcu_read_unlock();
+	return folio;
+}
+
+/**
+ * pm__shmem_add() - insert @folio (PG_shmem not yet set, the cache's reference already taken)
+ * at @index, charging the exact limit once the insert can no longer fail, so that a loser of
+ * an insert race never takes quota (Linux 6.7's order).
+ * Return: 0, -EEXIST (another folio is there), -ENOSPC (over the limit), -ENOMEM.
+ */
+int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
+{
+	struct pm_shmem_node *leaf;
+	int ret;
+
+	pm_spin_lock(&f->tree_lock);
+	leaf = tree_leaf_create(f, index);
+	if (!leaf) {
+		ret = -ENOMEM;
+	} else if (atomic_load_relaxed(&leaf->slots[index & SHMEM_TREE_MASK])) {
+		ret = -EEXIST;
+	} else if (f->max_pages && !pm__shmem_limit_charge(f)) {
+		ret = -ENOSPC;
+	} else {
+		page_set(&folio->page, PG_shmem);
+		atomic_store_release(&leaf->slots[index & SHMEM_TREE_MASK], folio);
+		leaf->count++;
+		atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) + 1);
+		ret = 0;
+	}
+	pm_spin_unlock(&f->tree_lock);
+	return ret;
+}
+
+/* Take the cache's reference and flag off a folio that left the tree. */
+static void cache_folio_removed(struct pm_folio *folio)
+{
+	page_clear(&folio->page, PG_shmem);
+	folio_put(folio);
+}
+
+/* Remove @folio from @index if it is still there, dropping the cache's reference. */
+bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
+{
+	struct pm_shmem_node *dead = NULL;
+	bool removed;
+
+	pm_spin_lock(&f->tree_lock);
+	removed = tree_delete(f, index, folio, &dead);
+	if (removed)
+		atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) - 1);
+	pm_spin_unlock(&f->tree_lock);
+	free_dead_nodes(dead);
+	if (removed)
+		cache_folio_removed(folio);
+	return removed;
+}
+
+/**
+ * pm__shmem_remove_from() - take up to @max folios at indices >= @start out of the cache,
+ * clearing PG_shmem under tree_lock. Their cache references pass to the caller, in @batch.
+ * Return: how many were removed (fewer than @max: none is left).
+ */
+unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct pm_folio **batch,
+			       unsigned max)
+{
+	struct pm_shmem_node *dead = NULL;
+	unsigned long idx[64];
+	unsigned n;
+
+	pm_assert(max <= ARRAY_SIZE(idx));
+	pm_spin_lock(&f->tree_lock);
+	n = atomic_load_relaxed(&f->xroot) ?
+		    tree_gang(f, atomic_load_relaxed(&f->xroot), 0, start, batch, idx, max) : 0;
+	for (unsigned i = 0; i < n; i++) {
+		tree_delete(f, idx[i], batch[i], &dead);
+		page_clear(&batch[i]->page, PG_shmem);
+	}
+	atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) - n);
+	pm_spin_unlock(&f->tree_lock);
+	free_dead_nodes(dead);
+	return n;
+}
+
+/* Empty the cache and free the tree. Context: nobody maps or references the object. */
+void pm__shmem_cache_fini(struct pm_shmem *f)
+{
+	struct pm_folio *batch[64];
+	unsigned n;
+
+	do {
+		n = pm__shmem_remove_from(f, 0, batch, ARRAY_SIZE(batch));
+		for (unsigned i = 0; i < n; i++)
+			folio_put(batch[i]);
+	} while (n == ARRAY_SIZE(batch));
+	pm_spin_lock(&f->tree_lock);
+	tree_free_all(atomic_load_relaxed(&f->xroot));
+	atomic_store_relaxed(&f->xroot, NULL);
+	pm_spin_unlock(&f->tree_lock);
+}
