@@ -101,7 +101,10 @@ PM_API int pm_machine_check(struct pm_machine *m);
  */
 PM_API void pm_fail_nth(struct pm_machine *m, long n);
 
-/** pm_strerror() - a short text for a negative errno returned by a pm_ call. */
+/**
+ * pm_strerror() - a short text for a negative errno returned by a pm_ call. Any long is
+ * accepted: a value that is not a negative errno gets "unknown error".
+ */
 PM_API const char *pm_strerror(long err);
 
 #ifdef __cplusplus

@@ -317,6 +317,9 @@ int pm_machine_check(struct pm_machine *m)
 
 const char *pm_strerror(long err)
 {
+	/* Any long: values that are no negative int errno never reach the negation. */
+	if (err > 0 || err < -INT_MAX)
+		return "unknown error";
 	switch (-err) {
 	case 0: return "success";
 	case EINVAL: return "invalid argument";
