@@ -357,6 +357,10 @@ static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t ma
 
 struct pm_shmem *pm_shmem_create(struct pm_machine *m, size_t size, size_t max_bytes)
 {
+	if (unlikely(!m)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return shmem_alloc(m, size, max_bytes, false);
 }
 
@@ -416,12 +420,12 @@ void pm_shmem_put(struct pm_shmem *f)
 
 size_t pm_shmem_size(struct pm_shmem *f)
 {
-	return atomic_load_acquire(&f->xsize);
+	return f ? atomic_load_acquire(&f->xsize) : 0;
 }
 
 unsigned long pm_shmem_nr_pages(struct pm_shmem *f)
 {
-	return atomic_load_relaxed(&f->xnrpages);
+	return f ? atomic_load_relaxed(&f->xnrpages) : 0;
 }
 
 /* ---- lookup and fault ---- */
@@ -684,7 +688,7 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	size_t old_size;
 	unsigned n;
 
-	if (size > SHMEM_MAX_BYTES)
+	if (unlikely(!f) || size > SHMEM_MAX_BYTES)
 		return -EINVAL;
 	pthread_mutex_lock(&f->truncate_lock);
 	old_size = atomic_load_relaxed(&f->xsize);

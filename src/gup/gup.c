@@ -347,8 +347,11 @@ static long gup_check_args(unsigned long start, unsigned long nr_pages, unsigned
 long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, false, false);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, false, false);
 	if (err)
 		return err;
 	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | (pages ? FOLL_GET : 0),
@@ -358,8 +361,11 @@ long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, true, false);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, true, false);
 	if (err)
 		return err;
 	if (!nr_pages)
@@ -410,8 +416,11 @@ static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned lo
 long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			    unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, false, true);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, false, true);
 	if (err)
 		return err;
 	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_GET, pages);
@@ -420,8 +429,11 @@ long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long
 long pm_pin_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			    unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, true, true);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, true, true);
 	if (err)
 		return err;
 	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);

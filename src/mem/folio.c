@@ -139,7 +139,7 @@ unsigned long pm_page_to_pfn(struct pm_page *page)
 
 struct pm_page *pm_pfn_to_page(struct pm_machine *m, unsigned long pfn)
 {
-	return pfn < m->nr_pages ? pfn_to_page(m, pfn) : NULL;
+	return m && pfn < m->nr_pages ? pfn_to_page(m, pfn) : NULL;
 }
 
 bool pm_folio_maybe_dma_pinned(struct pm_folio *folio)

@@ -51,6 +51,8 @@ bool pm__should_fail(struct pm_machine *m)
 
 void pm_fail_nth(struct pm_machine *m, long n)
 {
+	if (unlikely(!m))
+		return;
 	atomic_store_mb(&m->xfail_nth, n > 0 ? n : 0);
 }
 
@@ -158,6 +160,11 @@ void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
 	unsigned long sum[PM_NR_STATS];
 	struct pm_list *pos;
 
+	if (unlikely(!m || !out)) {
+		if (out)
+			memset(out, 0, sizeof(*out));
+		return;
+	}
 	for (unsigned i = 0; i < PM_NR_STATS; i++)
 		sum[i] = atomic_load_relaxed(&m->shared_stats.v[i]);
 	pthread_mutex_lock(&m->lock);
@@ -297,21 +304,29 @@ void pm_machine_destroy(struct pm_machine *m)
 
 size_t pm_machine_free_pages(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return 0;
 	return pm__nr_free_frames(m);
 }
 
 size_t pm_machine_total_pages(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return 0;
 	return m->nr_pages;
 }
 
 unsigned pm_machine_knobs(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return 0;
 	return m->knobs;
 }
 
 int pm_machine_check(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return -EINVAL;
 	return pm__check_machine(m);
 }
 

@@ -127,6 +127,8 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 	unsigned long end;
 	int err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
 	if ((addr & ~PAGE_MASK) || !len || addr > PM_TASK_SIZE)
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
@@ -149,7 +151,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	struct pm_vma *vma;
 	long ret;
 
-	if (!len)
+	if (unlikely(!mm) || !len)
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
 	if (!len)
@@ -325,7 +327,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 	struct pm_vma *vma;
 	int err = 0;
 
-	if ((start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
+	if (unlikely(!mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
 		return -EINVAL;
 	if (!len)
 		return 0;
@@ -452,7 +454,7 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 	unsigned long end;
 	int err;
 
-	if (start & ~PAGE_MASK)
+	if (unlikely(!mm) || (start & ~PAGE_MASK))
 		return -EINVAL;
 	switch (advice) {
 	case PM_MADV_DONTNEED:

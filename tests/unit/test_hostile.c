@@ -4,6 +4,7 @@
  * error and nothing is corrupted.
  *
  *   strerror		pm_strerror() of any long
+ *   null_handles	a NULL machine, address space or shmem handle in every call
  *
  * The release-build answer to a double unpin is in test_unpin_release.c, fork() of a process
  * that uses pinmm in test_atfork.c. "-t NAME" runs one group only.
@@ -40,11 +41,107 @@ static void test_strerror(void)
 	ok(!strcmp(pm_strerror(-EINVAL), "invalid argument"), "pm_strerror(-EINVAL) as before");
 }
 
+/* ---- 8. NULL handles ---- */
+
+static void test_null_handles(void)
+{
+	struct pm_machine *m = pmt_machine(8, 0);
+	struct pm_mm *mm = pm_mm_create(m);
+	struct pm_page *pages[1] = { NULL };
+	struct pm_gup_test g = { .addr = 0x10000, .size = PAGE, .nr_pages_per_call = 1 };
+	struct pm_stats st;
+	char buf[8] = { 0 };
+
+	ASSERT_TRUE(mm);
+	/* Constructors: NULL with errno EINVAL. */
+	errno = 0;
+	ok(!pm_mm_create(NULL) && errno == EINVAL, "pm_mm_create(NULL) -> NULL, EINVAL");
+	errno = 0;
+	ok(!pm_mm_fork(NULL) && errno == EINVAL, "pm_mm_fork(NULL) -> NULL, EINVAL");
+	errno = 0;
+	ok(!pm_shmem_create(NULL, PAGE, 0) && errno == EINVAL,
+	   "pm_shmem_create(NULL, ...) -> NULL, EINVAL");
+	errno = 0;
+	ok(!pm_umem_get(NULL, 0x10000, PAGE, 0) && errno == EINVAL,
+	   "pm_umem_get(NULL, ...) -> NULL, EINVAL");
+
+	/* Machine calls. */
+	is_int(pm_machine_free_pages(NULL), 0, "pm_machine_free_pages(NULL) -> 0");
+	is_int(pm_machine_total_pages(NULL), 0, "pm_machine_total_pages(NULL) -> 0");
+	is_int(pm_machine_knobs(NULL), 0, "pm_machine_knobs(NULL) -> 0");
+	is_int(pm_machine_check(NULL), -EINVAL, "pm_machine_check(NULL) -> -EINVAL");
+	memset(&st, 0xa5, sizeof(st));
+	pm_machine_stats(NULL, &st);
+	ok(!memcmp(&st, &(struct pm_stats){ 0 }, sizeof(st)),
+	   "pm_machine_stats(NULL, &out) zeroes out");
+	pm_machine_stats(m, NULL);
+	pm_machine_stats(NULL, NULL);
+	pm_fail_nth(NULL, 1);
+	pm_machine_destroy(NULL);
+	ok(pm_pfn_to_page(NULL, 0) == NULL, "pm_pfn_to_page(NULL, 0) -> NULL");
+
+	/* Address-space calls. */
+	is_int(pm_mmap(NULL, 0, PAGE, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0), -EINVAL,
+	       "pm_mmap(NULL, ...) -> -EINVAL");
+	is_int(pm_munmap(NULL, 0x10000, PAGE), -EINVAL, "pm_munmap(NULL, ...) -> -EINVAL");
+	is_int(pm_mprotect(NULL, 0x10000, PAGE, PM_PROT_READ), -EINVAL,
+	       "pm_mprotect(NULL, ...) -> -EINVAL");
+	is_int(pm_madvise(NULL, 0x10000, PAGE, PM_MADV_DONTNEED), -EINVAL,
+	       "pm_madvise(NULL, ...) -> -EINVAL");
+	is_int(pm_access(NULL, 0x10000, buf, sizeof(buf), 0), -EINVAL,
+	       "pm_access(NULL, ...) -> -EINVAL");
+	is_int(pm_access(NULL, 0x10000, buf, 0, 0), -EINVAL, "pm_access(NULL, ..., 0 bytes) -> -EINVAL");
+	is_int(pm_fault(NULL, 0x10000, 0), -EINVAL, "pm_fault(NULL, ...) -> -EINVAL");
+	ok(pm_mm_machine(NULL) == NULL, "pm_mm_machine(NULL) -> NULL");
+	ok(!pm_mm_has_pinned(NULL), "pm_mm_has_pinned(NULL) -> false");
+	pm_mm_destroy(NULL);
+	is_int(pm_get_user_pages(NULL, 0x10000, 1, 0, pages), -EINVAL,
+	       "pm_get_user_pages(NULL, ...) -> -EINVAL");
+	is_int(pm_get_user_pages_fast(NULL, 0x10000, 1, 0, pages), -EINVAL,
+	       "pm_get_user_pages_fast(NULL, ...) -> -EINVAL");
+	is_int(pm_pin_user_pages(NULL, 0x10000, 1, 0, pages), -EINVAL,
+	       "pm_pin_user_pages(NULL, ...) -> -EINVAL");
+	is_int(pm_pin_user_pages_fast(NULL, 0x10000, 1, 0, pages), -EINVAL,
+	       "pm_pin_user_pages_fast(NULL, ...) -> -EINVAL");
+	is_int(pm_get_user_pages(NULL, 0x10000, 0, 0, pages), -EINVAL,
+	       "pm_get_user_pages(NULL, ..., 0 pages) -> -EINVAL");
+	is_int(pm_pin_user_pages_fast(NULL, 0x10000, 0, 0, pages), -EINVAL,
+	       "pm_pin_user_pages_fast(NULL, ..., 0 pages) -> -EINVAL");
+	is_int(pm_dio_read(NULL, 0, 0, 0x10000, PAGE), -EINVAL, "pm_dio_read(NULL, ...) -> -EINVAL");
+	is_int(pm_dio_write(NULL, 1, 0, 0x10000, PAGE), -EINVAL,
+	       "pm_dio_write(NULL, ...) -> -EINVAL");
+	is_int(pm_gup_test(NULL, PM_GUP_FAST_BENCHMARK, &g), -EINVAL,
+	       "pm_gup_test(NULL, ...) -> -EINVAL");
+
+	/* Shmem calls. */
+	is_int(pm_shmem_truncate(NULL, PAGE), -EINVAL, "pm_shmem_truncate(NULL, ...) -> -EINVAL");
+	is_int(pm_shmem_size(NULL), 0, "pm_shmem_size(NULL) -> 0");
+	is_int(pm_shmem_nr_pages(NULL), 0, "pm_shmem_nr_pages(NULL) -> 0");
+	pm_shmem_put(NULL);
+
+	/* Registrations and pages. */
+	unsigned long nents = 7;
+
+	ok(pm_umem_sg(NULL, &nents) == NULL && nents == 0, "pm_umem_sg(NULL) -> NULL, 0 entries");
+	pm_umem_release(NULL, PM_UNPIN_RANGE);
+	pm_put_page(NULL);
+	pm_unpin_user_page(NULL);
+	pm_unpin_user_pages(NULL, 1);
+	pm_unpin_user_pages(pages, 1);
+	pm_unpin_user_pages_dirty_lock(NULL, 1, true);
+	pm_unpin_user_page_range_dirty_lock(NULL, 1, true);
+
+	pm_mm_destroy(mm);
+	is_int(pm_machine_check(m), 0, "the machine is intact");
+	pm_machine_destroy(m);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
 } groups[] = {
 	{ "strerror", test_strerror },
+	{ "null_handles", test_null_handles },
 };
 
 int main(int argc, char **argv)
