@@ -77,7 +77,8 @@ PM_API void pm_unpin_user_page(struct pm_page *page);
 
 /**
  * pm_unpin_user_pages() - release @npages pins. Consecutive entries of the same folio are
- * released with one atomic update; a NULL entry is skipped and ends a batch.
+ * released with one atomic update; a NULL entry is skipped and ends a batch. The pages may
+ * belong to several machines; each counts its own releases.
  */
 PM_API void pm_unpin_user_pages(struct pm_page **pages, unsigned long npages);
 

@@ -496,6 +496,13 @@ static void unpin_pages(struct pm_page **pages, unsigned long npages, bool make_
 			i++;
 			continue;
 		}
+		if (unlikely(page_machine(pages[i]) != m)) {
+			/* Pages of another machine: count there, with its knobs. */
+			count_event(m, UNPIN_FOLIO_UPDATES, updates);
+			updates = 0;
+			m = page_machine(pages[i]);
+			per_page = knob(m, PM_KNOB_UNPIN_PER_PAGE);
+		}
 		folio = page_folio(pages[i]);
 		if (!per_page)
 			while (i + n < npages && pages[i + n] && page_folio(pages[i + n]) == folio)

@@ -165,6 +165,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	} else if (!file) {
 		return -EBADF;
 	}
+	if (file && unlikely(file->m != mm->m))
+		return -EINVAL; /* an object of another machine: its frames are not ours */
 	if (len > PM_TASK_SIZE - PM_USER_MIN)
 		return -ENOMEM;
 	if (offset + len < offset)

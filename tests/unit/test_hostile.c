@@ -3,6 +3,8 @@
  * test_hostile.c - hostile and careless input (issue 13): every call answers with a clear
  * error and nothing is corrupted.
  *
+ *   cross_machine	a shmem object of one machine mapped into an address space of another
+ *			is -EINVAL; pages of two machines released in one unpin call
  *   strerror		pm_strerror() of any long
  *   null_handles	a NULL machine, address space or shmem handle in every call
  *
@@ -24,6 +26,60 @@
 #define PAGE PM_PAGE_SIZE
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define ARRAY_SIZE_T(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- 1. objects of two machines ---- */
+
+static void test_cross_machine(void)
+{
+	struct pm_machine *a = pmt_machine(8, 0), *b = pmt_machine(8, 0);
+	size_t free_a = pm_machine_free_pages(a), free_b = pm_machine_free_pages(b);
+	struct pm_mm *mm_a = pm_mm_create(a), *mm_b = pm_mm_create(b);
+	struct pm_shmem *f_a = pm_shmem_create(a, 4 * PAGE, 0);
+	struct pm_page *pages[2];
+	struct pm_stats sa, sb;
+	unsigned long addr_a, addr_b;
+	long r;
+
+	ASSERT_TRUE(mm_a && mm_b && f_a);
+	is_int(pm_mmap(mm_b, 0, PAGE, RW, PM_MAP_SHARED, f_a, 0), -EINVAL,
+	       "pm_mmap(mm of B, MAP_SHARED, shmem of A) -> -EINVAL");
+	is_int(pm_mmap(mm_b, 0, PAGE, RW, PM_MAP_PRIVATE, f_a, 0), -EINVAL,
+	       "pm_mmap(mm of B, MAP_PRIVATE, shmem of A) -> -EINVAL");
+	is_int(pm_mmap(mm_b, 0x40000000, PAGE, RW, PM_MAP_SHARED | PM_MAP_FIXED, f_a, 0), -EINVAL,
+	       "pm_mmap(mm of B, MAP_FIXED, shmem of A) -> -EINVAL");
+	/* Whatever got through would fault A's page into B's tables: try it. */
+	r = pm_access(mm_b, 0x40000000, (char[8]){ 1 }, 8, 1);
+	is_int(r, -EFAULT, "nothing was mapped in B");
+	r = pm_mmap(mm_a, 0, PAGE, RW, PM_MAP_SHARED, f_a, 0);
+	ok(r > 0, "the same object maps into its own machine's address space");
+	if (r > 0)
+		is_int(pm_access(mm_a, (unsigned long)r, (char[8]){ 1 }, 8, 1), 8,
+		       "and can be written there");
+	else
+		skip(1, "no mapping");
+	is_int(pm_machine_check(a), 0, "machine A passes pm_machine_check");
+	is_int(pm_machine_check(b), 0, "machine B passes pm_machine_check");
+
+	/* Pins of two machines released by one call: each machine counts its own release. */
+	addr_a = pmt_map_anon(mm_a, 4 * PAGE, RW, false);
+	addr_b = pmt_map_anon(mm_b, 4 * PAGE, RW, false);
+	ASSERT_EQ(pm_pin_user_pages(mm_a, addr_a, 1, PM_FOLL_WRITE, &pages[0]), 1);
+	ASSERT_EQ(pm_pin_user_pages(mm_b, addr_b, 1, PM_FOLL_WRITE, &pages[1]), 1);
+	sa = pmt_stats(a);
+	sb = pmt_stats(b);
+	pm_unpin_user_pages(pages, 2);
+	is_int(pmt_stats(a).unpin_folio_updates - sa.unpin_folio_updates, 1,
+	       "unpin of pages of two machines: A counts its one folio update");
+	is_int(pmt_stats(b).unpin_folio_updates - sb.unpin_folio_updates, 1,
+	       "unpin of pages of two machines: B counts its one folio update");
+	ok(pmt_pins_balanced(a) && pmt_pins_balanced(b), "both machines' pins are balanced");
+
+	pm_mm_destroy(mm_a);
+	pm_mm_destroy(mm_b);
+	pm_shmem_put(f_a);
+	pmt_end(a, free_a, &pmt_end_returned, "machine A");
+	pmt_end(b, free_b, &pmt_end_returned, "machine B");
+}
 
 /* ---- 5. pm_strerror() of any long ---- */
 
@@ -140,6 +196,7 @@ static const struct {
 	const char *name;
 	void (*fn)(void);
 } groups[] = {
+	{ "cross_machine", test_cross_machine },
 	{ "strerror", test_strerror },
 	{ "null_handles", test_null_handles },
 };
