@@ -242,6 +242,7 @@ struct pm_machine {
 
 /* Every live machine by slot, so that a bare page (pm_put_page) finds its machine. */
 #define PM_MAX_MACHINES 4096
+_Static_assert(PM_MACHINES_MAX == PM_MAX_MACHINES - 1, "slot 0 is never used");
 extern struct pm_machine *_Atomic pm__machines[PM_MAX_MACHINES] __hidden;
 
 static inline struct pm_machine *page_machine(const struct pm_page *page)

@@ -28,6 +28,10 @@ extern "C" {
 #define PM_KNOB_SHMEM_LOCK_TWICE 0x10	     /* shmem fault takes info->lock twice (pre-2010) */
 #define PM_KNOB_ALL 0x1f
 
+/* At most this many machines are alive at once in a process (each frame's descriptor names
+ * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
+#define PM_MACHINES_MAX 4095
+
 struct pm_config {
 	size_t mem_bytes; /* physical memory, a multiple of 2 MiB; 0 = default (1 GiB) */
 	unsigned knobs;	  /* PM_KNOB_* above; 0 = modern behaviour */
@@ -65,7 +69,8 @@ struct pm_stats {
  * @cfg: memory size and knobs; NULL means defaults.
  *
  * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB, unknown
- * knob bits) or ENOMEM.
+ * knob bits), ENOMEM, or EMFILE (PM_MACHINES_MAX machines are alive already; destroying one
+ * makes room).
  */
 PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 

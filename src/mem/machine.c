@@ -348,6 +348,7 @@ const char *pm_strerror(long err)
 	case EBUSY: return "busy";
 	case EUCLEAN: return "invariant violated";
 	case ENOSPC: return "no space";
+	case EMFILE: return "too many machines alive";
 	default: return strerror((int)-err);
 	}
 }

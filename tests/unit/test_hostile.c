@@ -6,6 +6,7 @@
  *   cross_machine	a shmem object of one machine mapped into an address space of another
  *			is -EINVAL; pages of two machines released in one unpin call
  *   strerror		pm_strerror() of any long
+ *   emfile		the machine after the last slot: NULL with errno EMFILE, a text for it
  *   null_handles	a NULL machine, address space or shmem handle in every call
  *
  * The release-build answer to a double unpin is in test_unpin_release.c, fork() of a process
@@ -15,6 +16,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #include <pinmm/pinmm.h>
@@ -95,6 +97,44 @@ static void test_strerror(void)
 		ok(s && *s, "pm_strerror(%ld) = \"%s\"", errs[i], s ? s : "(null)");
 	}
 	ok(!strcmp(pm_strerror(-EINVAL), "invalid argument"), "pm_strerror(-EINVAL) as before");
+}
+
+/* ---- 6. the last machine slot ---- */
+
+static void test_emfile(void)
+{
+	struct pm_config c = { .mem_bytes = 2 * MiB };
+	struct pm_machine **ms = calloc(8192, sizeof(*ms));
+	unsigned n = 0;
+	int err = 0;
+
+	ASSERT_TRUE(ms);
+	/* Each machine's zero page would otherwise cost a 2 MiB host THP: 8 GiB in all. */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	while (n < 8192) {
+		errno = 0;
+		ms[n] = pm_machine_create(&c);
+		if (!ms[n]) {
+			err = errno;
+			break;
+		}
+		n++;
+	}
+	is_int(err, EMFILE, "machine creation fails with EMFILE once every slot is taken");
+	ok(n >= 4000 && n <= PM_MACHINES_MAX, "after %u machines (PM_MACHINES_MAX live at once)", n);
+	ok(strstr(pm_strerror(-EMFILE), "machines") != NULL,
+	   "pm_strerror(-EMFILE) names the limit: \"%s\"", pm_strerror(-EMFILE));
+	if (n) {
+		pm_machine_destroy(ms[--n]);
+		ms[n] = pm_machine_create(&c);
+		ok(ms[n] != NULL, "one destroyed: the next creation succeeds again");
+		if (ms[n])
+			n++;
+	}
+	while (n)
+		pm_machine_destroy(ms[--n]);
+	free(ms);
+	prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
 }
 
 /* ---- 8. NULL handles ---- */
@@ -198,6 +238,7 @@ static const struct {
 } groups[] = {
 	{ "cross_machine", test_cross_machine },
 	{ "strerror", test_strerror },
+	{ "emfile", test_emfile },
 	{ "null_handles", test_null_handles },
 };
 
