@@ -5,6 +5,8 @@
  *
  *   cross_machine	a shmem object of one machine mapped into an address space of another
  *			is -EINVAL; pages of two machines released in one unpin call
+ *   gup_test_size	pm_gup_test() with a size far beyond the mapping: bounded memory, the
+ *			size truncated to what the mapping covered
  *   strerror		pm_strerror() of any long
  *   emfile		the machine after the last slot: NULL with errno EMFILE, a text for it
  *   null_handles	a NULL machine, address space or shmem handle in every call
@@ -81,6 +83,51 @@ static void test_cross_machine(void)
 	pm_shmem_put(f_a);
 	pmt_end(a, free_a, &pmt_end_returned, "machine A");
 	pmt_end(b, free_b, &pmt_end_returned, "machine B");
+}
+
+/* ---- 4. pm_gup_test() with a huge size ---- */
+
+static void test_gup_test_size(void)
+{
+	static const uint64_t sizes[] = { 1ULL << 40, 1ULL << 46, 1ULL << 60,
+					  (uint64_t)PM_TASK_SIZE };
+	static const unsigned cmds[] = { PM_PIN_FAST_BENCHMARK, PM_GUP_BASIC_TEST };
+	struct pm_machine *m = pmt_machine(16, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	const unsigned long addr = 0x10000000;
+
+	ASSERT_TRUE(mm);
+	ASSERT_EQ(pmt_map_fixed(mm, addr, 16 * PAGE, RW), addr);
+	pmt_touch(mm, addr, 16 * PAGE);
+	for (unsigned i = 0; i < ARRAY_SIZE_T(sizes); i++) {
+		for (unsigned c = 0; c < ARRAY_SIZE_T(cmds); c++) {
+			/* 16 pages a call: the second call finds the hole and ends the walk. */
+			struct pm_gup_test g = { .addr = addr, .size = sizes[i],
+						 .nr_pages_per_call = 16 };
+			int r = pm_gup_test(mm, cmds[c], &g);
+
+			ok(r == 0 && g.size == 16 * PAGE,
+			   "cmd %u, size %#llx, 16 pages a call -> 0, size 16 pages (got %d, %#llx)",
+			   cmds[c], (unsigned long long)sizes[i], r, (unsigned long long)g.size);
+			/* One call for everything: it comes back short, and Linux counts it whole. */
+			g = (struct pm_gup_test){ .addr = addr, .size = sizes[i],
+						  .nr_pages_per_call = UINT32_MAX };
+			r = pm_gup_test(mm, cmds[c], &g);
+			ok(r == 0 && g.size <= sizes[i],
+			   "cmd %u, size %#llx, %u pages a call -> 0 (got %d, size %#llx)", cmds[c],
+			   (unsigned long long)sizes[i], UINT32_MAX, r, (unsigned long long)g.size);
+		}
+	}
+	/* A range that starts in a hole covers nothing, whatever its size. */
+	struct pm_gup_test g = { .addr = addr + 64 * PAGE, .size = 1ULL << 46,
+				 .nr_pages_per_call = 512 };
+
+	is_int(pm_gup_test(mm, PM_GUP_FAST_BENCHMARK, &g), 0, "a hole and a huge size -> 0");
+	is_int(g.size, 0, "... covering nothing");
+	ok(pmt_pins_balanced(m), "every pin was released");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "gup_test");
 }
 
 /* ---- 5. pm_strerror() of any long ---- */
@@ -237,6 +284,7 @@ static const struct {
 	void (*fn)(void);
 } groups[] = {
 	{ "cross_machine", test_cross_machine },
+	{ "gup_test_size", test_gup_test_size },
 	{ "strerror", test_strerror },
 	{ "emfile", test_emfile },
 	{ "null_handles", test_null_handles },
