@@ -65,30 +65,50 @@ bool pm__try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 	return true;
 }
 
-static __cold void bad_put(struct pm_folio *folio, int old, int amount)
+/*
+ * A release of more than a folio holds: the caller's bug (a double unpin or put). The count
+ * was left as it was, so a folio that is still mapped is never freed. Debug builds stop here
+ * with the counts; release builds warn once and go on.
+ */
+static __cold void bad_put(struct pm_folio *folio, const char *what, int old, int amount)
 {
 #if PM_DEBUG >= 1
-	fprintf(stderr, "pinmm: releasing %d from a folio whose refcount is %d (pfn %lu): "
-			"double unpin or put?\n",
-		amount, old, pm_page_to_pfn(&folio->page));
+	fprintf(stderr, "pinmm: double unpin or put: releasing %d from a folio whose %s is %d "
+			"(refcount %d, pincount %d, order %u, pfn %lu)\n",
+		amount, what, old, folio_ref_count(folio),
+		atomic_load_relaxed(&folio->page.xpincount), folio_order(folio),
+		pm_page_to_pfn(&folio->page));
 	pm_die("reference released twice");
 #else
-	pm_warn_once(1, "releasing more references than a folio holds (double unpin?)");
-	(void)folio, (void)old, (void)amount;
+	pm_warn_once(1, "releasing more references than a folio holds (double unpin?); "
+			"the release is refused");
+	(void)folio, (void)what, (void)old, (void)amount;
 #endif
 }
 
-/* Drop @amount references; the folio is freed when they were the last. */
-static void put_refs_checked(struct pm_folio *folio, int amount)
+/* Subtract @amount from *@v unless it holds less; *@old gets the value seen. */
+static bool sub_unless_below(_Atomic int *v, int amount, int *old)
 {
-	int old = atomic_sub_mb(&folio->page.xrefcount, amount);
+	*old = atomic_load_relaxed(v);
+	do {
+		if (unlikely(*old < amount))
+			return false;
+	} while (!atomic_cas_mb(v, old, *old - amount));
+	return true;
+}
 
-	if (unlikely(old < amount)) {
-		bad_put(folio, old, amount);
-		return;
+/* Drop @amount references; the folio is freed when they were the last. False: refused. */
+static bool put_refs_checked(struct pm_folio *folio, int amount)
+{
+	int old;
+
+	if (unlikely(!sub_unless_below(&folio->page.xrefcount, amount, &old))) {
+		bad_put(folio, "refcount", old, amount);
+		return false;
 	}
 	if (old == amount)
 		pm__folio_free(folio);
+	return true;
 }
 
 /* Release @refs references of kind @flags taken by pm__try_grab_folio (or the fast path). */
@@ -97,16 +117,21 @@ void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (folio_is_zero(folio))
 		return;
 	if (flags & FOLL_PIN) {
-		count_event(page_machine(&folio->page), NR_FOLL_PIN_RELEASED, (unsigned)refs);
-		if (folio_test_large(folio)) {
-			int old = atomic_sub_mb(&folio->page.xpincount, refs);
+		struct pm_machine *m = page_machine(&folio->page);
 
-			if (unlikely(old < refs))
-				bad_put(folio, old, refs);
+		if (folio_test_large(folio)) {
+			int old;
+
+			/* Every folio size refuses an underflow the same way: nothing changes. */
+			if (unlikely(!sub_unless_below(&folio->page.xpincount, refs, &old))) {
+				bad_put(folio, "pincount", old, refs);
+				return;
+			}
 			put_refs_checked(folio, refs);
-		} else {
-			put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS);
+		} else if (!put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS)) {
+			return;
 		}
+		count_event(m, NR_FOLL_PIN_RELEASED, (unsigned)refs);
 	} else {
 		put_refs_checked(folio, refs);
 	}

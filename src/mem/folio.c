@@ -50,8 +50,8 @@ void pm__folio_free(struct pm_folio *folio)
 	struct pm_machine *m = page_machine(&folio->page);
 
 	pm_assert(!folio_is_zero(folio));
-	pm_assert(atomic_load_relaxed(&folio->page.xpincount) == 0);
-	pm_assert(atomic_load_relaxed(&folio->page.xentire_mapcount) == 0);
+	pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
+	pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
 	pm_assert(!folio_test(folio, PG_locked));
 	folio->page.mapping = NULL;
 	pm__free_frames(m, &folio->page, folio_order(folio));

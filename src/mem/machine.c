@@ -33,6 +33,14 @@ void pm__die(const char *file, int line, const char *func, const char *msg)
 	abort();
 }
 
+void pm__die_cmp(const char *file, int line, const char *func, const char *expr, long a, long b)
+{
+	fprintf(stderr, "pinmm: %s with %ld and %ld at %s:%d (%s)\n", expr, a, b, file, line,
+		func);
+	fflush(stderr);
+	abort();
+}
+
 /* ---- failure injection and metadata allocation ---- */
 
 bool pm__should_fail(struct pm_machine *m)

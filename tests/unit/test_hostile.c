@@ -9,6 +9,7 @@
  *			size truncated to what the mapping covered
  *   strerror		pm_strerror() of any long
  *   emfile		the machine after the last slot: NULL with errno EMFILE, a text for it
+ *   double_unpin	a double unpin in a debug build dies with the values in its message
  *   null_handles	a NULL machine, address space or shmem handle in every call
  *
  * The release-build answer to a double unpin is in test_unpin_release.c, fork() of a process
@@ -184,6 +185,92 @@ static void test_emfile(void)
 	prctl(PR_SET_THP_DISABLE, 0, 0, 0, 0);
 }
 
+/* ---- 7. a double unpin in a debug build ---- */
+
+/* Run @fn in a child whose stderr comes back in @buf; returns its wait status. */
+static int run_child(void (*fn)(void), char *buf, size_t len)
+{
+	int fds[2], status = 0;
+	size_t got = 0;
+	pid_t pid;
+
+	ASSERT_EQ(pipe(fds), 0);
+	fflush(NULL);
+	pid = fork();
+	ASSERT_TRUE(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		dup2(fds[1], 2);
+		alarm(60);
+		fn();
+		_exit(0);
+	}
+	close(fds[1]);
+	while (got + 1 < len) {
+		ssize_t r = read(fds[0], buf + got, len - 1 - got);
+
+		if (r <= 0)
+			break;
+		got += (size_t)r;
+	}
+	buf[got] = 0;
+	close(fds[0]);
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static void double_unpin_thp(void)
+{
+	struct pm_machine *m = pmt_machine(8, 0);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long a = pmt_map_anon(mm, PM_PMD_SIZE, RW, true);
+	struct pm_page *p;
+
+	pmt_touch(mm, a, PM_PMD_SIZE);
+	ASSERT_EQ(pm_pin_user_pages(mm, a, 1, PM_FOLL_WRITE, &p), 1);
+	pm_unpin_user_page(p);
+	pm_unpin_user_page(p);
+}
+
+static void double_unpin_small(void)
+{
+	struct pm_machine *m = pmt_machine(8, 0);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long a = pmt_map_anon(mm, 4 * PAGE, RW, false);
+	struct pm_page *p;
+
+	pmt_touch(mm, a, 4 * PAGE);
+	ASSERT_EQ(pm_pin_user_pages(mm, a, 1, PM_FOLL_WRITE, &p), 1);
+	pm_unpin_user_page(p);
+	pm_unpin_user_page(p);
+}
+
+static void test_double_unpin(void)
+{
+	static const struct { const char *name; void (*fn)(void); } cases[] = {
+		{ "THP", double_unpin_thp }, { "4 KiB page", double_unpin_small },
+	};
+
+	for (unsigned i = 0; i < ARRAY_SIZE_T(cases); i++) {
+		char buf[8192];
+		int st = run_child(cases[i].fn, buf, sizeof(buf));
+		char *bug = strstr(buf, "pinmm: ");
+
+		ok(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT,
+		   "%s: a double unpin aborts a debug build (status %#x)", cases[i].name, st);
+		ok(bug && strstr(buf, "double unpin") && strstr(buf, "pincount") &&
+			   strstr(buf, "refcount") && !strstr(buf, "atomic_") && !strstr(buf, "__"),
+		   "%s: the message names the counts, not macro text", cases[i].name);
+		if (bug) {
+			char *nl = strchr(bug, '\n');
+
+			if (nl)
+				*nl = 0;
+			diag("%s", bug);
+		}
+	}
+}
+
 /* ---- 8. NULL handles ---- */
 
 static void test_null_handles(void)
@@ -287,6 +374,7 @@ static const struct {
 	{ "gup_test_size", test_gup_test_size },
 	{ "strerror", test_strerror },
 	{ "emfile", test_emfile },
+	{ "double_unpin", test_double_unpin },
 	{ "null_handles", test_null_handles },
 };
 
