@@ -87,6 +87,15 @@ PM_API size_t pm_machine_total_pages(struct pm_machine *m);
 PM_API unsigned pm_machine_knobs(struct pm_machine *m);
 PM_API void pm_machine_stats(struct pm_machine *m, struct pm_stats *out);
 
+/*
+ * fork(): a process that uses pinmm may fork, and the child may use pinmm (the machines it
+ * inherited and new ones). The library registers pthread_atfork handlers that follow
+ * liburcu's call_rcu discipline (call_rcu_before_fork/_after_fork_parent/_after_fork_child);
+ * an application that uses liburcu-memb's call_rcu itself must not call those again. As for
+ * any multithreaded fork, a machine another thread was changing at the fork is not usable in
+ * the child.
+ */
+
 /** pm_rcu_barrier() - wait until every deferred free (page tables, tree nodes) has run. */
 PM_API void pm_rcu_barrier(void);
 
