@@ -91,7 +91,8 @@ PM_API void pm_unpin_user_pages_dirty_lock(struct pm_page **pages, unsigned long
 
 /**
  * pm_unpin_user_page_range_dirty_lock() - release one pin on each of @npages physically
- * contiguous pages starting at @page, one atomic update per folio.
+ * contiguous pages starting at @page, one atomic update per folio. A range that runs past the
+ * last frame of @page's machine releases nothing (and warns once).
  */
 PM_API void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npages,
 						bool make_dirty);

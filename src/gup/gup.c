@@ -568,6 +568,12 @@ void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npa
 	if (!page || !npages)
 		return;
 	m = page_machine(page);
+	if (unlikely(npages > m->nr_pages - page_to_pfn(m, page))) {
+		/* Past the machine's last frame: descriptors of nothing, or of another machine. */
+		pm_warn_once(1, "unpin_user_page_range: the range runs past the machine's memory; "
+				"nothing released");
+		return;
+	}
 	per_page = knob(m, PM_KNOB_UNPIN_PER_PAGE);
 	for (unsigned long i = 0; i < npages;) {
 		struct pm_page *p = page + i;

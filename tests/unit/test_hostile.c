@@ -79,6 +79,15 @@ static void test_cross_machine(void)
 	       "unpin of pages of two machines: B counts its one folio update");
 	ok(pmt_pins_balanced(a) && pmt_pins_balanced(b), "both machines' pins are balanced");
 
+	/* A physically contiguous range that runs past A's last frame (into B's, or nothing). */
+	ASSERT_EQ(pm_pin_user_pages(mm_a, addr_a, 1, PM_FOLL_WRITE, &pages[0]), 1);
+	r = pm_folio_ref_count(pm_page_folio(pages[0]));
+	pm_unpin_user_page_range_dirty_lock(pages[0], pm_machine_total_pages(a) + 1, false);
+	is_int(pm_folio_ref_count(pm_page_folio(pages[0])), r,
+	       "a page range past the machine's last frame releases nothing");
+	pm_unpin_user_page_range_dirty_lock(pages[0], 1, false);
+	ok(pmt_pins_balanced(a), "the pin is released by a range that fits");
+
 	pm_mm_destroy(mm_a);
 	pm_mm_destroy(mm_b);
 	pm_shmem_put(f_a);
