@@ -4,7 +4,8 @@
  * error and nothing is corrupted.
  *
  *   cross_machine	a shmem object of one machine mapped into an address space of another
- *			is -EINVAL; pages of two machines released in one unpin call
+ *			is -EINVAL; pages of two machines released in one unpin call; a page
+ *			range that runs past a machine's last frame
  *   gup_test_size	pm_gup_test() with a size far beyond the mapping: bounded memory, the
  *			size truncated to what the mapping covered
  *   strerror		pm_strerror() of any long
