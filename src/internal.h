@@ -66,19 +66,43 @@
 
 __hidden __cold __attribute__((noreturn)) void pm__die(const char *file, int line,
 						       const char *func, const char *msg);
+__hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int line,
+							   const char *func, const char *expr,
+							   long a, long b);
 #define pm_die(msg) pm__die(__FILE__, __LINE__, __func__, (msg))
+/*
+ * Each macro stringifies its own argument: a condition handed on to another macro would be
+ * macro-expanded first and print as the expansion of atomic_load_relaxed() and friends.
+ * pm_assert_cmp() prints both values as well.
+ */
 #define pm_bug_on(cond) \
 	do { \
 		if (unlikely(cond)) \
 			pm_die("BUG: " #cond); \
 	} while (0)
 #if PM_DEBUG >= 1
-#define pm_assert(cond) pm_bug_on(!(cond))
+#define pm_assert(cond) \
+	do { \
+		if (unlikely(!(cond))) \
+			pm_die("BUG: !(" #cond ")"); \
+	} while (0)
+#define pm_assert_cmp(a, op, b) \
+	do { \
+		long a__ = (long)(a), b__ = (long)(b); \
+		if (unlikely(!(a__ op b__))) \
+			pm__die_cmp(__FILE__, __LINE__, __func__, "BUG: !(" #a " " #op " " #b ")", \
+				    a__, b__); \
+	} while (0)
 #else
 #define pm_assert(cond) ((void)0)
+#define pm_assert_cmp(a, op, b) ((void)0)
 #endif
 #if PM_DEBUG >= 2
-#define pm_assert_expensive(cond) pm_bug_on(!(cond))
+#define pm_assert_expensive(cond) \
+	do { \
+		if (unlikely(!(cond))) \
+			pm_die("BUG: !(" #cond ")"); \
+	} while (0)
 #else
 #define pm_assert_expensive(cond) ((void)0)
 #endif
@@ -310,6 +334,7 @@ struct pm_machine {
 
 /* Every live machine by slot, so that a bare page (pm_put_page) finds its machine. */
 #define PM_MAX_MACHINES 4096
+_Static_assert(PM_MACHINES_MAX == PM_MAX_MACHINES - 1, "slot 0 is never used");
 extern struct pm_machine *_Atomic pm__machines[PM_MAX_MACHINES] __hidden;
 
 /* The machine of a page that has been allocated at least once (below the frontier). */
@@ -487,7 +512,7 @@ static inline void folio_put_refs(struct pm_folio *folio, int refs)
 {
 	int old = atomic_sub_mb(&folio->page.xrefcount, refs);
 
-	pm_assert(old >= refs);
+	pm_assert_cmp(old, >=, refs);
 	if (old == refs)
 		pm__folio_free(folio);
 }

@@ -79,8 +79,12 @@ enum {
 
 /**
  * pm_gup_test() - run one gup_test command on @mm, as the ioctl would.
+ *
+ * Memory follows what the walk takes, not .size: a size far beyond the mapping costs no more
+ * than the mapping (the walk ends at the first hole, as Linux's; see src/consumers/gup_test.c).
  * Return: 0 (the struct is updated: timings, and size truncated to what was covered), or
- * -EINVAL (unknown command, bad range), -ENOMEM.
+ * -EINVAL (unknown command, NULL @mm or @gup, addr or size beyond an unsigned long, a range
+ * that wraps, unknown flags), -ENOMEM (not even the first pointers could be allocated).
  */
 PM_API int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup);
 

@@ -98,7 +98,8 @@ PM_API void pm_unpin_user_page(struct pm_page *page);
 
 /**
  * pm_unpin_user_pages() - release @npages pins. Consecutive entries of the same folio are
- * released with one atomic update; a NULL entry is skipped and ends a batch.
+ * released with one atomic update; a NULL entry is skipped and ends a batch. The pages may
+ * belong to several machines; each counts its own releases.
  */
 PM_API void pm_unpin_user_pages(struct pm_page **pages, unsigned long npages);
 
@@ -111,7 +112,8 @@ PM_API void pm_unpin_user_pages_dirty_lock(struct pm_page **pages, unsigned long
 
 /**
  * pm_unpin_user_page_range_dirty_lock() - release one pin on each of @npages physically
- * contiguous pages starting at @page, one atomic update per folio.
+ * contiguous pages starting at @page, one atomic update per folio. A range that runs past the
+ * last frame of @page's machine releases nothing (and warns once).
  */
 PM_API void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npages,
 						bool make_dirty);

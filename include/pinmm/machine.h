@@ -33,6 +33,10 @@ extern "C" {
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
 #define PM_KNOB_ALL 0x3f
 
+/* At most this many machines are alive at once in a process (each frame's descriptor names
+ * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
+#define PM_MACHINES_MAX 4095
+
 struct pm_config {
 	size_t mem_bytes; /* physical memory, a multiple of 2 MiB; 0 = default (1 GiB) */
 	unsigned knobs;	  /* PM_KNOB_* above; 0 = modern behaviour */
@@ -81,8 +85,9 @@ struct pm_stats {
  * are set up when first used.
  *
  * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB or above
- * 2^52, unknown knob bits) or ENOMEM (out of memory, or the host cannot reserve the address
- * range: address space, RLIMIT_AS, vm.overcommit_memory=2).
+ * 2^52, unknown knob bits), ENOMEM (out of memory, or the host cannot reserve the address
+ * range: address space, RLIMIT_AS, vm.overcommit_memory=2) or EMFILE (PM_MACHINES_MAX machines
+ * are alive already; destroying one makes room).
  */
 PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 
@@ -99,6 +104,15 @@ PM_API size_t pm_machine_free_pages(struct pm_machine *m);
 PM_API size_t pm_machine_total_pages(struct pm_machine *m);
 PM_API unsigned pm_machine_knobs(struct pm_machine *m);
 PM_API void pm_machine_stats(struct pm_machine *m, struct pm_stats *out);
+
+/*
+ * fork(): a process that uses pinmm may fork, and the child may use pinmm (the machines it
+ * inherited and new ones). The library registers pthread_atfork handlers that follow
+ * liburcu's call_rcu discipline (call_rcu_before_fork/_after_fork_parent/_after_fork_child);
+ * an application that uses liburcu-memb's call_rcu itself must not call those again. As for
+ * any multithreaded fork, a machine another thread was changing at the fork is not usable in
+ * the child.
+ */
 
 /** pm_rcu_barrier() - wait until every deferred free (page tables, tree nodes) has run. */
 PM_API void pm_rcu_barrier(void);
@@ -121,7 +135,10 @@ PM_API int pm_machine_check(struct pm_machine *m);
  */
 PM_API void pm_fail_nth(struct pm_machine *m, long n);
 
-/** pm_strerror() - a short text for a negative errno returned by a pm_ call. */
+/**
+ * pm_strerror() - a short text for a negative errno returned by a pm_ call. Any long is
+ * accepted: a value that is not a negative errno gets "unknown error".
+ */
 PM_API const char *pm_strerror(long err);
 
 #ifdef __cplusplus

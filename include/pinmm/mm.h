@@ -6,6 +6,7 @@
  *  - pm_mmap: len == 0 or a length that overflows when rounded up to a page -> -EINVAL;
  *    unknown prot/flags bits, neither or both of SHARED/PRIVATE, an unaligned offset, or a file
  *    together with PM_MAP_ANONYMOUS -> -EINVAL; no file without PM_MAP_ANONYMOUS -> -EBADF;
+ *    a shmem object of another machine than @mm's -> -EINVAL;
  *    PM_MAP_FIXED at an unaligned address -> -EINVAL, below PM_USER_MIN -> -EPERM, beyond
  *    PM_TASK_SIZE -> -ENOMEM; no free range -> -ENOMEM. A hint that is free is used as is.
  *    Anonymous mappings whose length is a multiple of 2 MiB are placed 2 MiB-aligned (Linux

@@ -54,6 +54,7 @@ extern "C" {
 /* pm_fault flags. */
 #define PM_FAULT_WRITE 0x01
 
+/* Handles. A NULL handle is answered with -EINVAL (or NULL, 0, nothing): see pinmm.h. */
 struct pm_machine;	/* physical memory, allocator, counters, knobs */
 struct pm_mm;		/* an address space */
 struct pm_shmem;	/* a memfd-like shared memory object */

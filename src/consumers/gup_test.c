@@ -15,7 +15,12 @@
  *  - gup_flags bits that pinmm's GUP does not define, and FOLL_LONGTERM with a get command,
  *    are -EINVAL up front (Linux's is_valid_gup_args() would fail every call and the ioctl
  *    would report size 0 instead);
- *  - the DMA-pinned check and the page dumps print to stderr instead of the kernel log.
+ *  - the DMA-pinned check and the page dumps print to stderr instead of the kernel log;
+ *  - memory: Linux allocates size / PAGE_SIZE page pointers up front (kvcalloc), so a huge size
+ *    fails with -ENOMEM or worse. Here the array grows with the pages the calls return, and a
+ *    call of more than GUP_TEST_CALL_MAX pages is made as several calls of at most that many:
+ *    memory follows what the mapping covers, never the size asked for. A growth that fails
+ *    ends the walk like a failed call.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +32,8 @@
 #include <pinmm/pinmm.h>
 
 #define GUP_TEST_FOLL_FLAGS (PM_FOLL_WRITE | PM_FOLL_FORCE | PM_FOLL_NOFAULT | PM_FOLL_LONGTERM)
+#define GUP_TEST_CALL_MAX (1UL << 16)	/* pages asked of one library call at most */
+#define GUP_TEST_PREALLOC (1UL << 18)	/* pointers allocated before the walk (a 1 GiB walk) */
 
 static uint64_t now_usec(void)
 {
@@ -73,6 +80,54 @@ static long gup_call(struct pm_mm *mm, unsigned cmd, const struct pm_gup_test *g
 		return pm_get_user_pages(mm, addr, nr, flags, pages);
 	}
 	return -EINVAL;
+}
+
+/* The pages taken so far: grows with what the calls return. */
+struct page_vec {
+	struct pm_page **v;
+	unsigned long n, cap;
+};
+
+static int page_vec_reserve(struct page_vec *pv, unsigned long more)
+{
+	unsigned long cap = pv->cap * 2 > pv->n + more ? pv->cap * 2 : pv->n + more;
+	struct pm_page **v;
+
+	if (pv->n + more <= pv->cap)
+		return 0;
+	v = realloc(pv->v, cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pv->v = v;
+	pv->cap = cap;
+	return 0;
+}
+
+/*
+ * One call of the walk: @nr pages at @addr, appended to @pv, asked in pieces of at most
+ * GUP_TEST_CALL_MAX pages. Return: pages taken (fewer than @nr if a piece came back short),
+ * or -errno when none were.
+ */
+static long walk_call(struct pm_mm *mm, unsigned cmd, const struct pm_gup_test *gup,
+		      unsigned long addr, unsigned long nr, struct page_vec *pv)
+{
+	unsigned long done = 0;
+
+	while (done < nr) {
+		unsigned long want = nr - done < GUP_TEST_CALL_MAX ? nr - done : GUP_TEST_CALL_MAX;
+		long got = page_vec_reserve(pv, want);
+
+		if (!got)
+			got = gup_call(mm, cmd, gup, addr + done * PM_PAGE_SIZE, want,
+				       pv->v + pv->n);
+		if (got <= 0)
+			return done ? (long)done : got;
+		pv->n += (unsigned long)got;
+		done += (unsigned long)got;
+		if ((unsigned long)got < want)
+			break;
+	}
+	return (long)done;
 }
 
 /* Untimed: every page a pin command returned must look DMA-pinned (the zero page never is). */
@@ -123,7 +178,8 @@ static void dump_pages_test(struct pm_gup_test *gup, struct pm_page **pages, uns
 
 int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
 {
-	unsigned long start, end, addr, next, nr_pages, i = 0;
+	unsigned long start, end, addr, next, nr_pages, i;
+	struct page_vec pv = { 0 };
 	struct pm_page **pages;
 	uint64_t t0, t1;
 	long nr;
@@ -143,13 +199,12 @@ int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
 		return -EINVAL;
 
 	nr_pages = gup->size / PM_PAGE_SIZE;
-	pages = calloc(nr_pages ? nr_pages : 1, sizeof(*pages));
-	if (!pages)
+	if (page_vec_reserve(&pv, nr_pages < GUP_TEST_PREALLOC ? nr_pages + 1 : GUP_TEST_PREALLOC))
 		return -ENOMEM;
 
 	/*
-	 * Each call asks for nr_pages_per_call pages, the last one for what is left. The calls
-	 * never ask for more than size / PAGE_SIZE pages in all, so pages[] cannot overflow.
+	 * Each call asks for nr_pages_per_call pages, the last one for what is left; walk_call()
+	 * makes room in pages[] for each piece before asking for it.
 	 */
 	nr = gup->nr_pages_per_call;
 	t0 = now_usec();
@@ -161,15 +216,15 @@ int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
 			next = end;
 			nr = (next - addr) / PM_PAGE_SIZE;
 		}
-		nr = gup_call(mm, cmd, gup, addr, nr, pages + i);
+		nr = walk_call(mm, cmd, gup, addr, (unsigned long)nr, &pv);
 		if (nr <= 0)
 			break;
-		i += nr;
 	}
 	t1 = now_usec();
 	gup->get_delta_usec = t1 - t0;
 	gup->size = addr - start;
-	nr_pages = i;
+	pages = pv.v;
+	nr_pages = pv.n;
 
 	if (cmd_pins(cmd, gup))
 		verify_dma_pinned(pages, nr_pages);

@@ -307,6 +307,8 @@ int pm_machine_check(struct pm_machine *m)
 	struct check c = { .m = m };
 	struct pm_list *pos;
 
+	if (unlikely(!m))
+		return -EINVAL;
 	pm_rcu_barrier();
 	c.nr = pm__frames_touched(m);
 	c.ptes = calloc(c.nr + 1, sizeof(*c.ptes));

@@ -224,10 +224,15 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 
 struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 {
-	struct pm_mm *child = pm__mm_alloc(parent->m);
+	struct pm_mm *child;
 	unsigned seq;
 	int err = 0;
 
+	if (unlikely(!parent)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	child = pm__mm_alloc(parent->m);
 	if (!child)
 		return NULL;
 	child->mmap_base = parent->mmap_base;

@@ -269,7 +269,7 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	size_t old_size;
 	unsigned n;
 
-	if (size > PM_SHMEM_MAX_BYTES)
+	if (unlikely(!f) || size > PM_SHMEM_MAX_BYTES)
 		return -EINVAL;
 	pthread_mutex_lock(&f->truncate_lock);
 	old_size = atomic_load_relaxed(&f->xsize);

@@ -65,29 +65,50 @@ static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 	return true;
 }
 
-static __cold void bad_put(struct pm_folio *folio, int old, int amount)
+/*
+ * A release of more than a folio holds: the caller's bug (a double unpin or put). The count
+ * was left as it was, so a folio that is still mapped is never freed. Debug builds stop here
+ * with the counts; release builds warn once and go on.
+ */
+static __cold void bad_put(struct pm_folio *folio, const char *what, int old, int amount)
 {
 #if PM_DEBUG >= 1
-	fprintf(stderr, "pinmm: releasing %d from a folio whose refcount is %d (pfn %lu): "
-			"double unpin or put?\n",
-		amount, old, pm_page_to_pfn(&folio->page));
+	fprintf(stderr, "pinmm: double unpin or put: releasing %d from a folio whose %s is %d "
+			"(refcount %d, pincount %d, order %u, pfn %lu)\n",
+		amount, what, old, folio_ref_count(folio),
+		atomic_load_relaxed(&folio->page.xpincount), folio_order(folio),
+		pm_page_to_pfn(&folio->page));
 	pm_die("reference released twice");
 #else
-	pm_warn_once(1, "releasing more references than a folio holds (double unpin?)");
+	pm_warn_once(1, "releasing more references than a folio holds (double unpin?); "
+			"the release is refused");
+	(void)folio, (void)what, (void)old, (void)amount;
 #endif
 }
 
-/* Drop @amount references; the folio is freed when they were the last. */
-static void put_refs_checked(struct pm_folio *folio, int amount)
+/* Subtract @amount from *@v unless it holds less; *@old gets the value seen. */
+static bool sub_unless_below(_Atomic int *v, int amount, int *old)
 {
-	int old = atomic_sub_mb(&folio->page.xrefcount, amount);
+	*old = atomic_load_relaxed(v);
+	do {
+		if (unlikely(*old < amount))
+			return false;
+	} while (!atomic_cas_mb(v, old, *old - amount));
+	return true;
+}
 
-	if (unlikely(old < amount)) {
-		bad_put(folio, old, amount);
-		return;
+/* Drop @amount references; the folio is freed when they were the last. False: refused. */
+static bool put_refs_checked(struct pm_folio *folio, int amount)
+{
+	int old;
+
+	if (unlikely(!sub_unless_below(&folio->page.xrefcount, amount, &old))) {
+		bad_put(folio, "refcount", old, amount);
+		return false;
 	}
 	if (old == amount)
 		pm__folio_free(folio);
+	return true;
 }
 
 /* Release @refs references of kind @flags taken by try_grab_folio (or the fast path). */
@@ -96,16 +117,21 @@ void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (folio_is_zero(folio))
 		return;
 	if (flags & FOLL_PIN) {
-		count_event(page_machine(&folio->page), NR_FOLL_PIN_RELEASED, (unsigned)refs);
-		if (folio_test_large(folio)) {
-			int old = atomic_sub_mb(&folio->page.xpincount, refs);
+		struct pm_machine *m = page_machine(&folio->page);
 
-			if (unlikely(old < refs))
-				bad_put(folio, old, refs);
+		if (folio_test_large(folio)) {
+			int old;
+
+			/* Every folio size refuses an underflow the same way: nothing changes. */
+			if (unlikely(!sub_unless_below(&folio->page.xpincount, refs, &old))) {
+				bad_put(folio, "pincount", old, refs);
+				return;
+			}
 			put_refs_checked(folio, refs);
-		} else {
-			put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS);
+		} else if (!put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS)) {
+			return;
 		}
+		count_event(m, NR_FOLL_PIN_RELEASED, (unsigned)refs);
 	} else {
 		put_refs_checked(folio, refs);
 	}
@@ -346,8 +372,11 @@ static long gup_check_args(unsigned long start, unsigned long nr_pages, unsigned
 long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, false, false);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, false, false);
 	if (err)
 		return err;
 	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | (pages ? FOLL_GET : 0),
@@ -357,8 +386,11 @@ long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, true, false);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, true, false);
 	if (err)
 		return err;
 	if (!nr_pages)
@@ -409,8 +441,11 @@ static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned lo
 long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			    unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, false, true);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, false, true);
 	if (err)
 		return err;
 	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_GET, pages);
@@ -419,8 +454,11 @@ long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long
 long pm_pin_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			    unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(start, nr_pages, gup_flags, pages, true, true);
+	long err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
+	err = gup_check_args(start, nr_pages, gup_flags, pages, true, true);
 	if (err)
 		return err;
 	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
@@ -483,6 +521,13 @@ static void unpin_pages(struct pm_page **pages, unsigned long npages, bool make_
 			i++;
 			continue;
 		}
+		if (unlikely(page_machine(pages[i]) != m)) {
+			/* Pages of another machine: count there, with its knobs. */
+			count_event(m, UNPIN_FOLIO_UPDATES, updates);
+			updates = 0;
+			m = page_machine(pages[i]);
+			per_page = knob(m, PM_KNOB_UNPIN_PER_PAGE);
+		}
 		folio = page_folio(pages[i]);
 		if (!per_page)
 			while (i + n < npages && pages[i + n] && page_folio(pages[i + n]) == folio)
@@ -523,6 +568,12 @@ void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npa
 	if (!page || !npages)
 		return;
 	m = page_machine(page);
+	if (unlikely(npages > m->nr_pages - page_to_pfn(m, page))) {
+		/* Past the machine's last frame: descriptors of nothing, or of another machine. */
+		pm_warn_once(1, "unpin_user_page_range: the range runs past the machine's memory; "
+				"nothing released");
+		return;
+	}
 	per_page = knob(m, PM_KNOB_UNPIN_PER_PAGE);
 	for (unsigned long i = 0; i < npages;) {
 		struct pm_page *p = page + i;
@@ -543,5 +594,5 @@ void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npa
 
 bool pm_mm_has_pinned(struct pm_mm *mm)
 {
-	return mm_has_pinned(mm);
+	return mm && mm_has_pinned(mm);
 }

@@ -64,6 +64,26 @@ void pm_rcu_barrier(void)
 	urcu_memb_barrier();
 }
 
+/*
+ * fork(): liburcu's call_rcu worker threads do not exist in a child, and a barrier there
+ * would wait for them for ever. liburcu's discipline, done here for the application: pause the
+ * workers before fork, resume them in the parent, and let the child make a new one.
+ */
+static void rcu_atfork_prepare(void)
+{
+	urcu_memb_call_rcu_before_fork();
+}
+
+static void rcu_atfork_parent(void)
+{
+	urcu_memb_call_rcu_after_fork_parent();
+}
+
+static void rcu_atfork_child(void)
+{
+	urcu_memb_call_rcu_after_fork_child();
+}
+
 #else /* PM_TSAN */
 
 /*
@@ -78,7 +98,7 @@ static pthread_cond_t cb_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t cb_done_cond = PTHREAD_COND_INITIALIZER;
 static struct pm_rcu_head *cb_list;
 static unsigned long cb_queued, cb_done;
-static bool cb_thread_started;
+static bool cb_thread_started, cb_busy; /* cb_busy: a batch is off cb_list, not yet done */
 static __thread unsigned rcu_nesting;
 
 void pm_rcu_read_lock(void)
@@ -115,6 +135,7 @@ static void *cb_thread(void *arg)
 			pthread_cond_wait(&cb_cond, &cb_mutex);
 		list = cb_list;
 		cb_list = NULL;
+		cb_busy = true;
 		pthread_mutex_unlock(&cb_mutex);
 
 		pm_synchronize_rcu();
@@ -128,26 +149,33 @@ static void *cb_thread(void *arg)
 
 		pthread_mutex_lock(&cb_mutex);
 		cb_done += n;
+		cb_busy = false;
 		pthread_cond_broadcast(&cb_done_cond);
 	}
 	return NULL;
+}
+
+/* Start the helper thread if this process has none (first use, or a fork child). */
+static void cb_thread_start_locked(void)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+
+	if (cb_thread_started)
+		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, cb_thread, NULL))
+		abort();
+	pthread_attr_destroy(&attr);
+	cb_thread_started = true;
 }
 
 void pm_call_rcu(struct pm_rcu_head *head, void (*func)(struct pm_rcu_head *))
 {
 	head->func = func;
 	pthread_mutex_lock(&cb_mutex);
-	if (!cb_thread_started) {
-		pthread_t t;
-		pthread_attr_t attr;
-
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&t, &attr, cb_thread, NULL))
-			abort();
-		pthread_attr_destroy(&attr);
-		cb_thread_started = true;
-	}
+	cb_thread_start_locked();
 	head->next = cb_list;
 	cb_list = head;
 	cb_queued++;
@@ -160,9 +188,46 @@ void pm_rcu_barrier(void)
 	pthread_mutex_lock(&cb_mutex);
 	unsigned long target = cb_queued;
 
+	if (cb_done < target)
+		cb_thread_start_locked();
 	while (cb_done < target)
 		pthread_cond_wait(&cb_done_cond, &cb_mutex);
 	pthread_mutex_unlock(&cb_mutex);
 }
 
+/*
+ * fork(): only the forking thread goes on in the child. Before fork, wait until the helper
+ * holds no batch (callbacks off cb_list would be lost) and keep cb_mutex; the child starts
+ * with fresh locks (no reader of another thread is left, and the forking thread is in no read
+ * section) and starts a new helper when it needs one.
+ */
+static void rcu_atfork_prepare(void)
+{
+	pthread_mutex_lock(&cb_mutex);
+	while (cb_busy)
+		pthread_cond_wait(&cb_done_cond, &cb_mutex);
+}
+
+static void rcu_atfork_parent(void)
+{
+	pthread_mutex_unlock(&cb_mutex);
+}
+
+static void rcu_atfork_child(void)
+{
+	pthread_rwlock_init(&gp_lock, NULL);
+	pthread_mutex_init(&cb_mutex, NULL);
+	pthread_cond_init(&cb_cond, NULL);
+	pthread_cond_init(&cb_done_cond, NULL);
+	cb_thread_started = false;
+	cb_busy = false;
+}
+
 #endif /* PM_TSAN */
+
+/* A process that uses pinmm may fork(), and the child may use pinmm: see the handlers above. */
+__attribute__((constructor)) static void rcu_atfork_init(void)
+{
+	if (pthread_atfork(rcu_atfork_prepare, rcu_atfork_parent, rcu_atfork_child))
+		abort();
+}

@@ -50,8 +50,8 @@ void pm__folio_free(struct pm_folio *folio)
 	struct pm_machine *m = page_machine(&folio->page);
 
 	pm_assert(!folio_is_zero(folio));
-	pm_assert(atomic_load_relaxed(&folio->page.xpincount) == 0);
-	pm_assert(atomic_load_relaxed(&folio->page.xentire_mapcount) == 0);
+	pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
+	pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
 	pm_assert(!folio_test(folio, PG_locked));
 	folio->page.mapping = NULL;
 	pm__free_frames(m, &folio->page, folio_order(folio));
@@ -139,7 +139,7 @@ unsigned long pm_page_to_pfn(struct pm_page *page)
 
 struct pm_page *pm_pfn_to_page(struct pm_machine *m, unsigned long pfn)
 {
-	return pfn < m->nr_pages ? pfn_to_page(m, pfn) : NULL;
+	return m && pfn < m->nr_pages ? pfn_to_page(m, pfn) : NULL;
 }
 
 bool pm_folio_maybe_dma_pinned(struct pm_folio *folio)

@@ -41,6 +41,14 @@ void pm__die(const char *file, int line, const char *func, const char *msg)
 	abort();
 }
 
+void pm__die_cmp(const char *file, int line, const char *func, const char *expr, long a, long b)
+{
+	fprintf(stderr, "pinmm: %s with %ld and %ld at %s:%d (%s)\n", expr, a, b, file, line,
+		func);
+	fflush(stderr);
+	abort();
+}
+
 /* ---- failure injection and metadata allocation ---- */
 
 bool pm__should_fail(struct pm_machine *m)
@@ -59,6 +67,8 @@ bool pm__should_fail(struct pm_machine *m)
 
 void pm_fail_nth(struct pm_machine *m, long n)
 {
+	if (unlikely(!m))
+		return;
 	atomic_store_mb(&m->xfail_nth, n > 0 ? n : 0);
 }
 
@@ -158,6 +168,11 @@ void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
 	unsigned long sum[PM_NR_STATS];
 	struct pm_list *pos;
 
+	if (unlikely(!m || !out)) {
+		if (out)
+			memset(out, 0, sizeof(*out));
+		return;
+	}
 	for (unsigned i = 0; i < PM_NR_STATS; i++)
 		sum[i] = atomic_load_relaxed(&m->shared_stats.v[i]);
 	pthread_mutex_lock(&m->lock);
@@ -324,21 +339,30 @@ void pm_machine_destroy(struct pm_machine *m)
 
 size_t pm_machine_free_pages(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return 0;
 	return pm__nr_free_frames(m);
 }
 
 size_t pm_machine_total_pages(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return 0;
 	return m->nr_pages;
 }
 
 unsigned pm_machine_knobs(struct pm_machine *m)
 {
+	if (unlikely(!m))
+		return 0;
 	return m->knobs;
 }
 
 const char *pm_strerror(long err)
 {
+	/* Any long: values that are no negative int errno never reach the negation. */
+	if (err > 0 || err < -INT_MAX)
+		return "unknown error";
 	switch (-err) {
 	case 0: return "success";
 	case EINVAL: return "invalid argument";
@@ -352,6 +376,7 @@ const char *pm_strerror(long err)
 	case EBUSY: return "busy";
 	case EUCLEAN: return "invariant violated";
 	case ENOSPC: return "no space";
+	case EMFILE: return "too many machines alive";
 	default: return strerror((int)-err);
 	}
 }

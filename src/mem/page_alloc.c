@@ -303,8 +303,8 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
 	for (unsigned long i = 0; i < (1UL << order); i++) {
-		pm_assert(atomic_load_relaxed(&page[i].xrefcount) == 0);
-		pm_assert(atomic_load_relaxed(&page[i].xmapcount) == 0);
+		pm_assert_cmp(atomic_load_relaxed(&page[i].xrefcount), ==, 0);
+		pm_assert_cmp(atomic_load_relaxed(&page[i].xmapcount), ==, 0);
 		atomic_store_relaxed(&page[i].xcompound_head, 0);
 		atomic_store_relaxed(&page[i].xflags, 0);
 #if PM_DEBUG >= 1

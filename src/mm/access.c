@@ -62,6 +62,8 @@ long pm_access(struct pm_mm *mm, unsigned long addr, void *buf, size_t len, int 
 {
 	size_t done = 0;
 
+	if (unlikely(!mm))
+		return -EINVAL;
 	if (!len)
 		return 0;
 	if (addr < PM_USER_MIN || addr >= PM_TASK_SIZE)

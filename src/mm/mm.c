@@ -55,6 +55,10 @@ struct pm_mm *pm__mm_alloc(struct pm_machine *m)
 
 struct pm_mm *pm_mm_create(struct pm_machine *m)
 {
+	if (unlikely(!m)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return pm__mm_alloc(m);
 }
 
@@ -109,5 +113,5 @@ void pm_mm_destroy(struct pm_mm *mm)
 
 struct pm_machine *pm_mm_machine(struct pm_mm *mm)
 {
-	return mm->m;
+	return mm ? mm->m : NULL;
 }

@@ -99,6 +99,8 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 	unsigned long end;
 	int err;
 
+	if (unlikely(!mm))
+		return -EINVAL;
 	if ((addr & ~PAGE_MASK) || !len || addr > PM_TASK_SIZE)
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
@@ -121,7 +123,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	struct pm_vma *vma;
 	long ret;
 
-	if (!len)
+	if (unlikely(!mm) || !len)
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
 	if (!len)
@@ -135,6 +137,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	} else if (!file) {
 		return -EBADF;
 	}
+	if (file && unlikely(file->m != mm->m))
+		return -EINVAL; /* an object of another machine: its frames are not ours */
 	if (len > PM_TASK_SIZE - PM_USER_MIN)
 		return -ENOMEM;
 	if (offset + len < offset)
@@ -290,7 +294,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 	struct pm_vma *vma;
 	int err = 0;
 
-	if ((start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
+	if (unlikely(!mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
 		return -EINVAL;
 	if (!len)
 		return 0;
@@ -421,7 +425,7 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 	unsigned long end;
 	int err;
 
-	if (start & ~PAGE_MASK)
+	if (unlikely(!mm) || (start & ~PAGE_MASK))
 		return -EINVAL;
 	switch (advice) {
 	case PM_MADV_DONTNEED:

@@ -46,6 +46,10 @@ static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t ma
 
 struct pm_shmem *pm_shmem_create(struct pm_machine *m, size_t size, size_t max_bytes)
 {
+	if (unlikely(!m)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return shmem_alloc(m, size, max_bytes, false);
 }
 
@@ -84,10 +88,10 @@ void pm_shmem_put(struct pm_shmem *f)
 
 size_t pm_shmem_size(struct pm_shmem *f)
 {
-	return atomic_load_acquire(&f->xsize);
+	return f ? atomic_load_acquire(&f->xsize) : 0;
 }
 
 unsigned long pm_shmem_nr_pages(struct pm_shmem *f)
 {
-	return atomic_load_relaxed(&f->xnrpages);
+	return f ? atomic_load_relaxed(&f->xnrpages) : 0;
 }

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_atfork.c - fork() of a process that uses pinmm (issue 13, defect 10). The child uses
+ * pinmm: the machine it inherited and a new one, each until out of memory, which makes the
+ * allocator wait for deferred frees (pm_rcu_barrier). Before the library's pthread_atfork
+ * handlers, that barrier waited for ever for an RCU worker thread the child does not have.
+ * The parent goes on using pinmm after the fork, too.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <pinmm/pinmm.h>
+
+#include "lib/pmtest.h"
+#include "lib/tap.h"
+
+#define MiB (1UL << 20)
+#define PAGE PM_PAGE_SIZE
+#define RW (PM_PROT_READ | PM_PROT_WRITE)
+
+/* ThreadSanitizer: the child starts threads (RCU's helper); allow it. */
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+
+/* Map, touch and unmap @len (page tables go to RCU), then fill @m until out of memory. */
+static int use_until_oom(struct pm_machine *m, const char *what)
+{
+	size_t free0 = (pm_rcu_barrier(), pm_machine_free_pages(m));
+	struct pm_mm *mm = pm_mm_create(m);
+	long a, r = 0;
+	unsigned long off;
+
+	if (!mm)
+		return fprintf(stderr, "%s: pm_mm_create failed\n", what), 1;
+	a = pm_mmap(mm, 0, 4 * MiB, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	if (a < 0)
+		return fprintf(stderr, "%s: mmap %ld\n", what, a), 1;
+	for (off = 0; off < 4 * MiB; off += PAGE)
+		pm_access(mm, a + off, (char[1]){ 1 }, 1, 1);
+	pm_munmap(mm, a, 4 * MiB);
+
+	/* Page tables of many small mappings go to RCU on munmap; the fill then waits for them. */
+	for (int i = 0; i < 64; i++) {
+		a = pm_mmap(mm, (unsigned long)(i + 1) << 30, PAGE, RW,
+			    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0);
+		if (a > 0)
+			pm_access(mm, a, (char[1]){ 1 }, 1, 1);
+		if (a > 0)
+			pm_munmap(mm, a, PAGE);
+	}
+	a = pm_mmap(mm, 0, 64 * MiB, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	if (a < 0)
+		return fprintf(stderr, "%s: mmap %ld\n", what, a), 1;
+	for (off = 0; off < 64 * MiB; off += PAGE) {
+		r = pm_access(mm, a + off, (char[1]){ 1 }, 1, 1);
+		if (r != 1)
+			break;
+	}
+	if (r != -ENOMEM)
+		return fprintf(stderr, "%s: filling ended with %ld, not -ENOMEM\n", what, r), 1;
+	pm_mm_destroy(mm);
+	pm_rcu_barrier();
+	if (pm_machine_free_pages(m) != free0 || pm_machine_check(m))
+		return fprintf(stderr, "%s: frames lost or check failed\n", what), 1;
+	return 0;
+}
+
+static void child(struct pm_machine *inherited)
+{
+	struct pm_machine *m;
+	int bad = 0;
+
+	alarm(60); /* a hang is a failure, not a stuck test run */
+	bad |= use_until_oom(inherited, "inherited machine");
+	m = pmt_machine(8, 0);
+	bad |= use_until_oom(m, "new machine");
+	pm_machine_destroy(m);
+	fflush(NULL);
+	_exit(bad);
+}
+
+int main(void)
+{
+	struct pm_machine *m = pmt_machine(16, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	int status = 0;
+	long a;
+	pid_t pid;
+
+	plan_no_plan();
+	ASSERT_TRUE(mm);
+	/* Deferred frees are queued when fork comes: the RCU worker exists and has work. */
+	for (int round = 0; round < 3; round++) {
+		a = pm_mmap(mm, 0, 4 * MiB, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+		ASSERT_TRUE(a > 0);
+		pmt_touch(mm, (unsigned long)a, 4 * MiB);
+		ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 4 * MiB), 0);
+		fflush(NULL);
+		pid = fork();
+		ASSERT_TRUE(pid >= 0);
+		if (pid == 0)
+			child(m);
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		   "fork %d: the child used pinmm until out of memory, twice (status %#x%s)", round,
+		   status, WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? ": hung" : "");
+	}
+	ok(use_until_oom(m, "parent") == 0, "the parent uses pinmm after the forks");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, NULL);
+	return done_testing();
+}
