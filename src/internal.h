@@ -140,13 +140,9 @@ extern __thread int pm__vma_read_held __hidden; /* counted in debug builds only 
  * are never freed, and populating takes the parent table's lock). */
 #define pgtable_populate_assert_held(mm) \
 	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__vma_read_held_here())
-#define assert_vma_read_locked(vma) \
-	pm_assert(pm__vma_read_held_here() && \
-		  (atomic_load_relaxed(&(vma)->xvm_refcnt) & VMA_LOCK_READERS))
+#define assert_vma_read_locked(vma) pm_assert(pm__vma_read_held_here())
 #define assert_fault_locked(vma) \
-	pm_assert(pm_rwsem_is_locked(&(vma)->mm->mmap_lock) || \
-		  (pm__vma_read_held_here() && \
-		   (atomic_load_relaxed(&(vma)->xvm_refcnt) & VMA_LOCK_READERS)))
+	pm_assert(pm_rwsem_is_locked(&(vma)->mm->mmap_lock) || pm__vma_read_held_here())
 /* Splitting a PMD leaf: mmap_lock, a COW fault's VMA lock, or truncation's i_mmap lock. */
 #define split_assert_held(mm) \
 	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__i_mmap_held > 0 || \
@@ -589,6 +585,8 @@ struct pm_vma {
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
 	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
+	_Atomic unsigned xcontended;	     /* read locks taken while another reader held it */
+	struct pm_vma_pcpu *_Atomic xpcpu;   /* per-CPU reader counts, once contended */
 	_Atomic unsigned long xvm_lock_seq;  /* == mm's mm_lock_seq: write-locked */
 	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
 	struct pm_vma *retire_next;	     /* on mm->retired_vmas, or a detach list */
@@ -664,6 +662,7 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
 __hidden void pm__mm_retire_flush(struct pm_mm *mm, bool all);
 __hidden void pm__mm_retire_free_now(struct pm_mm *mm);
 __hidden struct pm_vma *pm__vma_cache_get(struct pm_mm *mm);
+__hidden void pm__vma_free_pcpu(struct pm_vma *vma);
 __hidden void pm__vma_start_write(struct pm_vma *vma);
 __hidden bool pm__vma_start_read(struct pm_vma *vma);
 __hidden void pm__vma_end_read(struct pm_vma *vma);

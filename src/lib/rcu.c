@@ -99,6 +99,9 @@ static pthread_cond_t cb_done_cond = PTHREAD_COND_INITIALIZER;
 static struct pm_rcu_head *cb_list;
 static unsigned long cb_queued, cb_done;
 static bool cb_thread_started, cb_busy; /* cb_busy: a batch is off cb_list, not yet done */
+/* A fork child of a process that had the helper thread: TSan forbids new threads there, so
+ * callbacks run inline, after a grace period, outside read sections. */
+static bool cb_inline;
 static __thread unsigned rcu_nesting;
 
 void pm_rcu_read_lock(void)
@@ -171,9 +174,42 @@ static void cb_thread_start_locked(void)
 	cb_thread_started = true;
 }
 
+/* Inline mode: run what is queued, after a grace period. Not inside a read section. */
+static void cb_run_inline(void)
+{
+	struct pm_rcu_head *list;
+	unsigned long n = 0;
+
+	pthread_mutex_lock(&cb_mutex);
+	list = cb_list;
+	cb_list = NULL;
+	pthread_mutex_unlock(&cb_mutex);
+	pm_synchronize_rcu();
+	while (list) {
+		struct pm_rcu_head *next = list->next;
+
+		list->func(list);
+		list = next;
+		n++;
+	}
+	pthread_mutex_lock(&cb_mutex);
+	cb_done += n;
+	pthread_mutex_unlock(&cb_mutex);
+}
+
 void pm_call_rcu(struct pm_rcu_head *head, void (*func)(struct pm_rcu_head *))
 {
 	head->func = func;
+	if (cb_inline) {
+		pthread_mutex_lock(&cb_mutex);
+		head->next = cb_list;
+		cb_list = head;
+		cb_queued++;
+		pthread_mutex_unlock(&cb_mutex);
+		if (!rcu_nesting)
+			cb_run_inline();
+		return;
+	}
 	pthread_mutex_lock(&cb_mutex);
 	cb_thread_start_locked();
 	head->next = cb_list;
@@ -185,6 +221,10 @@ void pm_call_rcu(struct pm_rcu_head *head, void (*func)(struct pm_rcu_head *))
 
 void pm_rcu_barrier(void)
 {
+	if (cb_inline) {
+		cb_run_inline();
+		return;
+	}
 	pthread_mutex_lock(&cb_mutex);
 	unsigned long target = cb_queued;
 
@@ -199,7 +239,8 @@ void pm_rcu_barrier(void)
  * fork(): only the forking thread goes on in the child. Before fork, wait until the helper
  * holds no batch (callbacks off cb_list would be lost) and keep cb_mutex; the child starts
  * with fresh locks (no reader of another thread is left, and the forking thread is in no read
- * section) and starts a new helper when it needs one.
+ * section) and starts a new helper when it needs one - unless the parent had one: TSan does not
+ * let a child of a multi-threaded process start threads, so that child runs callbacks inline.
  */
 static void rcu_atfork_prepare(void)
 {
@@ -219,6 +260,7 @@ static void rcu_atfork_child(void)
 	pthread_mutex_init(&cb_mutex, NULL);
 	pthread_cond_init(&cb_cond, NULL);
 	pthread_cond_init(&cb_done_cond, NULL);
+	cb_inline = cb_thread_started; /* the parent had threads: TSan allows no new one */
 	cb_thread_started = false;
 	cb_busy = false;
 }

@@ -127,8 +127,10 @@ struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 	if (pm__should_fail(mm->m))
 		return NULL;
 	vma = pm__vma_cache_get(mm);
-	if (vma)
+	if (vma) {
+		pm__vma_free_pcpu(vma);
 		memset(vma, 0, sizeof(*vma));
+	}
 	else if (!(vma = calloc(1, sizeof(*vma))))
 		return NULL;
 	vma->mm = mm;
@@ -142,6 +144,7 @@ void pm__vma_free(struct pm_vma *vma)
 {
 	if (vma->file)
 		pm_shmem_put(vma->file);
+	pm__vma_free_pcpu(vma);
 	free(vma);
 }
 

@@ -47,13 +47,46 @@
  * retried; the retry plumbing (vma_lock_retry) is there for the paths that will.
  */
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 #define VMA_LOCK_SPINS 256
+/* Read locks taken while another reader held the VMA, before it gets per-CPU counts. */
+#define VMA_PCPU_AFTER 64
 
+/*
+ * Per-CPU reader counts. Threads of one mm that fault in one VMA - will-it-scale's page_fault
+ * tasks map side by side, and their regions merge into one VMA, as in Linux - would bounce the
+ * VMA's xvm_refcnt line on every fault. Once a VMA has been read-locked VMA_PCPU_AFTER times
+ * while another reader held it, readers count in per-CPU slots instead (a percpu rw semaphore
+ * made lazily, per VMA): a reader adds one to its slot and then reads the WRITER bit; a writer
+ * sets the WRITER bit and then waits for the central count and the sum of the slots to reach
+ * zero. Both sides' write-then-read are sequentially consistent, so either the reader sees the
+ * bit (and backs out) or the writer sees the reader's count (and waits for it).
+ */
+struct pm_vma_pcpu {
+	_Atomic unsigned xwake;	/* bumped by a reader that leaves while a writer sleeps */
+	unsigned mask;		/* slots - 1 */
+	struct {
+		_Atomic long xreaders;
+	} __cacheline_aligned slot[];
+};
+
+static __thread int vma_cpu = -1;		 /* this thread's slot, chosen once */
+static __thread _Atomic long *vma_read_slot;	 /* the slot of the read lock held, or NULL */
+
+static _Atomic long *this_slot(struct pm_vma_pcpu *pc)
+{
+	if (unlikely(vma_cpu < 0)) {
+		int cpu = sched_getcpu();
+
+		vma_cpu = cpu < 0 ? 0 : cpu;
+	}
+	return &pc->slot[(unsigned)vma_cpu & pc->mask].xreaders;
+}
 
 static bool vma_write_locked(struct pm_vma *vma)
 {
@@ -70,18 +103,71 @@ static void vma_read_drop(struct pm_vma *vma)
 			0);
 }
 
+static void vma_pcpu_drop(struct pm_vma *vma, struct pm_vma_pcpu *pc, _Atomic long *slot)
+{
+	atomic_sub_mb(slot, 1);
+	if (unlikely(atomic_load_mb(&vma->xvm_refcnt) & VMA_LOCK_WAITER)) {
+		atomic_add_mb(&pc->xwake, 1);
+		syscall(SYS_futex, (unsigned *)&pc->xwake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	}
+}
+
+/* A reader found the VMA held by another: after enough of that, give it per-CPU counts. */
+static void vma_note_contention(struct pm_vma *vma)
+{
+	unsigned nr = 1;
+	struct pm_vma_pcpu *pc, *none = NULL;
+
+	if (atomic_add_relaxed(&vma->xcontended, 1) != VMA_PCPU_AFTER)
+		return;
+	while (nr < vma->mm->m->nr_cpus)
+		nr *= 2;
+	if (posix_memalign((void **)&pc, PM_CACHELINE, sizeof(*pc) + nr * sizeof(pc->slot[0])))
+		return; /* no memory: stay central */
+	memset(pc, 0, sizeof(*pc) + nr * sizeof(pc->slot[0]));
+	pc->mask = nr - 1;
+	if (!atomic_compare_exchange_strong_explicit(&vma->xpcpu, &none, pc, memory_order_seq_cst,
+						     memory_order_relaxed))
+		free(pc);
+}
+
+/* Free the per-CPU counts of a VMA no reader can reach any more. */
+void pm__vma_free_pcpu(struct pm_vma *vma)
+{
+	free(atomic_load_relaxed(&vma->xpcpu));
+	atomic_store_relaxed(&vma->xpcpu, NULL);
+}
+
 bool pm__vma_start_read(struct pm_vma *vma)
 {
+	struct pm_vma_pcpu *pc;
 	unsigned old;
 
+	pm_assert(!vma_read_slot); /* one VMA read lock per thread at a time */
 	if (vma_write_locked(vma))
 		return false;
-	old = atomic_add_mb(&vma->xvm_refcnt, 1);
-	if (unlikely(old & VMA_LOCK_WRITER) ||
-	    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
-		     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
-		vma_read_drop(vma);
-		return false;
+	pc = atomic_load_mb(&vma->xpcpu);
+	if (pc) {
+		_Atomic long *slot = this_slot(pc);
+
+		atomic_add_mb(slot, 1);
+		if (unlikely(atomic_load_mb(&vma->xvm_refcnt) & VMA_LOCK_WRITER) ||
+		    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
+			     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
+			vma_pcpu_drop(vma, pc, slot);
+			return false;
+		}
+		vma_read_slot = slot;
+	} else {
+		old = atomic_add_mb(&vma->xvm_refcnt, 1);
+		if (unlikely(old & VMA_LOCK_WRITER) ||
+		    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
+			     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
+			vma_read_drop(vma);
+			return false;
+		}
+		if (unlikely(old & VMA_LOCK_READERS))
+			vma_note_contention(vma);
 	}
 #if PM_DEBUG >= 1
 	pm__vma_read_held++;
@@ -91,11 +177,28 @@ bool pm__vma_start_read(struct pm_vma *vma)
 
 void pm__vma_end_read(struct pm_vma *vma)
 {
+	_Atomic long *slot = vma_read_slot;
+
 	assert_vma_read_locked(vma);
 #if PM_DEBUG >= 1
 	pm__vma_read_held--;
 #endif
-	vma_read_drop(vma);
+	if (slot) {
+		vma_read_slot = NULL;
+		vma_pcpu_drop(vma, atomic_load_relaxed(&vma->xpcpu), slot);
+	} else {
+		vma_read_drop(vma);
+	}
+}
+
+/* Sum of the per-CPU reader counts. */
+static long pcpu_readers(struct pm_vma_pcpu *pc)
+{
+	long sum = 0;
+
+	for (unsigned i = 0; i <= pc->mask; i++)
+		sum += atomic_load_mb(&pc->slot[i].xreaders);
+	return sum;
 }
 
 /*
@@ -104,7 +207,8 @@ void pm__vma_end_read(struct pm_vma *vma)
  */
 void pm__vma_start_write(struct pm_vma *vma)
 {
-	unsigned c;
+	struct pm_vma_pcpu *pc;
+	unsigned c, w;
 
 	mmap_assert_write_locked(vma->mm);
 	if (vma_write_locked(vma))
@@ -122,6 +226,19 @@ void pm__vma_start_write(struct pm_vma *vma)
 		/* Only an acquire load ends the loop: it orders the readers' critical sections
 		 * (their release in vma_end_read) before what we change next. */
 		c = atomic_load_acquire(&vma->xvm_refcnt);
+	}
+	pc = atomic_load_mb(&vma->xpcpu);
+	for (unsigned tries = 0; pc && pcpu_readers(pc); tries++) {
+		if (tries < VMA_LOCK_SPINS) {
+			cpu_relax();
+			continue;
+		}
+		/* Sleep until a leaving reader sees WAITER and bumps xwake (vma_pcpu_drop). */
+		w = atomic_load_mb(&pc->xwake);
+		atomic_or_mb(&vma->xvm_refcnt, VMA_LOCK_WAITER);
+		if (pcpu_readers(pc))
+			syscall(SYS_futex, (unsigned *)&pc->xwake, FUTEX_WAIT_PRIVATE, w, NULL,
+				NULL, 0);
 	}
 	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(&vma->mm->xmm_lock_seq));
 	atomic_and_release(&vma->xvm_refcnt, ~(VMA_LOCK_WRITER | VMA_LOCK_WAITER));
@@ -165,6 +282,7 @@ static void vma_chain_free(struct pm_vma *vma)
 	while (vma) {
 		struct pm_vma *next = vma->retire_next;
 
+		pm__vma_free_pcpu(vma);
 		free(vma);
 		vma = next;
 	}

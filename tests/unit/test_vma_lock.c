@@ -242,6 +242,89 @@ static void test_race(unsigned knobs)
 	pm_machine_destroy(m);
 }
 
+/* ---- per-CPU reader counts of a contended VMA ---- */
+
+struct holder {
+	struct pm_vma *vma;
+	atomic_int held, release, ok;
+};
+
+static void *hold_thread(void *arg)
+{
+	struct holder *h = arg;
+
+	atomic_store(&h->ok, pm__vma_start_read(h->vma));
+	atomic_store(&h->held, 1);
+	while (!atomic_load(&h->release))
+		usleep(100);
+	if (atomic_load(&h->ok))
+		pm__vma_end_read(h->vma);
+	return NULL;
+}
+
+struct protector {
+	struct pm_mm *mm;
+	unsigned long addr;
+	atomic_int done;
+	int ret;
+};
+
+static void *mprotect_thread(void *arg)
+{
+	struct protector *p = arg;
+
+	p->ret = pm_mprotect(p->mm, p->addr, 64 * PG, PM_PROT_READ);
+	atomic_store(&p->done, 1);
+	return NULL;
+}
+
+static void test_pcpu(void)
+{
+	struct pm_machine *m = pmt_machine(16, 0);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long a = pmt_map_anon(mm, 64 * PG, RW, false);
+	struct pm_vma *vma = pm__find_vma(mm, a);
+	struct holder h = { .vma = vma };
+	struct protector pr = { .mm = mm, .addr = a };
+	pthread_t th, tp;
+	bool faults_ok = true, during;
+
+	/* Another thread holds the VMA while this one faults in it: contention, then per-CPU
+	 * counts. */
+	pthread_create(&th, NULL, hold_thread, &h);
+	while (!atomic_load(&h.held))
+		usleep(100);
+	for (unsigned long i = 0; i < 200; i++)
+		faults_ok &= pm_fault(mm, a + (i % 64) * PG, PM_FAULT_WRITE) == 0;
+	ok(atomic_load(&h.ok) && faults_ok && atomic_load_relaxed(&vma->xpcpu),
+	   "a VMA read-locked by two threads at once gets per-CPU reader counts");
+	atomic_store(&h.release, 1);
+	pthread_join(th, NULL);
+
+	/* A reader counted per CPU still holds a writer off until it leaves. */
+	h = (struct holder){ .vma = vma };
+	pthread_create(&th, NULL, hold_thread, &h);
+	while (!atomic_load(&h.held))
+		usleep(100);
+	ok(atomic_load(&h.ok), "read-locked through a per-CPU slot");
+	pthread_create(&tp, NULL, mprotect_thread, &pr);
+	during = false;
+	for (int i = 0; i < 50 && !during; i++) {
+		usleep(1000);
+		during = atomic_load(&pr.done);
+	}
+	ok(!during, "mprotect of the VMA waits for the per-CPU reader");
+	atomic_store(&h.release, 1);
+	pthread_join(th, NULL);
+	pthread_join(tp, NULL);
+	is_int(pr.ret, 0, "and completes once it left");
+	is_int(pm_fault(mm, a, PM_FAULT_WRITE), -EFAULT, "the new protection holds");
+	is_int(pm_fault(mm, a, 0), 0, "reads fault fine");
+	pm_mm_destroy(mm);
+	ok(!pm_machine_check(m), "machine checks out");
+	pm_machine_destroy(m);
+}
+
 /* ---- max_map_count ---- */
 
 static void test_map_count(void)
@@ -285,6 +368,7 @@ int main(int argc, char **argv)
 	test_writer_elsewhere(0, false);
 	test_writer_elsewhere(0, true);
 	test_writer_elsewhere(PM_KNOB_NO_PER_VMA_LOCK, false);
+	test_pcpu();
 	test_race(0);
 	test_race(PM_KNOB_NO_PER_VMA_LOCK);
 	test_map_count();
