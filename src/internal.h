@@ -678,6 +678,19 @@ static inline void vma_end_write_all(struct pm_mm *mm)
 	atomic_store_release(&mm->xmm_lock_seq, atomic_load_relaxed(&mm->xmm_lock_seq) + 1);
 }
 
+/*
+ * mmap_write_downgrade() - keep mmap_lock for read only: every VMA write lock of the section
+ * is dropped with it (Linux's mmap_write_downgrade). The caller may still retire and flush
+ * (pm__mm_retire_flush) until it releases the read hold: no other thread touches those lists
+ * before the next writer, which cannot come in before then.
+ */
+static inline void mmap_write_downgrade(struct pm_mm *mm)
+{
+	mmap_assert_write_locked(mm);
+	vma_end_write_all(mm);
+	pm_downgrade_write(&mm->mmap_lock);
+}
+
 static inline void mmap_write_unlock(struct pm_mm *mm)
 {
 	vma_end_write_all(mm);

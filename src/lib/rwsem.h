@@ -93,6 +93,21 @@ static inline void pm_up_write(struct pm_rwsem *sem)
 		pm__rwsem_wake(sem);
 }
 
+/*
+ * pm_downgrade_write() - turn the write hold into a read hold, atomically: no writer can get
+ * in between, and readers that waited only for this writer may enter now (Linux's
+ * downgrade_write).
+ */
+static inline void pm_downgrade_write(struct pm_rwsem *sem)
+{
+#if PM_DEBUG >= 1
+	atomic_store_relaxed(&sem->xowner, 0);
+#endif
+	atomic_add_mb(&sem->xcount, PM_RWSEM_READER - PM_RWSEM_WRITER);
+	if (unlikely(atomic_load_mb(&sem->xsleepers)))
+		pm__rwsem_wake(sem);
+}
+
 /* Held by anyone, for read or write (Linux's rwsem_is_locked). */
 static inline bool pm_rwsem_is_locked(struct pm_rwsem *sem)
 {

@@ -55,33 +55,47 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
 /* ---- munmap ---- */
 
 /*
- * do_munmap() - unmap [@start, @end). Context: mmap_lock held for write.
- * Return: 0, or -ENOMEM (a split failed; nothing was unmapped).
+ * munmap_detach() - split the VMAs at the edges of [@start, @end) and take those inside out
+ * of the tree. Context: mmap_lock held for write. Return: the detached VMAs (retire_next
+ * chain), or NULL with *@err 0 (nothing mapped) or -ENOMEM (a split failed; nothing was
+ * unmapped).
  */
-static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
+static struct pm_vma *munmap_detach(struct pm_mm *mm, unsigned long start, unsigned long end,
+				     int *err)
 {
-	struct pm_vma *vma, *next, *prev;
-	int err;
+	struct pm_vma *vma;
 
 	mmap_assert_write_locked(mm);
+	*err = 0;
 	vma = pm__find_vma_intersection(mm, start, end);
 	if (!vma)
-		return 0;
+		return NULL;
 	if (vma->start < start) {
-		err = pm__split_vma(mm, vma, start);
-		if (err)
-			return err;
+		*err = pm__split_vma(mm, vma, start);
+		if (*err)
+			return NULL;
 	}
 	vma = pm__find_vma(mm, end - 1);
 	if (vma && vma->start < end && vma->end > end) {
-		err = pm__split_vma(mm, vma, end);
-		if (err)
-			return err;
+		*err = pm__split_vma(mm, vma, end);
+		if (*err)
+			return NULL;
 	}
 	/* Out of the tree, write-locked and off the i_mmap lists: then nobody else finds them. */
-	vma = pm__vma_detach_range(mm, start, end, &err);
-	if (err)
-		return err;
+	return pm__vma_detach_range(mm, start, end, err);
+}
+
+/*
+ * unmap_region() - zap what the detached VMAs (@vma and its retire_next chain) mapped, free
+ * the page tables in the gap they leave, and queue the VMAs for freeing.
+ * Context: mmap_lock held, for write or downgraded by its writer.
+ */
+static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			 unsigned long end)
+{
+	struct pm_vma *next, *prev;
+
+	mmap_assert_locked(mm);
 	for (; vma; vma = next) {
 		next = vma->retire_next;
 		pm__zap_range(mm, vma->start, vma->end);
@@ -91,11 +105,26 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 	prev = pm__vt_prev(&mm->vmt, start, NULL, NULL);
 	next = pm__vt_find(&mm->vmt, end, NULL, NULL);
 	pm__free_pgd_range(mm, start, end, prev ? prev->end : 0, next ? next->start : 0);
-	return 0;
+}
+
+/*
+ * do_munmap() - unmap [@start, @end) (mmap with MAP_FIXED over mappings). Context: mmap_lock
+ * held for write. Return: 0, or -ENOMEM (a split failed; nothing was unmapped).
+ */
+static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_vma *vma;
+	int err;
+
+	vma = munmap_detach(mm, start, end, &err);
+	if (vma)
+		unmap_region(mm, vma, start, end);
+	return err;
 }
 
 int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 {
+	struct pm_vma *vma;
 	unsigned long end;
 	int err;
 
@@ -108,9 +137,21 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 		return -EINVAL;
 	end = addr + len;
 	mmap_write_lock(mm);
-	err = do_munmap(mm, addr, end);
-	mmap_write_unlock(mm);
-	return err;
+	vma = munmap_detach(mm, addr, end, &err);
+	if (!vma) {
+		mmap_write_unlock(mm);
+		return err;
+	}
+	/*
+	 * The VMAs are out of the tree: drop the write hold - and every VMA write lock with it -
+	 * before the zap, so that faults next door, and readers of mmap_lock, need not wait for
+	 * it (Linux's munmap downgrade). No writer can come in before we are done.
+	 */
+	mmap_write_downgrade(mm);
+	unmap_region(mm, vma, addr, end);
+	pm__mm_retire_flush(mm, false);
+	mmap_read_unlock(mm);
+	return 0;
 }
 
 /* ---- mmap ---- */

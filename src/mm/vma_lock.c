@@ -319,11 +319,11 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
  * pm__mm_retire_flush() - hand the VMAs and tree nodes that left the tree to RCU, one callback
  * for each kind, once RETIRE_BATCH of them wait (or @all): call_rcu and the grace-period
  * thread's wake-up cost far more than a VMA change, so they are paid once per batch.
- * Context: mmap_lock held for write.
+ * Context: mmap_lock held for write, or for read after mmap_write_downgrade() by its writer.
  */
 void pm__mm_retire_flush(struct pm_mm *mm, bool all)
 {
-	mmap_assert_write_locked(mm);
+	mmap_assert_locked(mm);
 	if (!all && mm->nr_retired_vmas + mm->vmt.nr_retired < RETIRE_BATCH)
 		return;
 	pm__vt_retire_flush(&mm->vmt);

@@ -17,12 +17,15 @@
  *     store under the parent's lock, after re-checking that the slot is still empty (a racing
  *     allocator frees its unpublished copy at once). A walker loads every entry with acquire,
  *     so it sees an initialised table or none.
- *  2. Lifetime. Tables are freed only by pm__free_pgd_range() (munmap, mm teardown), which runs
- *     under mmap_lock for write, after the VMAs covering them are gone and their entries are
- *     zapped. It clears the parent entry under the parent's lock - and, for a PTE table, under
- *     the table's own PTL as well - and hands the frame to pm_call_rcu(). A walker runs inside
- *     pm_rcu_read_lock(), so any table it reached through an entry it loaded stays valid
- *     memory until it leaves: it may read stale entries, never freed or reused memory.
+ *  2. Lifetime. Tables are freed only by pm__free_pgd_range() (munmap, mm teardown), after the
+ *     VMAs covering them are gone and their entries are zapped, and only tables whose whole
+ *     span lies in the gap between the VMAs left below and above. munmap runs it holding
+ *     mmap_lock for read, downgraded from the write hold that detached the VMAs, so no VMA can
+ *     appear in the gap meanwhile. It clears the parent entry under the parent's lock - and,
+ *     for a PTE table, under the table's own PTL as well - and hands the frame to
+ *     pm_call_rcu(). A walker runs inside pm_rcu_read_lock(), so any table it reached through
+ *     an entry it loaded stays valid memory until it leaves: it may read stale entries, never
+ *     freed or reused memory.
  *  3. Staleness. A walker that acts on what it read re-validates: GUP-fast re-reads the PMD and
  *     PTE after taking its speculative reference (gup_fast.c); a walker that locks a PTE table
  *     (pm__pte_offset_map_lock) re-reads the PMD after taking the PTL and retries if it changed,
@@ -30,7 +33,8 @@
  *     why the free path takes the PTL: after it, every later locker sees the PMD cleared.
  *  4. A table never changes level or owner while it is reachable, and entries are single
  *     64-bit words written atomically, so a walker never sees a torn entry.
- * Holders of mmap_lock (read) need no RCU: tables are freed only under the write side.
+ * Holders of mmap_lock (read) or of a VMA's read lock need no RCU: they walk only under a VMA
+ * they found, and a table any live VMA reaches into is never freed.
  */
 #include "internal.h"
 
@@ -312,14 +316,15 @@ static void free_upper(struct pm_mm *mm, pm_entry_t *slot, pm_entry_t *table)
  * A table is freed when the whole span it covers (2 MiB for a PTE table, 1 GiB for a PMD
  * table, 512 GiB for a PUD table) lies in [@floor, @ceiling); its entries were zapped with the
  * VMAs. The page-table layer thus never looks at VMAs.
- * Context: mmap_lock held for write, no VMA left in [@floor, @ceiling).
+ * Context: mmap_lock held (for read: downgraded by the writer that emptied the gap), no VMA
+ * left in [@floor, @ceiling).
  */
 void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 			unsigned long floor, unsigned long ceiling)
 {
 	struct pm_machine *m = mm->m;
 
-	mmap_assert_write_locked(mm);
+	mmap_assert_locked(mm);
 	for (unsigned long g = start; g < end; g = span_end(g, end, PGDIR_SIZE)) {
 		pm_entry_t *pgdp = &mm->pgd[pgd_index(g)];
 		pm_entry_t *pud = next_table(m, pgdp);
