@@ -127,33 +127,39 @@ void pm_synchronize_rcu(void)
 	pthread_rwlock_unlock(&gp_lock);
 }
 
+/*
+ * Take the queued callbacks off cb_list and run them after a grace period, cb_mutex dropped
+ * meanwhile (cb_busy says a batch is out). Called with cb_mutex held; returns with it held.
+ */
+static void cb_take_and_run(void)
+{
+	struct pm_rcu_head *list = cb_list;
+	unsigned long n = 0;
+
+	cb_list = NULL;
+	cb_busy = true;
+	pthread_mutex_unlock(&cb_mutex);
+	pm_synchronize_rcu();
+	while (list) {
+		struct pm_rcu_head *next = list->next;
+
+		list->func(list);
+		list = next;
+		n++;
+	}
+	pthread_mutex_lock(&cb_mutex);
+	cb_done += n;
+	cb_busy = false;
+	pthread_cond_broadcast(&cb_done_cond);
+}
+
 static void *cb_thread(void *arg)
 {
 	pthread_mutex_lock(&cb_mutex);
 	for (;;) {
-		struct pm_rcu_head *list;
-		unsigned long n = 0;
-
 		while (!cb_list)
 			pthread_cond_wait(&cb_cond, &cb_mutex);
-		list = cb_list;
-		cb_list = NULL;
-		cb_busy = true;
-		pthread_mutex_unlock(&cb_mutex);
-
-		pm_synchronize_rcu();
-		while (list) {
-			struct pm_rcu_head *next = list->next;
-
-			list->func(list);
-			list = next;
-			n++;
-		}
-
-		pthread_mutex_lock(&cb_mutex);
-		cb_done += n;
-		cb_busy = false;
-		pthread_cond_broadcast(&cb_done_cond);
+		cb_take_and_run();
 	}
 	return NULL;
 }
@@ -177,23 +183,8 @@ static void cb_thread_start_locked(void)
 /* Inline mode: run what is queued, after a grace period. Not inside a read section. */
 static void cb_run_inline(void)
 {
-	struct pm_rcu_head *list;
-	unsigned long n = 0;
-
 	pthread_mutex_lock(&cb_mutex);
-	list = cb_list;
-	cb_list = NULL;
-	pthread_mutex_unlock(&cb_mutex);
-	pm_synchronize_rcu();
-	while (list) {
-		struct pm_rcu_head *next = list->next;
-
-		list->func(list);
-		list = next;
-		n++;
-	}
-	pthread_mutex_lock(&cb_mutex);
-	cb_done += n;
+	cb_take_and_run();
 	pthread_mutex_unlock(&cb_mutex);
 }
 

@@ -253,43 +253,41 @@ static struct pm_vt_node *build_internal(struct pm_vma_tree *t, struct pm_vt_nod
 	return node;
 }
 
+/* How many nodes @n items make: none, one, or two halves. */
+static unsigned chunk_count(struct vt_res *res, unsigned n)
+{
+	pm_assert(n <= 2 * VT_CAP);
+	res->same = false;
+	res->nr = !n ? 0 : n <= VT_CAP ? 1 : 2;
+	return res->nr == 2 ? n / 2 : n;
+}
+
 /* Cut @n leaf entries into one node, or two halves. */
 static void leaf_chunks(struct pm_vma_tree *t, const struct vt_entry *e, unsigned n,
 			struct vt_res *res)
 {
-	res->same = false;
-	res->nr = 0;
-	if (!n)
-		return;
-	if (n <= VT_CAP) {
-		res->nr = 1;
-		res->node[0] = build_leaf(t, e, n);
-		return;
+	unsigned h = chunk_count(res, n);
+
+	if (res->nr)
+		res->node[0] = build_leaf(t, e, h);
+	if (res->nr == 2) {
+		res->node[1] = build_leaf(t, e + h, n - h);
+		res->sep = e[h].start;
 	}
-	pm_assert(n <= 2 * VT_CAP);
-	res->nr = 2;
-	res->node[0] = build_leaf(t, e, n / 2);
-	res->node[1] = build_leaf(t, e + n / 2, n - n / 2);
-	res->sep = e[n / 2].start;
 }
 
+/* The same for @n children and the @n - 1 pivots between them. */
 static void internal_chunks(struct pm_vma_tree *t, struct pm_vt_node **kids,
 			    const unsigned long *seps, unsigned n, struct vt_res *res)
 {
-	res->same = false;
-	res->nr = 0;
-	if (!n)
-		return;
-	if (n <= VT_CAP) {
-		res->nr = 1;
-		res->node[0] = build_internal(t, kids, seps, n);
-		return;
+	unsigned h = chunk_count(res, n);
+
+	if (res->nr)
+		res->node[0] = build_internal(t, kids, seps, h);
+	if (res->nr == 2) {
+		res->node[1] = build_internal(t, kids + h, seps + h, n - h);
+		res->sep = seps[h - 1];
 	}
-	pm_assert(n <= 2 * VT_CAP);
-	res->nr = 2;
-	res->node[0] = build_internal(t, kids, seps, n / 2);
-	res->node[1] = build_internal(t, kids + n / 2, seps + n / 2, n - n / 2);
-	res->sep = seps[n / 2 - 1];
 }
 
 /* ---- the change itself ---- */
@@ -678,7 +676,9 @@ struct gap_req {
 	unsigned long lo, hi, len, align;
 };
 
-static long fit_top(const struct gap_req *q, unsigned long lo, unsigned long hi)
+/* The highest (@top) or lowest @q->align-aligned place for @q->len bytes in [lo, hi) within
+ * the search area, or -1. */
+static long fit(const struct gap_req *q, unsigned long lo, unsigned long hi, bool top)
 {
 	unsigned long a;
 
@@ -686,20 +686,8 @@ static long fit_top(const struct gap_req *q, unsigned long lo, unsigned long hi)
 	hi = min(hi, q->hi);
 	if (hi <= lo || hi - lo < q->len)
 		return -1;
-	a = ALIGN_DOWN(hi - q->len, q->align);
-	return a >= lo ? (long)a : -1;
-}
-
-static long fit_bottom(const struct gap_req *q, unsigned long lo, unsigned long hi)
-{
-	unsigned long a;
-
-	lo = max(lo, q->lo);
-	hi = min(hi, q->hi);
-	if (hi <= lo || hi - lo < q->len)
-		return -1;
-	a = ALIGN_UP(lo, q->align);
-	return a < hi && hi - a >= q->len ? (long)a : -1;
+	a = top ? ALIGN_DOWN(hi - q->len, q->align) : ALIGN_UP(lo, q->align);
+	return a >= lo && a <= hi - q->len ? (long)a : -1;
 }
 
 /* Walk @n's entries from the right; *@upper is the start of the entry right of them. */
@@ -709,7 +697,7 @@ static long gap_rev(struct pm_vt_node *n, unsigned long *upper, const struct gap
 		long r;
 
 		if (n->leaf) {
-			r = fit_top(q, PIV(n, i), *upper);
+			r = fit(q, PIV(n, i), *upper, true);
 			*upper = STA(n, i);
 		} else {
 			struct pm_vt_node *c = child_at(n, i);
@@ -717,7 +705,7 @@ static long gap_rev(struct pm_vt_node *n, unsigned long *upper, const struct gap
 			r = -1;
 			if (c->first >= q->hi)
 				*upper = c->first; /* all of it lies above the search area */
-			else if (fit_top(q, c->last, *upper) >= 0 || c->gap >= q->len)
+			else if (fit(q, c->last, *upper, true) >= 0 || c->gap >= q->len)
 				r = gap_rev(c, upper, q);
 			else
 				*upper = c->first;
@@ -736,7 +724,7 @@ static long gap_fwd(struct pm_vt_node *n, unsigned long *lower, const struct gap
 		long r;
 
 		if (n->leaf) {
-			r = fit_bottom(q, *lower, STA(n, i));
+			r = fit(q, *lower, STA(n, i), false);
 			*lower = PIV(n, i);
 		} else {
 			struct pm_vt_node *c = child_at(n, i);
@@ -744,7 +732,7 @@ static long gap_fwd(struct pm_vt_node *n, unsigned long *lower, const struct gap
 			r = -1;
 			if (c->last <= q->lo)
 				*lower = c->last;
-			else if (fit_bottom(q, *lower, c->first) >= 0 || c->gap >= q->len)
+			else if (fit(q, *lower, c->first, false) >= 0 || c->gap >= q->len)
 				r = gap_fwd(c, lower, q);
 			else
 				*lower = c->last;
@@ -757,34 +745,34 @@ static long gap_fwd(struct pm_vt_node *n, unsigned long *lower, const struct gap
 	return -1;
 }
 
+/* The whole search: the tree's gaps in one direction, then the one beyond its last entry. */
+static long gap_search(struct pm_vma_tree *t, const struct gap_req *q, bool top)
+{
+	struct pm_vt_node *root = atomic_load_relaxed(&t->xroot);
+	unsigned long edge = top ? q->hi : q->lo;
+	long r = -1;
+
+	if (root)
+		r = top ? gap_rev(root, &edge, q) : gap_fwd(root, &edge, q);
+	if (r < 0)
+		r = top ? fit(q, q->lo, edge, true) : fit(q, edge, q->hi, false);
+	return r < 0 ? -ENOMEM : r;
+}
+
 long pm__vt_gap_topdown(struct pm_vma_tree *t, unsigned long lo, unsigned long hi,
 			unsigned long len, unsigned long align)
 {
 	struct gap_req q = { lo, hi, len, align };
-	struct pm_vt_node *root = atomic_load_relaxed(&t->xroot);
-	unsigned long upper = hi;
-	long r = -1;
 
-	if (root)
-		r = gap_rev(root, &upper, &q);
-	if (r < 0)
-		r = fit_top(&q, lo, upper);
-	return r < 0 ? -ENOMEM : r;
+	return gap_search(t, &q, true);
 }
 
 long pm__vt_gap_bottomup(struct pm_vma_tree *t, unsigned long lo, unsigned long hi,
 			 unsigned long len, unsigned long align)
 {
 	struct gap_req q = { lo, hi, len, align };
-	struct pm_vt_node *root = atomic_load_relaxed(&t->xroot);
-	unsigned long lower = lo;
-	long r = -1;
 
-	if (root)
-		r = gap_fwd(root, &lower, &q);
-	if (r < 0)
-		r = fit_bottom(&q, lower, hi);
-	return r < 0 ? -ENOMEM : r;
+	return gap_search(t, &q, false);
 }
 
 /* ---- life ---- */
