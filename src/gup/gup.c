@@ -344,12 +344,12 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 /* ---- argument checks and entry points ---- */
 
 /* Linux's is_valid_gup_args plus the range checks. Return: 0 or -errno. */
-static long gup_check_args(unsigned long start, unsigned long nr_pages, unsigned flags,
-			   struct pm_page **pages, bool pin, bool fast)
+static long gup_check_args(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			   unsigned flags, struct pm_page **pages, bool pin, bool fast)
 {
 	unsigned long len, end;
 
-	if (flags & ~FOLL_PUBLIC_MASK)
+	if (unlikely(!mm) || (flags & ~FOLL_PUBLIC_MASK))
 		return -EINVAL;
 	if ((flags & FOLL_LONGTERM) && !pin)
 		return -EINVAL;
@@ -372,11 +372,8 @@ static long gup_check_args(unsigned long start, unsigned long nr_pages, unsigned
 long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err;
+	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, false, false);
 
-	if (unlikely(!mm))
-		return -EINVAL;
-	err = gup_check_args(start, nr_pages, gup_flags, pages, false, false);
 	if (err)
 		return err;
 	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | (pages ? FOLL_GET : 0),
@@ -386,11 +383,8 @@ long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err;
+	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, true, false);
 
-	if (unlikely(!mm))
-		return -EINVAL;
-	err = gup_check_args(start, nr_pages, gup_flags, pages, true, false);
 	if (err)
 		return err;
 	if (!nr_pages)
@@ -438,30 +432,26 @@ static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned lo
 	return (long)nr + ret;
 }
 
+/* The two fast entry points: checks, then the lockless walk and what it leaves to the slow path. */
+static long gup_fast_entry(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			   unsigned gup_flags, struct pm_page **pages, unsigned kind)
+{
+	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN, true);
+
+	return err ? err : gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | kind,
+					     pages);
+}
+
 long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			    unsigned gup_flags, struct pm_page **pages)
 {
-	long err;
-
-	if (unlikely(!mm))
-		return -EINVAL;
-	err = gup_check_args(start, nr_pages, gup_flags, pages, false, true);
-	if (err)
-		return err;
-	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_GET, pages);
+	return gup_fast_entry(mm, start, nr_pages, gup_flags, pages, FOLL_GET);
 }
 
 long pm_pin_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			    unsigned gup_flags, struct pm_page **pages)
 {
-	long err;
-
-	if (unlikely(!mm))
-		return -EINVAL;
-	err = gup_check_args(start, nr_pages, gup_flags, pages, true, true);
-	if (err)
-		return err;
-	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
+	return gup_fast_entry(mm, start, nr_pages, gup_flags, pages, FOLL_PIN);
 }
 
 /* ---- release ---- */
