@@ -48,11 +48,13 @@
  *     child share them, except pages that may be pinned, which it copies (fork.c). Its "may
  *     be pinned" test and our pin race: we could pin a page right after fork tested it and
  *     before it write-protected it. So fork makes mm->write_protect_seq odd while it copies;
- *     a FOLL_PIN walk samples it first (odd: go slow), and after the walk re-reads it behind
- *     a full barrier: if it moved, everything pinned is released and the slow path - which
- *     waits for fork's mmap_lock - redoes the range. The barrier pairs with fork's full
- *     barrier between making the count odd and reading the first refcount (store-buffering:
- *     either fork sees our pin, or we see its count).
+ *     a FOLL_PIN walk samples it first (odd: go slow), and after the walk re-reads it with a
+ *     sequentially consistent load: if it moved, everything pinned is released and the slow
+ *     path - which waits for fork's mmap_lock - redoes the range. Our pin is a sequentially
+ *     consistent RMW of the count, ordered before that load as a full barrier would order
+ *     them (Linux's value-returning atomics are full barriers for the same reason); it pairs
+ *     with fork's full barrier between making the count odd and reading the first refcount
+ *     (store-buffering: either fork sees our pin, or we see its count).
  *  4. Read-only pins of anonymous pages must land on exclusive pages (gup_must_unshare): the
  *     AnonExclusive bit is read after the reference is taken and the entry re-validated; a
  *     page that is not exclusive goes to the slow path, which unshares it first.
@@ -68,16 +70,18 @@
  *	fork (copy_page_range, fault/fork.c)	pin (pm__gup_fast_walk)
  *	------------------------------------	-----------------------
  *	seq = write_protect_seq + 1 (odd)	s = write_protect_seq; odd? give up
- *	pm_smp_mb()				CAS refcount += 1024 (try_get)
+ *	pm_smp_mb()				CAS refcount += 1024 (try_get, seq_cst)
  *	read refcount: maybe pinned?		re-read PMD, PTE (seq_cst)
  *	  yes: copy the page for the child	...
- *	  no:  clear AnonExclusive (after a	pm_smp_mb()
- *	       barrier), write-protect		read write_protect_seq == s?
- *	write_protect_seq + 2 (even)		  no: unpin everything, go slow
+ *	  no:  clear AnonExclusive (after a	read write_protect_seq == s? (seq_cst)
+ *	       barrier), write-protect		  no: unpin everything, go slow
+ *	write_protect_seq + 2 (even)
  *
  *     Store-buffering: fork stores the sequence and then loads the refcount; the pin stores
- *     the refcount (its CAS) and then loads the sequence. A full barrier sits between store
- *     and load on each side, so at least one load sees the other side's store: fork sees the
+ *     the refcount (its CAS) and then loads the sequence. Fork has a full barrier between
+ *     its store and load; the pin's store is a seq_cst RMW and its load a seq_cst load, which
+ *     the single total order of seq_cst operations and fences keeps in that order, so at
+ *     least one load sees the other side's store: fork sees the
  *     pin and copies the page (the pinned page stays the parent's, writable), or the pin sees
  *     the sequence move and gives every page back. A pin that started after fork made the
  *     sequence even again finds the PTE write-protected and, for a write pin, stops; a
@@ -282,9 +286,12 @@ unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned 
 	nr = gup_fast_walk(mm, start, end, flags, pages);
 	pm_rcu_read_unlock();
 
+	/*
+	 * Every pin's count update was a sequentially consistent RMW, and this load is
+	 * sequentially consistent too: no fence is needed between them (see (A) above).
+	 */
 	if ((flags & FOLL_PIN) && nr) {
-		pm_smp_mb(); /* pairs with fork's barrier after it made the sequence odd */
-		if (unlikely(atomic_load_relaxed(&mm->xwrite_protect_seq) != seq)) {
+		if (unlikely(atomic_load_mb(&mm->xwrite_protect_seq) != seq)) {
 			for (unsigned long i = 0; i < nr; i++)
 				pm__gup_put_folio(page_folio(pages[i]), 1, flags);
 			return 0;
