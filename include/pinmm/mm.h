@@ -18,12 +18,19 @@
  *  - Splitting a VMA may need memory: -ENOMEM, with nothing changed. Splitting a PMD (THP)
  *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
  *    for lack of memory.
+ *  - At most 65530 VMAs (Linux's vm.max_map_count): an mmap that would make a new one, or an
+ *    mprotect/munmap/madvise that would split one, past that -> -ENOMEM, nothing changed (a
+ *    mapping that merges into a neighbour makes none). Each call is O(log n) in the VMAs.
  *
  * Synchronization: every call here may run concurrently with every other on the same mm.
- * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write;
- * pm_fault and madvise(DONTNEED) take it for read; pm_access takes no mmap_lock when the pages
- * are present (it walks the tables under RCU and copies under the page-table lock, the way a
- * CPU's TLB would), and falls back to pm_fault otherwise.
+ * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write
+ * (munmap drops to a read hold before it zaps); madvise(DONTNEED) takes it for read. pm_fault
+ * takes only the faulting VMA's own lock, found without mmap_lock (Linux 6.4's per-VMA locks),
+ * and mmap_lock for read only when that VMA is being changed or there is none
+ * (PM_KNOB_NO_PER_VMA_LOCK: always); so a fault never waits for mmap/munmap of other VMAs.
+ * pm_access takes no lock but page-table locks when the pages are present (it walks the tables
+ * under RCU and copies under the page-table lock, the way a CPU's TLB would), and falls back to
+ * pm_fault otherwise.
  */
 #ifndef PINMM_MM_H
 #define PINMM_MM_H
