@@ -778,10 +778,10 @@ struct pm_shmem {
 
 	struct pm_spinlock tree_lock __cacheline_aligned; /* page-cache writers */
 	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected */
-	_Atomic unsigned long xnrpages;		/* pages in the cache; under tree_lock */
 
-	struct pm_spinlock info_lock __cacheline_aligned; /* only what must be exact */
-	unsigned long alloced;		/* pages charged to this object; under info_lock */
+	/* The 2010 seed's inode info lock: PM_KNOB_SHMEM_LOCK_TWICE's faults take it twice per
+	 * new page, around the lookup and around the insert. Modern faults do not take it. */
+	struct pm_spinlock info_lock __cacheline_aligned;
 	struct pm_shmem_limit limit;	/* max_pages accounting (when max_pages != 0) */
 
 	pthread_mutex_t i_mmap_lock __cacheline_aligned; /* the mapping list and VMA bounds */
@@ -804,6 +804,7 @@ __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t
 
 /* // shmem/cache.c */
 __hidden struct pm_folio *pm__shmem_peek(struct pm_shmem *f, unsigned long index);
+__hidden unsigned long pm__shmem_nr_pages(struct pm_shmem *f);
 __hidden struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long index);
 __hidden int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);

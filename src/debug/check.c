@@ -226,9 +226,9 @@ static void check_shmem(struct check *c, struct pm_shmem *f)
 		else
 			c->cache[page_to_pfn(c->m, &folio->page)]++;
 	}
-	if (found != atomic_load_relaxed(&f->xnrpages))
+	if (found != pm__shmem_nr_pages(f))
 		complain(c, "shmem object holds %lu pages, counts %lu", found,
-			 atomic_load_relaxed(&f->xnrpages));
+			 pm__shmem_nr_pages(f));
 }
 
 static void check_frames(struct check *c)

@@ -5,11 +5,12 @@
  * below the address spaces, in src/shmem/.
  *
  * Fault (modern): look up without a lock; on a hole, allocate and zero a page with no lock
- * held, insert it under tree_lock - if another thread inserted first, free ours and use
- * theirs (shmem_alloc_races) - charging the limit only once the insert cannot fail, and, under
- * info_lock, count it in alloced. So each new page takes tree_lock once and info_lock once; a
- * present page takes neither. PM_KNOB_SHMEM_LOCK_TWICE is the pre-2010 path: take info_lock,
- * find the hole, drop it to allocate, take it again to insert and account - twice per new
+ * held, insert it under the lock of its 64-page leaf of the page cache (src/shmem/cache.c) -
+ * if another thread inserted first, free ours and use theirs (shmem_alloc_races) - charging
+ * the limit only once the insert cannot fail. So a new page takes no object-wide lock at all
+ * (the 2010 seed took one, info_lock, once per page; Linux's xarray still takes its one lock
+ * per mapping); a present page takes none. PM_KNOB_SHMEM_LOCK_TWICE is the pre-2010 path:
+ * take info_lock, find the hole, drop it to allocate, take it again to insert - twice per new
  * page, and the insert and the charge happen inside it.
  *
  * Truncate vs fault. Truncate sets the size, removes the pages beyond it from the cache
@@ -46,8 +47,9 @@
  * (c) The fault inserted a new page while truncate shrank the object: truncate's batch may
  *     have run before the insert, so the fault re-reads the size after inserting and, if its
  *     index is now beyond it, takes the page out again (pm__shmem_delete) and reports SIGBUS.
- *     Truncate stores the size with a full barrier before removing pages, and the fault's
- *     insert is under tree_lock, so one of them sees the other.
+ *     Truncate stores the size with a full barrier before removing pages, and reads a leaf's
+ *     slots under the leaf's lock, which the fault's insert holds, so one of them sees the
+ *     other.
  *
  * To summarize:
  *  1) A page-cache page is mapped only under a PTL, and only while PG_shmem is set.
@@ -58,8 +60,8 @@
  *  4) Pinned pages live on until their last unpin: truncation drops only the cache's and the
  *     mappings' references.
  *
- * Locks, outermost first: truncate_lock > i_mmap_lock > PTL > tree_lock > info_lock
- * (LOCK_TWICE: info_lock > tree_lock, never with a PTL held) > limit.lock.
+ * Locks, outermost first: truncate_lock > i_mmap_lock > PTL > tree_lock > a leaf's lock >
+ * limit.lock (LOCK_TWICE: info_lock > tree_lock, never with a PTL held).
  */
 #include "internal.h"
 
@@ -126,23 +128,14 @@ retry:
 		*err = ret;
 		return NULL;
 	}
-	if (!twice) {
-		pm_spin_lock(&f->info_lock);
-		count_event(m, SHMEM_LOCK_ACQUISITIONS, 1);
-	}
-	f->alloced++;
-	pm_spin_unlock(&f->info_lock);
+	if (twice)
+		pm_spin_unlock(&f->info_lock);
 	count_event(m, SHMEM_ALLOCS, 1);
 
 	/* A truncation may have passed this index while we inserted: take the page out again. */
 	if (unlikely(index >= shmem_size_pages(f))) {
-		if (pm__shmem_delete(f, index, new)) {
-			pm_spin_lock(&f->info_lock);
-			f->alloced--;
-			pm_spin_unlock(&f->info_lock);
-			if (f->max_pages)
-				pm__shmem_limit_uncharge(f, 1);
-		}
+		if (pm__shmem_delete(f, index, new) && f->max_pages)
+			pm__shmem_limit_uncharge(f, 1);
 		folio_put(new);
 		goto retry; /* reports -EFAULT, as the size says */
 	}
@@ -285,13 +278,8 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	/* 1. Out of the cache (PG_shmem cleared), in batches. */
 	do {
 		n = pm__shmem_remove_from(f, new_pages, batch, ARRAY_SIZE(batch));
-		if (n) {
-			pm_spin_lock(&f->info_lock);
-			f->alloced -= n;
-			pm_spin_unlock(&f->info_lock);
-			if (f->max_pages)
-				pm__shmem_limit_uncharge(f, n);
-		}
+		if (n && f->max_pages)
+			pm__shmem_limit_uncharge(f, n);
 		for (unsigned i = 0; i < n; i++)
 			folio_put(batch[i]);
 	} while (n == ARRAY_SIZE(batch));

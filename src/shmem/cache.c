@@ -6,15 +6,26 @@
  * A radix tree of 64-way nodes maps a page index to a folio. Readers take no lock: under RCU
  * they walk from the root with acquire loads, take a reference only if the folio's count is
  * not zero (pm__folio_try_get), and re-load the slot; if it changed they drop the reference
- * and retry (Nick Piggin's lockless page cache, 2008). Writers - insert, delete, growing the
- * tree - hold tree_lock. Nodes that empty out are unlinked and freed through RCU, so a
- * reader's stale node pointer is always valid memory. A folio in the cache holds one reference
- * for the cache and carries PG_shmem; removal clears PG_shmem under tree_lock and drops that
- * reference.
+ * and retry (Nick Piggin's lockless page cache, 2008). Nodes that empty out are unlinked and
+ * freed through RCU, so a reader's stale node pointer is always valid memory. A folio in the
+ * cache holds one reference for the cache and carries PG_shmem; removal empties the slot under
+ * tree_lock and the leaf's lock, clears PG_shmem and drops that reference.
  *
- * Locks: tree_lock is taken inside a PTL and inside info_lock (knob LOCK_TWICE), and nests
- * limit.lock (an insert charges the exact limit, limit.c). It is held while tree nodes are
- * allocated (malloc); unlinked nodes go to RCU only after it is dropped.
+ * Writers lock as little as they can. Each leaf (64 pages) has its own lock, which guards its
+ * slots, its count and its dead flag; tree_lock guards the shape - creating nodes, growing the
+ * root, unlinking empty nodes - and is taken inside-out: tree_lock, then a leaf lock. An insert
+ * into a leaf that exists takes only that leaf's lock, found under RCU: threads filling
+ * different parts of one object share nothing (Linux's xarray takes one lock per mapping for
+ * every insert). Only an insert that needs a new leaf takes tree_lock. A leaf that empties is
+ * marked dead under its lock before tree_lock unlinks it, so an insert that found it a moment
+ * earlier sees the mark once it has the lock, and goes the tree_lock way instead. The number of
+ * pages is the sum of the leaves' counts (pm__shmem_nr_pages), so no insert writes an
+ * object-wide counter either.
+ *
+ * Locks: tree_lock is taken inside a PTL and inside info_lock (knob LOCK_TWICE); a leaf lock
+ * inside tree_lock or alone; limit.lock innermost (an insert charges the exact limit under the
+ * leaf lock, limit.c). tree_lock is held while tree nodes are allocated (malloc); unlinked
+ * nodes go to RCU only after it is dropped.
  *
  * This file, limit.c and object.c sit below the address-space layer (a file sits below the
  * VMA that maps it): they use folios and RCU only. The fault and truncate paths that use the
@@ -31,9 +42,12 @@
 
 struct pm_shmem_node {
 	unsigned shift;			/* index bits below this node; 0 for a leaf */
-	unsigned count;			/* non-empty slots; under tree_lock */
+	unsigned count;			/* non-empty slots; a leaf's under its lock, others' under
+					 * tree_lock */
 	struct pm_shmem_node *parent;	/* under tree_lock */
 	unsigned offset;		/* slot in the parent */
+	struct pm_spinlock lock;	/* a leaf's slots, count and dead flag */
+	bool dead;			/* a leaf unlinked (or about to be); under lock */
 	void *_Atomic slots[SHMEM_TREE_SLOTS]; /* child nodes, or folios in a leaf */
 	struct pm_rcu_head rcu;
 };
@@ -75,8 +89,10 @@ static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
 {
 	struct pm_shmem_node *n = pm__kzalloc(f->m, sizeof(*n));
 
-	if (n)
+	if (n) {
 		n->shift = shift;
+		pm_spin_init(&n->lock);
+	}
 	return n;
 }
 
@@ -132,9 +148,11 @@ static void node_free_rcu(struct pm_rcu_head *head)
 }
 
 /*
- * Empty the slot of @index in leaf @leaf; unlink nodes that became empty and chain them on
+ * Empty the slot of @index in leaf @leaf; unlink nodes that became empty (a leaf marked dead
+ * first, so that an insert that found it without tree_lock backs off) and chain them on
  * *@dead (through their parent pointer, which nobody needs once they are unlinked), for
- * free_dead_nodes() to hand to RCU once tree_lock is dropped. Context: tree_lock.
+ * free_dead_nodes() to hand to RCU once tree_lock is dropped.
+ * Context: tree_lock and the leaf's lock.
  */
 static void tree_clear_slot(struct pm_shmem *f, struct pm_shmem_node *leaf,
 			    unsigned long index, struct pm_shmem_node **dead)
@@ -142,9 +160,12 @@ static void tree_clear_slot(struct pm_shmem *f, struct pm_shmem_node *leaf,
 	struct pm_shmem_node *n = leaf;
 
 	pm_assert_locked(&f->tree_lock);
+	pm_assert_locked(&leaf->lock);
 
 	atomic_store_release(&n->slots[index & SHMEM_TREE_MASK], NULL);
 	n->count--;
+	if (!n->count && n->parent)
+		n->dead = true;
 	while (n->count == 0 && n->parent) {
 		struct pm_shmem_node *parent = n->parent;
 
@@ -183,13 +204,18 @@ static bool tree_delete(struct pm_shmem *f, unsigned long index, struct pm_folio
 			struct pm_shmem_node **dead)
 {
 	struct pm_shmem_node *leaf = leaf_of(f, index);
+	bool found;
 
 	pm_assert_locked(&f->tree_lock);
 
-	if (!leaf || atomic_load_relaxed(&leaf->slots[index & SHMEM_TREE_MASK]) != folio)
+	if (!leaf)
 		return false;
-	tree_clear_slot(f, leaf, index, dead);
-	return true;
+	pm_spin_lock(&leaf->lock);
+	found = atomic_load_relaxed(&leaf->slots[index & SHMEM_TREE_MASK]) == folio;
+	if (found)
+		tree_clear_slot(f, leaf, index, dead);
+	pm_spin_unlock(&leaf->lock);
+	return found;
 }
 
 /*
@@ -204,6 +230,8 @@ static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned 
 
 	pm_assert_locked(&f->tree_lock);
 
+	if (!n->shift)
+		pm_spin_lock(&n->lock); /* inserts into a leaf take only its lock */
 	for (unsigned i = 0; i < SHMEM_TREE_SLOTS && found < max; i++) {
 		unsigned long lo = base + ((unsigned long)i << n->shift);
 		unsigned long span = n->shift >= 64 ? ~0UL : (1UL << n->shift) - 1;
@@ -219,6 +247,8 @@ static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned 
 					   max - found);
 		}
 	}
+	if (!n->shift)
+		pm_spin_unlock(&n->lock);
 	return found;
 }
 
@@ -264,34 +294,105 @@ struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long index)
 	return folio;
 }
 
+/* Insert into @leaf, whose lock we hold and which is alive. Return: as pm__shmem_add(). */
+static int leaf_insert(struct pm_shmem *f, struct pm_shmem_node *leaf, unsigned long index,
+		       struct pm_folio *folio)
+{
+	void *_Atomic *slot = &leaf->slots[index & SHMEM_TREE_MASK];
+
+	pm_assert_locked(&leaf->lock);
+	if (atomic_load_relaxed(slot))
+		return -EEXIST;
+	if (f->max_pages && !pm__shmem_limit_charge(f))
+		return -ENOSPC;
+	page_set(&folio->page, PG_shmem);
+	atomic_store_release(slot, folio);
+	leaf->count++;
+	return 0;
+}
+
+/* The leaf for @index if it exists now, found under RCU. Context: pm_rcu_read_lock(). */
+static struct pm_shmem_node *leaf_of_rcu(struct pm_shmem *f, unsigned long index)
+{
+	struct pm_shmem_node *n = atomic_load_acquire(&f->xroot);
+
+	if (!n || !node_covers(n, index))
+		return NULL;
+	while (n && n->shift)
+		n = atomic_load_acquire(&n->slots[(index >> n->shift) & SHMEM_TREE_MASK]);
+	return n;
+}
+
 /**
  * pm__shmem_add() - insert @folio (PG_shmem not yet set, the cache's reference already taken)
  * at @index, charging the exact limit once the insert can no longer fail, so that a loser of
- * an insert race never takes quota (Linux 6.7's order).
+ * an insert race never takes quota (Linux 6.7's order). Takes only the leaf's lock when the
+ * leaf exists; tree_lock too when it must be made.
  * Return: 0, -EEXIST (another folio is there), -ENOSPC (over the limit), -ENOMEM.
  */
 int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
 {
 	struct pm_shmem_node *leaf;
-	int ret;
+	int ret = -EAGAIN;
 
+	pm_rcu_read_lock();
+	leaf = leaf_of_rcu(f, index);
+	if (leaf) {
+		pm_spin_lock(&leaf->lock);
+		if (!leaf->dead)
+			ret = leaf_insert(f, leaf, index, folio);
+		pm_spin_unlock(&leaf->lock);
+	}
+	pm_rcu_read_unlock();
+	if (ret != -EAGAIN)
+		return ret;
+
+	/* No leaf yet (or it is being unlinked): make one under tree_lock. A leaf found under
+	 * tree_lock is never dead: leaves are unlinked under it. */
 	pm_spin_lock(&f->tree_lock);
 	leaf = tree_leaf_create(f, index);
 	if (!leaf) {
 		ret = -ENOMEM;
-	} else if (atomic_load_relaxed(&leaf->slots[index & SHMEM_TREE_MASK])) {
-		ret = -EEXIST;
-	} else if (f->max_pages && !pm__shmem_limit_charge(f)) {
-		ret = -ENOSPC;
 	} else {
-		page_set(&folio->page, PG_shmem);
-		atomic_store_release(&leaf->slots[index & SHMEM_TREE_MASK], folio);
-		leaf->count++;
-		atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) + 1);
-		ret = 0;
+		pm_spin_lock(&leaf->lock);
+		ret = leaf_insert(f, leaf, index, folio);
+		pm_spin_unlock(&leaf->lock);
 	}
 	pm_spin_unlock(&f->tree_lock);
 	return ret;
+}
+
+static unsigned long count_pages(struct pm_shmem_node *n)
+{
+	unsigned long sum = 0;
+
+	if (!n->shift) {
+		pm_spin_lock(&n->lock);
+		sum = n->count;
+		pm_spin_unlock(&n->lock);
+		return sum;
+	}
+	for (unsigned i = 0; i < SHMEM_TREE_SLOTS; i++) {
+		struct pm_shmem_node *c = atomic_load_relaxed(&n->slots[i]);
+
+		if (c)
+			sum += count_pages(c);
+	}
+	return sum;
+}
+
+/* Pages in the cache: the sum of the leaves' counts (a walk of the nodes, under tree_lock). */
+unsigned long pm__shmem_nr_pages(struct pm_shmem *f)
+{
+	struct pm_shmem_node *root;
+	unsigned long n = 0;
+
+	pm_spin_lock(&f->tree_lock);
+	root = atomic_load_relaxed(&f->xroot);
+	if (root)
+		n = count_pages(root);
+	pm_spin_unlock(&f->tree_lock);
+	return n;
 }
 
 /* Take the cache's reference and flag off a folio that left the tree. */
@@ -309,8 +410,6 @@ bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *
 
 	pm_spin_lock(&f->tree_lock);
 	removed = tree_delete(f, index, folio, &dead);
-	if (removed)
-		atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) - 1);
 	pm_spin_unlock(&f->tree_lock);
 	free_dead_nodes(dead);
 	if (removed)
@@ -335,10 +434,11 @@ unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct p
 	n = atomic_load_relaxed(&f->xroot) ?
 		    tree_gang(f, atomic_load_relaxed(&f->xroot), 0, start, batch, idx, max) : 0;
 	for (unsigned i = 0; i < n; i++) {
-		tree_delete(f, idx[i], batch[i], &dead);
+		/* Only the tree's writers change a slot that holds a folio: it is still there. */
+		if (!tree_delete(f, idx[i], batch[i], &dead))
+			pm_bug_on(1);
 		page_clear(&batch[i]->page, PG_shmem);
 	}
-	atomic_store_relaxed(&f->xnrpages, atomic_load_relaxed(&f->xnrpages) - n);
 	pm_spin_unlock(&f->tree_lock);
 	free_dead_nodes(dead);
 	return n;

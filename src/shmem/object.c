@@ -93,5 +93,5 @@ size_t pm_shmem_size(struct pm_shmem *f)
 
 unsigned long pm_shmem_nr_pages(struct pm_shmem *f)
 {
-	return f ? atomic_load_relaxed(&f->xnrpages) : 0;
+	return f ? pm__shmem_nr_pages(f) : 0;
 }
