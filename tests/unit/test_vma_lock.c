@@ -14,6 +14,7 @@
  *  5. max_map_count: the 65531st VMA, by mmap or by a split, is -ENOMEM, and nothing changes.
  */
 #include <pthread.h>
+#include <sched.h>
 
 #include "internal.h"
 #include "lib/pmtest.h"
@@ -123,7 +124,7 @@ static atomic_ulong race_gen; /* odd while the churn thread replaces pages of th
 static atomic_ulong remap_gen[RPAGES]; /* the even generation that last replaced the page */
 static atomic_ulong conf_ctr[NR][H], conf_gen[NR][H]; /* writes known to be done, and when */
 static atomic_int race_stop;
-static atomic_long race_stale, race_lost, race_checked;
+static atomic_long race_stale, race_lost, race_checked, race_iters;
 
 /*
  * Each worker stores unique values (counter << 8 | worker) into its own word of random pages
@@ -143,6 +144,7 @@ static void *race_worker(void *arg)
 		unsigned long p = tap_rand(&rs) % RPAGES, addr = RBASE + p * PG;
 		uint64_t mine = (++ctr << 8) | (wid + 1), page[PG / 8];
 
+		atomic_fetch_add(&race_iters, 1);
 		if (g0 & 1)
 			continue;
 		if (pm_access(race_mm, addr + wid * 8, &mine, 8, 1) != 8)
@@ -204,12 +206,20 @@ static void test_race(unsigned knobs)
 	atomic_store(&race_stale, 0);
 	atomic_store(&race_lost, 0);
 	atomic_store(&race_checked, 0);
+	atomic_store(&race_iters, 0);
 	memset(conf_ctr, 0, sizeof(conf_ctr)); /* counters start again at 1 */
 	maps_ok &= pm_mmap(race_mm, RBASE, RPAGES * PG, RW, FIX, NULL, 0) == (long)RBASE;
 	for (unsigned i = 0; i < NR; i++)
 		pthread_create(&th[i], NULL, race_worker, (void *)(uintptr_t)i);
-	for (long r = 0; r < rounds && maps_ok; r++) {
+	/* At least @rounds rounds, and on until the workers have run as many iterations: on a
+	 * loaded machine they may not get a CPU at first (bounded, so the test always ends). */
+	for (long r = 0; maps_ok && r < 100 * rounds &&
+			 (r < rounds || atomic_load(&race_iters) < rounds);
+	     r++) {
 		unsigned long off = (tap_rand(&rs) % (RPAGES / 2)) * PG;
+
+		if (r % 16 == 0)
+			sched_yield();
 
 		switch (tap_rand(&rs) % 4) {
 		case 0: /* a new mapping over all of it */
@@ -231,12 +241,13 @@ static void test_race(unsigned knobs)
 	atomic_store(&race_stop, 1);
 	for (unsigned i = 0; i < NR; i++)
 		pthread_join(th[i], NULL);
-	ok(maps_ok, "%ld rounds of mmap/munmap/mprotect/madvise of the faulted VMA", rounds);
+	ok(maps_ok, "at least %ld rounds of mmap/munmap/mprotect/madvise of the faulted VMA", rounds);
 	ok(atomic_load(&race_stale) == 0, "no page of an earlier mapping ever seen (%ld checks)",
 	   atomic_load(&race_checked));
 	ok(atomic_load(&race_lost) == 0, "no write lost while the mapping stayed put");
-	ok(knobs || PMT_STAT(m, vma_lock_success) > 0, "faults ran under VMA locks (%lu, %lu aborted)",
-	   PMT_STAT(m, vma_lock_success), PMT_STAT(m, vma_lock_abort));
+	ok(knobs || PMT_STAT(m, vma_lock_success) > 0,
+	   "faults ran under VMA locks (%lu, %lu aborted; %ld worker iterations)",
+	   PMT_STAT(m, vma_lock_success), PMT_STAT(m, vma_lock_abort), atomic_load(&race_iters));
 	pm_mm_destroy(race_mm);
 	ok(!pm_machine_check(m), "machine checks out");
 	pm_machine_destroy(m);
