@@ -222,14 +222,14 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		goto fail;
 	vma->start = (unsigned long)ret;
 	vma->end = vma->start + len;
+	if (hresv)
+		pm__hugetlb_resv_set_base(hresv, vma->start);
 	if (pm__vma_insert(mm, vma)) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	if (hresv) {
-		pm__hugetlb_resv_set_base(hresv, vma->start);
-		vma->hresv = hresv;
-	}
+	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
+	hresv = NULL;
 	pm__vma_link_file(vma);
 	pm__vma_try_merge(mm, vma);
 	mmap_write_unlock(mm);
