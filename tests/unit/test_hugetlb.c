@@ -12,6 +12,8 @@
  *	pool of 4:   [ . . . . ]   mmap 3 private   [ R R R . ]   fault one   [ U R R . ]
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -449,6 +451,81 @@ static void test_dontneed(void)
 	hend(m, free0, 3, "dontneed");
 }
 
+/*
+ * Threads at once: each has its own address space mapping one shared hugetlb object and
+ * writes, pins and unpins every page of it, and DONTNEEDs its mapping; each also owns one page
+ * of a private hugetlb mapping in a common address space, which it writes and DONTNEEDs (the
+ * page goes back, the reservation is restored, the next write takes it again). No call may
+ * fail: every page was reserved at mmap.
+ */
+#define NTHR 4
+#define ROUNDS 40
+
+static struct {
+	struct pm_shmem *f;
+	struct pm_mm *common;
+	long priv;
+	atomic_long errors;
+} conc;
+
+static void *conc_worker(void *arg)
+{
+	long id = (long)arg;
+	struct pm_mm *mm = pm_mm_create(pm_mm_machine(conc.common));
+	struct pm_page *p[NTHR];
+	long a = mm ? pm_mmap(mm, 0, NTHR * HP, RW, PM_MAP_SHARED, conc.f, 0) : -ENOMEM;
+
+	if (a < 0) {
+		atomic_fetch_add(&conc.errors, 1);
+		return NULL;
+	}
+	for (int r = 0; r < ROUNDS; r++) {
+		for (long i = 0; i < NTHR; i++) {
+			if (poke(mm, a + i * HP + id, (char)(r + 1)) != 1)
+				atomic_fetch_add(&conc.errors, 1);
+			if (pm_pin_user_pages_fast(mm, a + i * HP + id * PG, 1, PM_FOLL_WRITE,
+						   &p[i]) != 1)
+				atomic_fetch_add(&conc.errors, 1);
+		}
+		pm_unpin_user_pages(p, NTHR);
+		if (pm_madvise(mm, a, NTHR * HP, PM_MADV_DONTNEED))
+			atomic_fetch_add(&conc.errors, 1);
+		if (poke(conc.common, conc.priv + id * HP + 5, (char)(r + 1)) != 1 ||
+		    peek(conc.common, conc.priv + id * HP + 5) != (char)(r + 1))
+			atomic_fetch_add(&conc.errors, 1);
+		if (pm_madvise(conc.common, conc.priv + id * HP, HP, PM_MADV_DONTNEED))
+			atomic_fetch_add(&conc.errors, 1);
+	}
+	pm_mm_destroy(mm);
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	struct pm_machine *m = hmachine(64, 2 * NTHR);
+	size_t free0 = pm_machine_free_pages(m);
+	pthread_t thr[NTHR];
+
+	conc.f = pm_shmem_create_hugetlb(m, NTHR * HP);
+	conc.common = pm_mm_create(m);
+	conc.priv = pm_mmap(conc.common, 0, NTHR * HP, RW, HPRIV, NULL, 0);
+	ok(conc.f && conc.priv > 0, "an object and a private mapping of %d pages each", NTHR);
+	for (long i = 0; i < NTHR; i++)
+		pthread_create(&thr[i], NULL, conc_worker, (void *)i);
+	for (int i = 0; i < NTHR; i++)
+		pthread_join(thr[i], NULL);
+	is_int(atomic_load(&conc.errors), 0, "%d threads x %d rounds: no call failed", NTHR,
+	       ROUNDS);
+	is_int(pm_shmem_nr_pages(conc.f), NTHR * 512, "the object holds its %d pages", NTHR);
+	is_int(pool_free(m), NTHR, "the private pages went back with DONTNEED");
+	is_int(pm_mmap(conc.common, 0, HP, RW, HPRIV, NULL, 0), -ENOMEM,
+	       "their reservations were restored: nothing left to promise");
+	is_int(pm_machine_check(m), 0, "check after the threads");
+	pm_mm_destroy(conc.common);
+	pm_shmem_put(conc.f);
+	hend(m, free0, 2 * NTHR, "concurrent");
+}
+
 int main(void)
 {
 	test_config();
@@ -460,5 +537,6 @@ int main(void)
 	test_fork_sigbus();
 	test_shared_object();
 	test_dontneed();
+	test_concurrent();
 	return done_testing();
 }
