@@ -58,7 +58,8 @@ static int mr_reg_prepare(struct bench_run *run)
 		return -ENOMEM;
 	/* The region, its page tables (and THP deposits), and room for the rest; hugetlb: a
 	 * pool that covers every task's region, out of the same memory. */
-	return bench_pm_setup_hugetlb(run, 64 * BENCH_MIB + (size_t)run->nr_tasks * (r->len + r->len / 8),
+	return bench_pm_setup_hugetlb(run,
+				      64 * BENCH_MIB + (size_t)run->nr_tasks * (r->len + r->len / 8),
 				      r->hugetlb ? run->nr_tasks * (r->len / PM_PMD_SIZE) : 0);
 }
 

@@ -110,8 +110,8 @@ struct pm_stats {
  * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB or above
  * 2^52, unknown knob bits, flags other than 0 or PM_MACHINE_LINUX_MM), ENOMEM (out of memory,
  * the host cannot reserve the address range: address space, RLIMIT_AS,
- * vm.overcommit_memory=2, or nr_hugepages 2 MiB pages cannot be set aside) or EMFILE (PM_MACHINES_MAX machines
- * are alive already; destroying one makes room).
+ * vm.overcommit_memory=2, or nr_hugepages 2 MiB pages cannot be set aside) or EMFILE
+ * (PM_MACHINES_MAX machines are alive already; destroying one makes room).
  */
 PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 

@@ -227,6 +227,9 @@ static void test_fault_rw(void)
 	is_int(pm_folio_ref_count(folio), 1, "one reference: the mapping");
 	ok(pm_folio_test_anon(folio), "a private hugetlb page is anonymous");
 	ok(pmt_pfn_at(mm, a + 7 * PG) == pmt_pfn_at(mm, a) + 7, "subpages are contiguous");
+	a = pm_mmap(mm, 0, HP, RW, HPRIV | PM_MAP_POPULATE, NULL, 0);
+	ok(a > 0 && pool_free(m) == 1, "MAP_POPULATE faults the page in at mmap");
+	ok(pmt_pfn_at(mm, a) != ~0UL, "mapped without a fault");
 	pm_mm_destroy(mm);
 	hend(m, free0, 4, "fault");
 }
