@@ -234,6 +234,9 @@ void bench_area_summary(struct bench_run *run, struct bench_samples *area,
  * Return: 0 or -errno.
  */
 int bench_pm_setup(struct bench_run *run, size_t mem_bytes);
+/** bench_pm_setup_hugetlb() - bench_pm_setup() with a hugetlb pool of @nr_hugepages 2 MiB
+ * pages set aside out of @mem_bytes. */
+int bench_pm_setup_hugetlb(struct bench_run *run, size_t mem_bytes, size_t nr_hugepages);
 /** bench_pm_map_anon() - a private anonymous read/write mapping; address or -errno. */
 long bench_pm_map_anon(struct pm_mm *mm, size_t len);
 /** bench_pm_map_aligned() - as bench_pm_map_anon(), starting on a 2 MiB boundary. */

@@ -40,10 +40,16 @@ static void pm_teardown(struct bench_run *run)
 
 int bench_pm_setup(struct bench_run *run, size_t mem_bytes)
 {
+	return bench_pm_setup_hugetlb(run, mem_bytes, 0);
+}
+
+int bench_pm_setup_hugetlb(struct bench_run *run, size_t mem_bytes, size_t nr_hugepages)
+{
 	struct bench_pm *pm = &run->pm;
 	struct pm_config cfg = {
 		.mem_bytes = round_up_2m(mem_bytes),
 		.knobs = run->knobs,
+		.nr_hugepages = nr_hugepages,
 	};
 	unsigned n = run->mode == BENCH_THREADS ? 1 : run->nr_tasks;
 	int err = bench_at_cleanup(run, pm_teardown);

@@ -32,6 +32,8 @@
  *  (F) free frames = frames on buddy lists + frames in per-CPU caches
  *	+ never-used frames above the allocator's frontier (page_alloc.c)
  *  (T) total frames = free + page tables + frames of allocated folios + 1 (zero page)
+ *	+ 512 * free hugetlb pool pages (mem/hugetlb.c)
+ *  (H) hugetlb pool: total = free + hugetlb folios in use; reserved <= free
  *  (X) a page mapped writable in a private mapping is AnonExclusive, and an AnonExclusive
  *	page is mapped by at most one address space.
  */
@@ -195,6 +197,7 @@ enum pm_pageflag {
 	PG_table,	   /* a page-table page */
 	PG_zero,	   /* the machine's shared zero page */
 	PG_shmem,	   /* in (or removed from) a shmem page cache */
+	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb.c) */
 };
 #define PGF(bit) (1UL << (bit))
 
@@ -284,6 +287,7 @@ enum pm_stat_item {
 	VMA_LOCK_ABORT,
 	VMA_LOCK_RETRY,
 	VMA_LOCK_MISS,
+	HUGETLB_FAULTS,
 	PM_NR_STAT_ITEMS
 };
 _Static_assert(PM_NR_STAT_ITEMS == PM_NR_STATS, "enum pm_stat_item matches struct pm_stats");
@@ -320,6 +324,13 @@ struct pm_machine {
 	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock */
 	_Atomic unsigned long xfrontier; /* pfn: frames from here up were never allocated and
 					  * their descriptors never written; under zone_lock */
+
+	/* The hugetlb pool (mem/hugetlb.c): free 2 MiB pages on a list, under hugetlb_lock. */
+	struct pm_spinlock hugetlb_lock __cacheline_aligned;
+	struct pm_list hugetlb_free;	/* free pool pages, linked through the head's lru */
+	unsigned long hugetlb_total;	/* nr_hugepages; read-only after creation */
+	unsigned long hugetlb_nr_free;	/* pages on hugetlb_free; under hugetlb_lock */
+	unsigned long hugetlb_resv;	/* free pages promised to mappings; under hugetlb_lock */
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
@@ -488,6 +499,32 @@ __hidden size_t pm__nr_free_frames(struct pm_machine *m);
 __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 
+/* // mem/hugetlb.c */
+struct pm_hugetlb_resv;
+__hidden int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr);
+__hidden bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr);
+__hidden void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr);
+__hidden struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved);
+__hidden void pm__hugetlb_free_folio(struct pm_folio *folio);
+__hidden struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m,
+							 unsigned long nr);
+__hidden void pm__hugetlb_resv_set_base(struct pm_hugetlb_resv *resv, unsigned long base);
+__hidden void pm__hugetlb_resv_get(struct pm_hugetlb_resv *resv);
+__hidden void pm__hugetlb_resv_put(struct pm_hugetlb_resv *resv);
+__hidden void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
+				       unsigned long end);
+__hidden void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
+				       unsigned long end);
+__hidden struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m,
+						 struct pm_hugetlb_resv *resv,
+						 unsigned long addr, bool *consumed);
+__hidden void pm__hugetlb_resv_undo(struct pm_hugetlb_resv *resv, unsigned long addr);
+
+static inline bool folio_test_hugetlb(const struct pm_folio *folio)
+{
+	return folio_test(folio, PG_hugetlb);
+}
+
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__folio_free(struct pm_folio *folio);
@@ -571,6 +608,7 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
 #define VM_DONTCOPY 0x00020000UL
+#define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */
 #define VM_HUGEPAGE 0x20000000UL
 #define VM_NOHUGEPAGE 0x40000000UL
 
@@ -582,6 +620,8 @@ struct pm_vma {
 	struct pm_shmem *file;	  /* backing object (holds a reference), NULL = private anon */
 	unsigned long pgoff;	  /* file page index of start */
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
+	struct pm_hugetlb_resv *hresv; /* private hugetlb: the mapping's reservations (shared
+					* by the VMAs split from it); NULL in a fork child */
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
 	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
@@ -603,6 +643,11 @@ struct pm_vma_cache {
 	_Atomic long xrefs;
 	struct pm_vma *_Atomic xreclaimed; /* pushed by RCU callbacks, taken by the mm's writer */
 };
+
+static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
+{
+	return vma->flags & VM_HUGETLB;
+}
 
 static inline bool vma_is_anonymous(const struct pm_vma *vma)
 {
@@ -775,6 +820,7 @@ struct pm_shmem {
 	_Atomic unsigned long xsize;	/* bytes; written under truncate_lock */
 	unsigned long max_pages;	/* 0 = unlimited */
 	bool internal;			/* made by PM_MAP_SHARED|PM_MAP_ANONYMOUS */
+	bool hugetlb;			/* 2 MiB pages from the pool; cache indices in 2 MiB units */
 
 	struct pm_spinlock tree_lock __cacheline_aligned; /* page-cache writers */
 	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected */
@@ -787,6 +833,12 @@ struct pm_shmem {
 	pthread_mutex_t i_mmap_lock __cacheline_aligned; /* the mapping list and VMA bounds */
 	struct pm_list i_mmap;
 	pthread_mutex_t truncate_lock;	/* serialises size changes */
+	/* hugetlb objects (shmem/hugetlb.c): Linux's hugetlb_fault_mutex and the object's
+	 * reservation map - bit i set: 2 MiB page i is reserved in the pool, not yet in the
+	 * cache. Under hugetlb_mutex. */
+	pthread_mutex_t hugetlb_mutex;
+	unsigned long *hresv;
+	unsigned long hresv_nr;		/* bits in hresv */
 	struct pm_list link;		/* on machine->shmems, under machine->lock */
 };
 
@@ -801,6 +853,14 @@ static inline unsigned long shmem_size_pages(struct pm_shmem *f)
 /* // shmem/object.c */
 __hidden void pm__shmem_get(struct pm_shmem *f);
 __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size);
+
+/* // shmem/hugetlb.c */
+__hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
+__hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
+				       unsigned long nr);
+__hidden struct pm_folio *pm__shmem_hugetlb_get_folio(struct pm_shmem *f, unsigned long hidx,
+						      int *err);
+__hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first);
 
 /* // shmem/cache.c */
 __hidden struct pm_folio *pm__shmem_peek(struct pm_shmem *f, unsigned long index);
@@ -847,6 +907,12 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 /* // fault/shmem.c */
 __hidden int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 			     unsigned long addr, unsigned fault_flags);
+
+/* // fault/hugetlb.c */
+__hidden int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+			       unsigned fault_flags);
+__hidden int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src,
+					 struct pm_vma *vma);
 
 /* // fault/fork.c is the public pm_mm_fork(). */
 

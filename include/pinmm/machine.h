@@ -38,9 +38,30 @@ extern "C" {
 #define PM_MACHINES_MAX 4095
 
 struct pm_config {
-	size_t mem_bytes; /* physical memory, a multiple of 2 MiB; 0 = default (1 GiB) */
-	unsigned knobs;	  /* PM_KNOB_* above; 0 = modern behaviour */
+	size_t mem_bytes;    /* physical memory, a multiple of 2 MiB; 0 = default (1 GiB) */
+	unsigned knobs;	     /* PM_KNOB_* above; 0 = modern behaviour */
+	unsigned flags;	     /* PM_MACHINE_* below; 0 = the default design */
+	size_t nr_hugepages; /* 2 MiB hugetlb pages set aside at creation (vm.nr_hugepages) */
 };
+
+/*
+ * The address-space design. PM_MACHINE_LINUX_MM (Linux's design) is the only one this build
+ * has: flags 0 and PM_MACHINE_LINUX_MM both make it; PM_MACHINE_RANGE_MM (the range-scalable
+ * design) is not available in this build and is refused with EINVAL, as are both flags
+ * together and unknown bits. PINMM_RANGE_MM in the environment is not read yet.
+ */
+#define PM_MACHINE_RANGE_MM 0x1 /* the range-scalable address space (beyond Linux) */
+#define PM_MACHINE_LINUX_MM 0x2 /* Linux's design, whatever the environment says */
+
+/** pm_machine_flags() - the design in force: PM_MACHINE_LINUX_MM (0 for a NULL machine). */
+PM_API unsigned pm_machine_flags(struct pm_machine *m);
+
+/**
+ * pm_hugetlb_pool() - the machine's hugetlb pool, in 2 MiB pages: @total (nr_hugepages) and
+ * @free, the pages not in use, reserved ones included (HugePages_Free). Either may be NULL.
+ * Return: 0, or -EINVAL for a NULL machine.
+ */
+PM_API int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free);
 
 /*
  * Event counters, in pages unless the comment says calls. Each thread counts into its own slot;
@@ -75,6 +96,8 @@ struct pm_stats {
 					     * under mmap_lock */
 	unsigned long vma_lock_miss;	    /* the VMA found was detached once locked; looked up
 					     * again */
+	unsigned long hugetlb_faults;	    /* faults that mapped a hugetlb page (new, or a COW
+					     * copy) at PMD level */
 };
 
 /**
@@ -85,9 +108,10 @@ struct pm_stats {
  * are set up when first used.
  *
  * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB or above
- * 2^52, unknown knob bits), ENOMEM (out of memory, or the host cannot reserve the address
- * range: address space, RLIMIT_AS, vm.overcommit_memory=2) or EMFILE (PM_MACHINES_MAX machines
- * are alive already; destroying one makes room).
+ * 2^52, unknown knob bits, flags other than 0 or PM_MACHINE_LINUX_MM), ENOMEM (out of memory,
+ * the host cannot reserve the address range: address space, RLIMIT_AS,
+ * vm.overcommit_memory=2, or nr_hugepages 2 MiB pages cannot be set aside) or EMFILE
+ * (PM_MACHINES_MAX machines are alive already; destroying one makes room).
  */
 PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 

@@ -15,6 +15,16 @@
  *  - pm_mprotect / pm_madvise: unaligned addr or unknown bits -> -EINVAL; len == 0 -> 0 (as
  *    Linux); a hole in the range -> -ENOMEM, after applying the change up to the hole
  *    (mprotect) or to every mapped part (madvise), as Linux.
+ *  - Hugetlb mappings (PM_MAP_HUGETLB, or any mapping of a pm_shmem_create_hugetlb object), as
+ *    Linux: the length rounds up to 2 MiB; PM_MAP_HUGETLB with a file that is not a hugetlb
+ *    object, a PM_MAP_FIXED address or an offset not 2 MiB aligned -> -EINVAL; the pages are
+ *    reserved from the machine's pool at mmap time (private mappings per mapping, shared ones
+ *    per object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
+ *    faults never fail for lack of pool pages. A fork child has no reservation: its COW of a
+ *    private hugetlb page takes a free pool page or fails with -EFAULT (SIGBUS). munmap,
+ *    mprotect and madvise that would cut a 2 MiB page -> -EINVAL, except MADV_DONTNEED, which
+ *    needs a 2 MiB aligned start and rounds its end down; it gives private pages back to the
+ *    pool and restores their reservation (Linux 6.9+). Hugetlb folios are never split.
  *  - Splitting a VMA may need memory: -ENOMEM, with nothing changed. Splitting a PMD (THP)
  *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
  *    for lack of memory.

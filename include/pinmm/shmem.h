@@ -30,6 +30,15 @@ extern "C" {
  */
 PM_API struct pm_shmem *pm_shmem_create(struct pm_machine *m, size_t size, size_t max_bytes);
 
+/**
+ * pm_shmem_create_hugetlb() - a hugetlbfs-like object (memfd MFD_HUGETLB) of @size bytes,
+ * backed by 2 MiB pages of the machine's hugetlb pool. @size, and every size given to
+ * pm_shmem_truncate() later, must be a multiple of 2 MiB. Mappings of it are hugetlb mappings
+ * (2 MiB aligned offsets and fixed addresses; pages reserved per object range at mmap time).
+ *
+ * Return: the object holding one reference, or NULL with errno EINVAL or ENOMEM.
+ */
+PM_API struct pm_shmem *pm_shmem_create_hugetlb(struct pm_machine *m, size_t size);
 /** pm_shmem_put() - drop the creator's reference; the last reference (mappings hold one
  * each) frees the object and its pages. */
 PM_API void pm_shmem_put(struct pm_shmem *f);
@@ -38,14 +47,15 @@ PM_API void pm_shmem_put(struct pm_shmem *f);
  * pm_shmem_truncate() - set the size in bytes, like ftruncate. Shrinking drops the pages
  * beyond the new size from the cache and from every mapping, and zeroes the tail of a partial
  * last page, so that growing again shows zeros there.
- * Return: 0, -EINVAL (size overflows), -ENOMEM.
+ * Return: 0, -EINVAL (size overflows, or is not a multiple of 2 MiB for a hugetlb object),
+ * -ENOMEM.
  */
 PM_API int pm_shmem_truncate(struct pm_shmem *f, size_t size);
 
 /** pm_shmem_size() - the current size in bytes. */
 PM_API size_t pm_shmem_size(struct pm_shmem *f);
 
-/** pm_shmem_nr_pages() - pages the page cache holds now. */
+/** pm_shmem_nr_pages() - 4 KiB pages the page cache holds now (512 per hugetlb page). */
 PM_API unsigned long pm_shmem_nr_pages(struct pm_shmem *f);
 
 #ifdef __cplusplus

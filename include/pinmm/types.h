@@ -42,6 +42,7 @@ extern "C" {
 #define PM_MAP_FIXED 0x10
 #define PM_MAP_ANONYMOUS 0x20
 #define PM_MAP_POPULATE 0x8000
+#define PM_MAP_HUGETLB 0x40000		/* 2 MiB pages from the machine's hugetlb pool */
 #define PM_MAP_FIXED_NOREPLACE 0x100000 /* extension: MAP_FIXED that fails with -EEXIST */
 
 /* madvise advice (Linux MADV_* values). */

@@ -14,7 +14,12 @@
  *      AnonExclusive page (or PMD-mapped THP) is mapped by one address space only;
  *  (C) every folio in a shmem page cache carries PG_shmem, points back to its object and index,
  *      and the cache's page count matches;
- *  (D) each PMD table holds exactly one empty deposited PTE table per 2 MiB leaf.
+ *  (D) each PMD table holds exactly one empty deposited PTE table per 2 MiB THP leaf (hugetlb
+ *      leaves have none);
+ *  (H) the hugetlb pool: its free pages are whole order-9 PG_hugetlb folios with refcount 0,
+ *      as many as it counts; free + in use = total; reserved <= free; hugetlb folios are
+ *      mapped only at PMD level, in hugetlb VMAs, and only hugetlb VMAs map at PMD level
+ *      without a deposit.
  * Deferred frees are flushed first (pm_rcu_barrier), so RCU-pending tables count as free.
  *
  * Cost: in proportion to the memory ever used, not to the machine's size. Only the frames
@@ -91,6 +96,12 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 		complain(c, "entry at %#lx maps pfn %lu whose folio is free", addr, pfn);
 		return;
 	}
+	if (vma && folio_test_hugetlb(folio) != is_vm_hugetlb_page(vma))
+		complain(c, "entry at %#lx: %s folio in a%s VMA", addr,
+			 folio_test_hugetlb(folio) ? "hugetlb" : "non-hugetlb",
+			 is_vm_hugetlb_page(vma) ? " hugetlb" : " non-hugetlb");
+	if (folio_test_hugetlb(folio) && !pmd)
+		complain(c, "hugetlb pfn %lu mapped by a PTE at %#lx", pfn, addr);
 	if (!vma) {
 		complain(c, "entry at %#lx outside every VMA", addr);
 	} else if ((e & _PAGE_RW) && !(vma->flags & VM_SHARED)) {
@@ -116,8 +127,13 @@ static void check_deposits(struct check *c, pm_entry_t *pmd)
 	struct pm_machine *m = c->m;
 	unsigned leaves = 0, deposits = 0;
 
-	for (unsigned d = 0; d < PTRS_PER_TABLE; d++)
-		leaves += pmd_leaf((pmd_t){ atomic_load_relaxed(&pmd[d]) });
+	for (unsigned d = 0; d < PTRS_PER_TABLE; d++) {
+		pmd_t e = { atomic_load_relaxed(&pmd[d]) };
+
+		if (pmd_leaf(e) && pmd_pfn(e) < c->nr &&
+		    !folio_test_hugetlb(page_folio(pfn_to_page(m, pmd_pfn(e)))))
+			leaves++;
+	}
 	for (struct pm_page *p = table_page(m, pmd)->huge_ptes; p && deposits <= leaves;
 	     p = p->deposit_next, deposits++) {
 		unsigned long pfn = page_to_pfn(m, p);
@@ -202,9 +218,11 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 
 static void check_shmem(struct check *c, struct pm_shmem *f)
 {
-	/* The pages the size covers, a partial last page included (as shmem.c counts them). */
+	/* The pages the size covers, a partial last page included (as shmem.c counts them);
+	 * a hugetlb object's cache is indexed in 2 MiB pages. */
 	unsigned long found = 0,
-		      size = (atomic_load_relaxed(&f->xsize) + PAGE_SIZE - 1) >> PAGE_SHIFT;
+		      size = f->hugetlb ? atomic_load_relaxed(&f->xsize) >> PMD_SHIFT :
+					  (atomic_load_relaxed(&f->xsize) + PAGE_SIZE - 1) >> PAGE_SHIFT;
 
 	/* Every index up to the size, and a little beyond (nothing may be there). */
 	for (unsigned long i = 0; i < size + 64; i++) {
@@ -221,6 +239,9 @@ static void check_shmem(struct check *c, struct pm_shmem *f)
 		if (!page_test(&folio->page, PG_shmem) || folio->page.mapping != f ||
 		    folio->page.index != i)
 			complain(c, "shmem page at index %lu has wrong identity", i);
+		if (folio_test_hugetlb(folio) != f->hugetlb)
+			complain(c, "shmem page at index %lu: hugetlb %d in an object of hugetlb %d",
+				 i, folio_test_hugetlb(folio), f->hugetlb);
 		if (page_to_pfn(c->m, &folio->page) >= c->nr)
 			complain(c, "shmem page at index %lu was never allocated", i);
 		else
@@ -234,7 +255,7 @@ static void check_shmem(struct check *c, struct pm_shmem *f)
 static void check_frames(struct check *c)
 {
 	struct pm_machine *m = c->m;
-	unsigned long free_found = 0;
+	unsigned long free_found = 0, pool_free = 0, pool_used = 0;
 
 	for (unsigned long pfn = 0; pfn < c->nr;) {
 		struct pm_page *page = pfn_to_page(m, pfn);
@@ -261,6 +282,23 @@ static void check_frames(struct check *c)
 		}
 		folio = (struct pm_folio *)page;
 		ref = folio_ref_count(folio);
+		if (folio_test_hugetlb(folio)) {
+			if (folio_order(folio) != HPAGE_PMD_ORDER || pfn + HPAGE_PMD_NR > c->nr) {
+				complain(c, "hugetlb pfn %lu is not a whole 2 MiB folio", pfn);
+				pfn++;
+				continue;
+			}
+			if (ref == 0) { /* free in the pool */
+				if (c->pmds[pfn] || c->cache[pfn] ||
+				    atomic_load_relaxed(&page->xpincount))
+					complain(c, "free hugetlb pfn %lu is mapped, cached or pinned",
+						 pfn);
+				pool_free++;
+				pfn += HPAGE_PMD_NR;
+				continue;
+			}
+			pool_used++;
+		}
 		if (ref <= 0 || (atomic_load_relaxed(&page->xcompound_head) & 1) ||
 		    folio_order(folio) > PM_MAX_ORDER || pfn + folio_nr_pages(folio) > c->nr) {
 			complain(c, "pfn %lu is neither free, a table, nor a folio (leaked?)", pfn);
@@ -296,6 +334,13 @@ static void check_frames(struct check *c)
 			complain(c, "pfn %lu flagged in a page cache but in none", pfn);
 		pfn += folio_nr_pages(folio);
 	}
+	pm_spin_lock(&m->hugetlb_lock);
+	if (pool_free != m->hugetlb_nr_free || pool_free + pool_used != m->hugetlb_total ||
+	    m->hugetlb_resv > m->hugetlb_nr_free)
+		complain(c, "hugetlb pool: found %lu free + %lu in use; counts %lu free of %lu, "
+			    "%lu reserved", pool_free, pool_used, m->hugetlb_nr_free,
+			 m->hugetlb_total, m->hugetlb_resv);
+	pm_spin_unlock(&m->hugetlb_lock);
 	free_found += m->nr_pages - c->nr; /* never used: free */
 	if (free_found != pm__nr_free_frames(m))
 		complain(c, "found %lu free frames, the allocator counts %zu", free_found,

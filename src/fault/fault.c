@@ -56,6 +56,8 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 
 	assert_fault_locked(vma);
 	count_event(mm->m, FAULTS, 1);
+	if (is_vm_hugetlb_page(vma))
+		return pm__hugetlb_fault(mm, vma, addr, fault_flags); /* fault/hugetlb.c */
 	pmdp = pm__pmd_alloc(mm, addr);
 	if (!pmdp)
 		return -ENOMEM;

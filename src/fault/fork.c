@@ -14,7 +14,9 @@
  *  - every other anonymous page loses AnonExclusive and is write-protected in both: the first
  *    write on either side copies or reuses it (cow.c).
  * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
- * be is shared at PMD level, write-protected.
+ * be is shared at PMD level, write-protected. Private hugetlb VMAs are copied by
+ * fault/hugetlb.c the same way, a 2 MiB page at a time (copied whole, never split); the child
+ * gets no reservation.
  *
  * Concurrency. Fork holds the parent's mmap_lock for write and write-locks each of its VMAs,
  * so no fault (under mmap_lock or a VMA lock), slow GUP or VMA change runs meanwhile; GUP-fast, pm_access and truncation still do. pm_access and
@@ -252,7 +254,11 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 			err = -ENOMEM;
 			break;
 		}
-		if (!(vma->flags & VM_SHARED))
+		if (vma->flags & VM_SHARED)
+			continue;
+		if (is_vm_hugetlb_page(vma))
+			err = pm__copy_hugetlb_page_range(child, parent, vma);
+		else
 			err = copy_page_range(child, parent, vma);
 	}
 

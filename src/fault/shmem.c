@@ -255,6 +255,41 @@ static void zero_partial_page(struct pm_shmem *f, size_t pos)
 	}
 }
 
+/*
+ * A hugetlb object: sizes in whole 2 MiB pages, cache indices in 2 MiB units. The same steps
+ * as below, with the reservations past the new size released; hugetlb_mutex orders the size
+ * against a fault filling a hole (shmem/hugetlb.c), and the PMD lock and the barriers order
+ * PG_shmem against the mapping, as in (a) and (b) above with the PMD lock as the PTL.
+ */
+static int hugetlb_truncate(struct pm_shmem *f, size_t size)
+{
+	unsigned long new_hp = size >> PMD_SHIFT, old_hp;
+	struct pm_folio *batch[64];
+	unsigned n;
+
+	if (size & ~PMD_MASK)
+		return -EINVAL;
+	pthread_mutex_lock(&f->truncate_lock);
+	pthread_mutex_lock(&f->hugetlb_mutex);
+	old_hp = atomic_load_relaxed(&f->xsize) >> PMD_SHIFT;
+	atomic_store_mb(&f->xsize, size);
+	pthread_mutex_unlock(&f->hugetlb_mutex);
+	if (new_hp >= old_hp) {
+		pthread_mutex_unlock(&f->truncate_lock);
+		return 0;
+	}
+	do {
+		n = pm__shmem_remove_from(f, new_hp, batch, ARRAY_SIZE(batch));
+		for (unsigned i = 0; i < n; i++)
+			folio_put(batch[i]);
+	} while (n == ARRAY_SIZE(batch));
+	pm__shmem_hugetlb_unreserve_from(f, new_hp);
+	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb.c) */
+	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER);
+	pthread_mutex_unlock(&f->truncate_lock);
+	return 0;
+}
+
 int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 {
 	unsigned long new_pages, old_pages;
@@ -264,6 +299,8 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 
 	if (unlikely(!f) || size > PM_SHMEM_MAX_BYTES)
 		return -EINVAL;
+	if (f->hugetlb)
+		return hugetlb_truncate(f, size);
 	pthread_mutex_lock(&f->truncate_lock);
 	old_size = atomic_load_relaxed(&f->xsize);
 	old_pages = shmem_size_pages(f);

@@ -54,6 +54,10 @@ void pm__folio_free(struct pm_folio *folio)
 	pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
 	pm_assert(!folio_test(folio, PG_locked));
 	folio->page.mapping = NULL;
+	if (folio_test_hugetlb(folio)) {
+		pm__hugetlb_free_folio(folio);
+		return;
+	}
 	pm__free_frames(m, &folio->page, folio_order(folio));
 }
 

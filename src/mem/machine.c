@@ -221,8 +221,9 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 
 	if (!c.mem_bytes)
 		c.mem_bytes = 1UL << 30;
+	/* Only Linux's design is built: PM_MACHINE_RANGE_MM is not available (machine.h). */
 	if (c.mem_bytes % PMD_SIZE || (c.knobs & ~PM_KNOB_ALL) ||
-	    c.mem_bytes / PAGE_SIZE > (1UL << 40)) {
+	    c.mem_bytes / PAGE_SIZE > (1UL << 40) || (c.flags & ~PM_MACHINE_LINUX_MM)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -286,6 +287,10 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 		goto fail_slot;
 	atomic_store_relaxed(&m->zero_page->xflags, PGF(PG_zero));
 	atomic_store_relaxed(&m->zero_page->xrefcount, 1);
+	/* vm.nr_hugepages: set aside now, or no machine (the pages go with the arena). */
+	if (c.nr_hugepages > c.mem_bytes / PMD_SIZE ||
+	    pm__hugetlb_pool_init(m, c.nr_hugepages))
+		goto fail_slot;
 	return m;
 
 fail_slot:
@@ -293,6 +298,16 @@ fail_slot:
 	pthread_mutex_lock(&machines_lock);
 	atomic_store_relaxed(&pm__machines[m->slot], NULL);
 	pthread_mutex_unlock(&machines_lock);
+	/* Setting the pool aside may have counted events: this thread's block goes too. */
+	while (!pm_list_empty(&m->stat_blocks)) {
+		struct pm_list *pos = m->stat_blocks.next;
+
+		pm_list_del(pos);
+		free(pm_list_entry(pos, struct pm_stat_block, link));
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++)
+		if (pm__stat_tls[i].id == m->id)
+			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 fail_pcp:
 	free(m->pcp);
 fail_pages:
@@ -349,6 +364,11 @@ size_t pm_machine_total_pages(struct pm_machine *m)
 	if (unlikely(!m))
 		return 0;
 	return m->nr_pages;
+}
+
+unsigned pm_machine_flags(struct pm_machine *m)
+{
+	return m ? PM_MACHINE_LINUX_MM : 0;
 }
 
 unsigned pm_machine_knobs(struct pm_machine *m)

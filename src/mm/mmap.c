@@ -15,7 +15,7 @@
 #include "internal.h"
 
 #define PM_MAP_KNOWN (PM_MAP_SHARED | PM_MAP_PRIVATE | PM_MAP_FIXED | PM_MAP_ANONYMOUS | \
-		      PM_MAP_POPULATE | PM_MAP_FIXED_NOREPLACE)
+		      PM_MAP_POPULATE | PM_MAP_FIXED_NOREPLACE | PM_MAP_HUGETLB)
 #define PM_PROT_KNOWN (PM_PROT_READ | PM_PROT_WRITE)
 
 static unsigned long prot_to_vm(int prot)
@@ -161,7 +161,9 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 {
 	unsigned long vm_flags, align = PAGE_SIZE, pgoff;
 	int type = flags & (PM_MAP_SHARED | PM_MAP_PRIVATE);
+	struct pm_hugetlb_resv *hresv = NULL;
 	struct pm_vma *vma;
+	bool hugetlb;
 	long ret;
 
 	if (unlikely(!mm) || !len)
@@ -180,6 +182,18 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	}
 	if (file && unlikely(file->m != mm->m))
 		return -EINVAL; /* an object of another machine: its frames are not ours */
+	/* Hugetlb (Linux's ksys_mmap_pgoff and hugetlbfs_file_mmap): 2 MiB lengths, offsets and
+	 * fixed addresses; MAP_HUGETLB with a file that is not a hugetlb object is -EINVAL. */
+	hugetlb = (flags & PM_MAP_HUGETLB) || (file && file->hugetlb);
+	if (hugetlb) {
+		if (file && !file->hugetlb)
+			return -EINVAL;
+		len = ALIGN_UP(len, PMD_SIZE);
+		if (!len || (offset & ~PMD_MASK) ||
+		    ((flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) && (addr & ~PMD_MASK)))
+			return -EINVAL;
+		align = PMD_SIZE;
+	}
 	if (len > PM_TASK_SIZE - PM_USER_MIN)
 		return -ENOMEM;
 	if (offset + len < offset)
@@ -193,14 +207,15 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 			return -ENOMEM;
 	}
 
-	vm_flags = prot_to_vm(prot) | VM_MAYREAD | VM_MAYWRITE;
+	vm_flags = prot_to_vm(prot) | VM_MAYREAD | VM_MAYWRITE | (hugetlb ? VM_HUGETLB : 0);
 	if (type == PM_MAP_SHARED)
 		vm_flags |= VM_SHARED | VM_MAYSHARE;
 	pgoff = offset >> PAGE_SHIFT;
 
 	/* MAP_SHARED|MAP_ANONYMOUS is backed by an internal shmem object, as in Linux. */
 	if ((flags & PM_MAP_ANONYMOUS) && type == PM_MAP_SHARED) {
-		file = pm__shmem_create_internal(mm->m, len);
+		file = hugetlb ? pm__shmem_create_internal_hugetlb(mm->m, len) :
+				 pm__shmem_create_internal(mm->m, len);
 		if (!file)
 			return -ENOMEM;
 		pgoff = 0;
@@ -209,6 +224,19 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	} else if (!(len & ~PMD_MASK)) {
 		/* Anonymous lengths that are multiples of 2 MiB get THP alignment (6.12+). */
 		align = PMD_SIZE;
+	}
+	/* Hugetlb pages are reserved now (hugetlb_reserve_pages), so that faults never fail for
+	 * lack of them: shared mappings per object range, private ones per mapping. */
+	if (hugetlb && type == PM_MAP_SHARED &&
+	    pm__shmem_hugetlb_reserve(file, pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT)) {
+		pm_shmem_put(file);
+		return -ENOMEM;
+	}
+	if (hugetlb && type == PM_MAP_PRIVATE &&
+	    !(hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT))) {
+		if (file)
+			pm_shmem_put(file);
+		return -ENOMEM;
 	}
 
 	mmap_write_lock(mm);
@@ -225,8 +253,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		if (pm__find_vma_intersection(mm, addr, addr + len)) {
 			if (flags & PM_MAP_FIXED_NOREPLACE)
 				ret = -EEXIST;
-			else if (do_munmap(mm, addr, addr + len))
-				ret = -ENOMEM;
+			else
+				ret = do_munmap(mm, addr, addr + len) ?: ret;
 		}
 	} else {
 		ret = get_unmapped_area(mm, addr, len, align);
@@ -235,10 +263,14 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		goto fail;
 	vma->start = (unsigned long)ret;
 	vma->end = vma->start + len;
+	if (hresv)
+		pm__hugetlb_resv_set_base(hresv, vma->start);
 	if (pm__vma_insert(mm, vma)) {
 		ret = -ENOMEM;
 		goto fail;
 	}
+	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
+	hresv = NULL;
 	pm__vma_link_file(vma);
 	pm__vma_try_merge(mm, vma);
 	mmap_write_unlock(mm);
@@ -257,6 +289,7 @@ fail:
 	free(vma); /* never in the tree */
 	if (file)
 		pm_shmem_put(file);
+	pm__hugetlb_resv_put(hresv);
 	return ret;
 }
 
@@ -455,6 +488,19 @@ static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long
 			hole = true;
 		s = max(vma->start, tmp);
 		e = min(vma->end, end);
+		if (is_vm_hugetlb_page(vma)) {
+			/* Linux: an aligned start, and the end rounded down to a 2 MiB page. */
+			if (s & ~PMD_MASK)
+				return -EINVAL;
+			tmp = e;
+			e &= PMD_MASK;
+			if (s < e) {
+				pm__zap_range(mm, s, e);
+				/* The pages went back to the pool: reserve them again (6.9+). */
+				pm__hugetlb_resv_restore(vma->hresv, s, e);
+			}
+			continue;
+		}
 		pm__zap_range(mm, s, e);
 		tmp = e;
 	}

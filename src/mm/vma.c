@@ -109,6 +109,11 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 /* Queue a detached VMA to be freed a grace period after mmap_lock is released. */
 void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
 {
+	if (vma->hresv) {
+		pm__hugetlb_resv_release(vma->hresv, vma->start, vma->end);
+		pm__hugetlb_resv_put(vma->hresv);
+		vma->hresv = NULL;
+	}
 	if (vma->file) {
 		pm_shmem_put(vma->file);
 		vma->file = NULL;
@@ -142,6 +147,10 @@ struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
  * its file reference. */
 void pm__vma_free(struct pm_vma *vma)
 {
+	if (vma->hresv) {
+		pm__hugetlb_resv_release(vma->hresv, vma->start, vma->end);
+		pm__hugetlb_resv_put(vma->hresv);
+	}
 	if (vma->file)
 		pm_shmem_put(vma->file);
 	pm__vma_free_pcpu(vma);
@@ -168,7 +177,8 @@ void pm__vma_unlink_file(struct pm_vma *vma)
 
 /**
  * pm__split_vma() - split @vma at @addr (page aligned, strictly inside it) into two VMAs.
- * Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed.
+ * Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed, or -EINVAL
+ * when @addr would cut a 2 MiB page of a hugetlb VMA.
  */
 int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 {
@@ -177,6 +187,8 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 
 	mmap_assert_write_locked(mm);
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
+	if (is_vm_hugetlb_page(vma) && (addr & ~PMD_MASK))
+		return -EINVAL; /* it would cut a 2 MiB page (hugetlb_vm_op_split) */
 	if (mm->nr_vmas >= PM_MAX_MAP_COUNT)
 		return -ENOMEM;
 	new = pm__vma_alloc(mm);
@@ -197,6 +209,9 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
 	pm__split_huge_pmd_at(mm, addr);
 	new->file = vma->file;
+	new->hresv = vma->hresv;
+	if (new->hresv)
+		pm__hugetlb_resv_get(new->hresv);
 	if (new->file) {
 		pm__shmem_get(new->file);
 		pm__shmem_map_lock(new->file);
@@ -211,7 +226,9 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 
 static bool can_merge(const struct pm_vma *a, const struct pm_vma *b)
 {
+	/* Hugetlb VMAs never merge (Linux: vm_ops->close). */
 	return a->end == b->start && a->flags == b->flags && a->file == b->file &&
+	       !(a->flags & VM_HUGETLB) &&
 	       (!a->file || a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff);
 }
 

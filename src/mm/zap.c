@@ -61,10 +61,12 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 		return false;
 	}
 	pmdp_get_and_clear(pmdp);
-	deposit = pm__pgtable_withdraw(mm, pmdp);
-	pm_spin_unlock(pml);
-	pm__pte_free_now(mm->m, deposit); /* never published: no walker can hold it */
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+	/* A hugetlb leaf carries no deposited table (fault/hugetlb.c). */
+	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp);
+	pm_spin_unlock(pml);
+	if (deposit)
+		pm__pte_free_now(mm->m, deposit); /* never published: no walker can hold it */
 	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	folio_put(folio);
 	return true;

@@ -64,6 +64,7 @@ static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
 
 	pm_assert_locked(pm__pmd_lockptr(mm, pmdp));
 	pm_assert(pmd_leaf(pmd));
+	pm_bug_on(folio_test_hugetlb(folio)); /* never split: the VMA layer refuses the cut */
 	table = pm__pgtable_withdraw(mm, pmdp);
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		struct pm_page *p = head + i;

@@ -37,6 +37,7 @@ static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t ma
 	}
 	pthread_mutex_init(&f->i_mmap_lock, NULL);
 	pthread_mutex_init(&f->truncate_lock, NULL);
+	pthread_mutex_init(&f->hugetlb_mutex, NULL);
 	pm_list_init(&f->i_mmap);
 	pthread_mutex_lock(&m->lock);
 	pm_list_add_tail(&f->link, &m->shmems);
@@ -73,10 +74,14 @@ static void shmem_destroy(struct pm_shmem *f)
 	pthread_mutex_unlock(&m->lock);
 
 	/* Nobody maps or references the object: no lockless readers remain. */
+	if (f->hugetlb)
+		pm__shmem_hugetlb_unreserve_from(f, 0);
 	pm__shmem_cache_fini(f);
 	pm__shmem_limit_fini(f);
 	pthread_mutex_destroy(&f->i_mmap_lock);
 	pthread_mutex_destroy(&f->truncate_lock);
+	pthread_mutex_destroy(&f->hugetlb_mutex);
+	free(f->hresv);
 	free(f);
 }
 
@@ -93,5 +98,7 @@ size_t pm_shmem_size(struct pm_shmem *f)
 
 unsigned long pm_shmem_nr_pages(struct pm_shmem *f)
 {
-	return f ? pm__shmem_nr_pages(f) : 0;
+	if (!f)
+		return 0;
+	return pm__shmem_nr_pages(f) << (f->hugetlb ? HPAGE_PMD_ORDER : 0);
 }

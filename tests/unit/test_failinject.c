@@ -13,7 +13,8 @@
  *      pages are back to their value before step 1 and that pins are balanced.
  * It reports how many injection points (values of N that made an allocation fail) each
  * scenario covered. test_oom.c walks single calls (mmap, splits, faults, THP faults, pin);
- * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem.
+ * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem, and
+ * the hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -525,6 +526,100 @@ static bool thp_dontneed_verify(struct ctx *c, long r)
 	return true;
 }
 
+/* ---- hugetlb (the machine's pool holds NHUGE pages) ---- */
+
+#define H 0x20000000UL	/* private hugetlb, 2 pages */
+#define HS 0x20800000UL /* shared hugetlb, 1 page */
+#define HP PM_PMD_SIZE
+#define NHUGE 4
+
+/* mmap of a private hugetlb range, then a write across its two pages: the reservation map,
+ * the VMA, the page tables; the pool pages themselves are never short after mmap. */
+static long hugetlb_run(struct ctx *c)
+{
+	uint8_t buf[2 * PG];
+	long r = pm_mmap(c->mm, H, 2 * HP, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
+
+	if (r != (long)H)
+		return r == -ENOMEM ? -1000 - ENOMEM : r;
+	fill(buf, H + HP - PG, 0, 11);
+	fill(buf + PG, H + HP - PG, 1, 11);
+	return pm_access(c->mm, H + HP - PG, buf, sizeof(buf), 1);
+}
+
+static bool hugetlb_ok(struct ctx *c, long r)
+{
+	return r == -1000 - ENOMEM || ok_bytes(r, 2 * PG);
+}
+
+static bool hugetlb_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	if (r > 0 && !stamped(c->mm, H + HP - PG, (unsigned long)r / PG, 11))
+		return fail(c, "the bytes reported written do not read back");
+	return true;
+}
+
+/* fork with a private hugetlb page COW-shared, one pinned (copied whole), a shared one. */
+static void hugetlb_fork_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, H, 2 * HP, RW, PRIV | PM_MAP_HUGETLB, NULL, 0), H);
+	ASSERT_TRUE(stamp(c->mm, H, 2, 12));
+	ASSERT_TRUE(stamp(c->mm, H + HP, 2, 13));
+	ASSERT_EQ(pm_mmap(c->mm, HS, HP, RW, SHARED_ANON | PM_MAP_HUGETLB, NULL, 0), HS);
+	ASSERT_TRUE(stamp(c->mm, HS, 2, 14));
+	ASSERT_EQ(pm_pin_user_pages_fast(c->mm, H + HP, 1, PM_FOLL_WRITE, c->pages), 1);
+	c->npinned = 1;
+	c->pinned_pages = true;
+}
+
+static bool hugetlb_fork_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c) || !stamped(c->mm, H, 2, 12) || !stamped(c->mm, H + HP, 2, 13) ||
+	    !stamped(c->mm, HS, 2, 14))
+		return fail(c, "the parent's data changed");
+	if (c->child && !(stamped(c->child, H, 2, 12) && stamped(c->child, H + HP, 2, 13) &&
+			  stamped(c->child, HS, 2, 14)))
+		return fail(c, "the child's data differs from the parent's at fork");
+	return true;
+}
+
+/*
+ * pin_user_pages(FOLL_WRITE) across two private hugetlb pages either side of a 1 GiB line: the
+ * first COW-shared with a child (its copy comes from the pool, which is never short), the
+ * second never touched (its PMD table is new).
+ */
+#define HB 0x40000000UL
+static void hugetlb_pin_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, HB - HP, 2 * HP, RW, PRIV | PM_MAP_HUGETLB, NULL, 0), HB - HP);
+	ASSERT_TRUE(stamp(c->mm, HB - 8 * PG, 8, 15));
+	c->child = pm_mm_fork(c->mm);
+	ASSERT_TRUE(c->child);
+}
+
+static long hugetlb_pin_run(struct ctx *c)
+{
+	c->npinned = pm_pin_user_pages(c->mm, HB - 8 * PG, NB, PM_FOLL_WRITE, c->pages);
+	c->pinned_pages = c->npinned > 0;
+	return c->npinned;
+}
+
+static bool hugetlb_pin_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	for (long i = 0; i < r && i < 8; i++)
+		if (!page_is(c->pages[i], HB - 8 * PG, (unsigned long)i, 15))
+			return fail(c, "a pinned page does not hold the data");
+	if (!stamped(c->child, HB - 8 * PG, 8, 15))
+		return fail(c, "the child's data changed");
+	return true;
+}
+
 static void cleanup(struct ctx *c)
 {
 	if (c->umem)
@@ -577,6 +672,11 @@ static const struct scenario scenarios[] = {
 	  thp_mprotect_verify },
 	{ "MADV_DONTNEED inside a THP", 0, thp_written_setup, thp_dontneed_run, zero_or_enomem,
 	  thp_dontneed_verify },
+	{ "hugetlb mmap + faults", 2 * PG, base_setup, hugetlb_run, hugetlb_ok, hugetlb_verify },
+	{ "fork (hugetlb private, pinned, shared)", 0, hugetlb_fork_setup, fork_run, fork_ok,
+	  hugetlb_fork_verify },
+	{ "pin_user_pages W of hugetlb (COW + new pages)", NB, hugetlb_pin_setup, hugetlb_pin_run,
+	  pin_ok, hugetlb_pin_verify },
 };
 
 static long walk(const struct scenario *sc, struct pm_machine *m)
@@ -653,7 +753,7 @@ static long walk(const struct scenario *sc, struct pm_machine *m)
 
 int main(void)
 {
-	struct pm_config cfg = { .mem_bytes = 64 * MiB };
+	struct pm_config cfg = { .mem_bytes = 64 * MiB, .nr_hugepages = NHUGE };
 	struct pm_machine *m;
 	long total = 0;
 

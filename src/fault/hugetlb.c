@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hugetlb.c - faults in hugetlb mappings (Linux's hugetlb_fault, hugetlb_no_page, hugetlb_wp)
+ * and fork's copy of their page tables (copy_hugetlb_page_range).
+ *
+ * A hugetlb VMA is mapped only by 2 MiB PMD leaves, each a whole pool page; its PMDs never
+ * point to PTE tables, its leaves carry no deposited table (nothing ever splits them: the VMA
+ * layer refuses every cut inside a 2 MiB page, mm/vma.c), and its folios are never split.
+ *
+ *  - Shared mappings map the object's page-cache page (shmem/hugetlb.c fills a hole from the
+ *    pool, with the reservation the mmap made), writable when VM_WRITE allows.
+ *  - Private mappings map an exclusive anonymous page of their own, taken with the mapping's
+ *    reservation (mem/hugetlb.c) - or, for a private mapping of an object, the page-cache page
+ *    read-only until a write copies it. A read fault maps the new page read-only, a write
+ *    makes it writable (Linux maps it so and lets hugetlb_wp reuse it).
+ *  - hugetlb_wp: an exclusive page (or one whose only reference is this mapping) is reused;
+ *    anything else is copied whole into a new page: with the mapping's reservation if the page
+ *    still holds one (the first write to a page-cache page), otherwise from the pages nobody
+ *    was promised - a fork child has no reservation, so its copy fails with -EFAULT (SIGBUS)
+ *    when the pool is empty, as in Linux.
+ *
+ * Locking is the THP leaf's: decide without a lock, allocate and copy with none held, take the
+ * PMD lock, re-check the entry, install or back out (-EAGAIN, and the reservation comes back).
+ * A fault holds mmap_lock or the VMA's read lock (assert_fault_locked); fork holds the
+ * parent's mmap_lock for write with every VMA write-locked (fork.c).
+ */
+#include "internal.h"
+
+static pmd_t mk_huge_pmd(struct pm_vma *vma, struct pm_folio *folio, bool writable)
+{
+	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
+
+	if (vma->flags & (VM_READ | VM_WRITE))
+		bits |= _PAGE_USER;
+	if (writable)
+		bits |= _PAGE_RW;
+	return pfn_pmd(page_to_pfn(vma->mm->m, &folio->page), bits);
+}
+
+/*
+ * Map @folio (our reference passes to the mapping) at the empty *@pmdp, if it is still empty
+ * and - for a page-cache page, @cache - still in the cache: the barrier pairs with the one
+ * truncation takes between clearing PG_shmem and zapping (fault/shmem.c, (a) and (b)).
+ * Return: 0 or -EAGAIN (our reference dropped).
+ */
+static int hugetlb_install(struct pm_mm *mm, pm_entry_t *pmdp, struct pm_folio *folio,
+			   pmd_t entry, struct pm_folio *cache)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+
+	pm_spin_lock(pml);
+	pm_smp_mb();
+	if (!pmd_none(pmdp_get(pmdp)) || (cache && !page_test(&cache->page, PG_shmem))) {
+		pm_spin_unlock(pml);
+		folio_put(folio);
+		return -EAGAIN;
+	}
+	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	set_pmd(pmdp, entry);
+	pm_spin_unlock(pml);
+	count_event(mm->m, HUGETLB_FAULTS, 1);
+	return 0;
+}
+
+/* A new exclusive anonymous page for @haddr of a private mapping, its data from @src or zero. */
+static struct pm_folio *hugetlb_new_anon(struct pm_mm *mm, struct pm_vma *vma,
+					 unsigned long haddr, struct pm_folio *src,
+					 bool *consumed)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_folio *new = pm__hugetlb_alloc_resv(m, vma->hresv, haddr, consumed);
+
+	if (!new)
+		return NULL;
+	if (src)
+		memcpy(page_address(m, &new->page), page_address(m, &src->page), PMD_SIZE);
+	page_set(&new->page, PG_anon);
+	page_set(&new->page, PG_anon_exclusive); /* on the head: covers the PMD mapping */
+	return new;
+}
+
+/* Back out a new page that was not installed: it went back to the pool with our put. */
+static void hugetlb_new_undo(struct pm_vma *vma, unsigned long haddr, bool consumed)
+{
+	if (consumed)
+		pm__hugetlb_resv_undo(vma->hresv, haddr);
+}
+
+/* An empty PMD in a hugetlb VMA. Context: mmap_lock or the VMA's lock held (fault path). */
+static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			   unsigned long haddr, unsigned fault_flags)
+{
+	bool write = fault_flags & FAULT_FLAG_WRITE;
+	unsigned long hidx = (vma->pgoff >> HPAGE_PMD_ORDER) + ((haddr - vma->start) >> PMD_SHIFT);
+	struct pm_folio *folio = NULL, *new;
+	bool consumed;
+	int err = 0, ret;
+
+	assert_fault_locked(vma);
+	if (vma->flags & VM_SHARED) {
+		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
+		if (!folio)
+			return err;
+		return hugetlb_install(mm, pmdp, folio,
+				       mk_huge_pmd(vma, folio, vma->flags & VM_WRITE), folio);
+	}
+	if (vma->file) {
+		if (hidx >= pm_shmem_size(vma->file) >> PMD_SHIFT)
+			return -EFAULT;
+		folio = pm__shmem_lookup(vma->file, hidx);
+		if (folio && !write) /* the cache's page, read-only: a write copies it */
+			return hugetlb_install(mm, pmdp, folio, mk_huge_pmd(vma, folio, false),
+					       folio);
+	}
+	new = hugetlb_new_anon(mm, vma, haddr, folio, &consumed);
+	if (!new) {
+		if (folio)
+			folio_put(folio);
+		return -EFAULT; /* no reservation and an empty pool: SIGBUS */
+	}
+	ret = hugetlb_install(mm, pmdp, new, mk_huge_pmd(vma, new, write && (vma->flags & VM_WRITE)),
+			      folio);
+	if (ret)
+		hugetlb_new_undo(vma, haddr, consumed);
+	if (folio)
+		folio_put(folio);
+	return ret;
+}
+
+/* A write or unshare fault on a read-only hugetlb leaf. Context: as hugetlb_no_page. */
+static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+		      unsigned long haddr, unsigned fault_flags)
+{
+	bool unshare = fault_flags & FAULT_FLAG_UNSHARE;
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	struct pm_folio *folio, *new;
+	bool consumed;
+	pmd_t pmd;
+
+	assert_fault_locked(vma);
+	pm_spin_lock(pml);
+	pmd = pmdp_get(pmdp);
+	if (!pmd_leaf(pmd)) {
+		pm_spin_unlock(pml);
+		return -EAGAIN;
+	}
+	if (pmd_write(pmd)) {
+		pm_spin_unlock(pml);
+		return 0;
+	}
+	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+	if (vma->flags & VM_SHARED) {
+		/* Shared: nothing to copy; mprotect made it read-only or VM_WRITE is off. */
+		if (!unshare && (vma->flags & VM_WRITE))
+			set_pmd(pmdp, pmd_mkwrite(pmd));
+		pm_spin_unlock(pml);
+		return 0;
+	}
+	if (folio_test_anon(folio)) {
+		if (page_anon_exclusive(&folio->page))
+			goto reuse;
+		if (folio_ref_count(folio) == 1) {
+			page_set(&folio->page, PG_anon_exclusive);
+			goto reuse;
+		}
+	}
+	folio_get_refs(folio, 1); /* keeps the source alive while we copy unlocked */
+	pm_spin_unlock(pml);
+
+	new = hugetlb_new_anon(mm, vma, haddr, folio, &consumed);
+	if (!new) {
+		folio_put(folio);
+		return -EFAULT; /* a fork child's COW with the pool empty: SIGBUS, as Linux */
+	}
+	pm_spin_lock(pml);
+	if (!pmd_same(pmdp_get(pmdp), pmd)) {
+		pm_spin_unlock(pml);
+		folio_put(new);
+		hugetlb_new_undo(vma, haddr, consumed);
+		folio_put(folio);
+		return -EAGAIN;
+	}
+	atomic_store_relaxed(&new->page.xentire_mapcount, 1);
+	atomic_xchg_mb(pmdp, mk_huge_pmd(vma, new, !unshare && (vma->flags & VM_WRITE)).val);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	folio_put(folio); /* the old mapping's reference */
+	pm_spin_unlock(pml);
+	folio_put(folio); /* ours */
+	count_event(mm->m, COW_COPIES, 1);
+	count_event(mm->m, HUGETLB_FAULTS, 1);
+	return 0;
+
+reuse:
+	if (!unshare && (vma->flags & VM_WRITE))
+		set_pmd(pmdp, pmd_mkwrite(pmd));
+	pm_spin_unlock(pml);
+	count_event(mm->m, COW_REUSES, 1);
+	return 0;
+}
+
+/* Would an unshare fault change anything for this read-only hugetlb leaf? */
+static bool needs_unshare(struct pm_vma *vma, struct pm_folio *folio)
+{
+	if (vma->flags & VM_SHARED)
+		return false;
+	return !folio_test_anon(folio) || !page_anon_exclusive(&folio->page);
+}
+
+/**
+ * pm__hugetlb_fault() - a fault at @addr in the hugetlb VMA @vma: the 2 MiB page around it.
+ * Context: mmap_lock held, or @vma's read lock (fault path).
+ * Return: 0, -EFAULT (SIGBUS: beyond the object, or no pool page for a fork child), -ENOMEM.
+ */
+int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+		      unsigned fault_flags)
+{
+	unsigned long haddr = addr & PMD_MASK;
+	pm_entry_t *pmdp;
+
+	assert_fault_locked(vma);
+	pmdp = pm__pmd_alloc(mm, haddr);
+	if (!pmdp)
+		return -ENOMEM;
+	for (;;) {
+		pmd_t pmd = pmdp_get(pmdp);
+		int ret = 0;
+
+		if (pmd_none(pmd)) {
+			ret = hugetlb_no_page(mm, vma, pmdp, haddr, fault_flags);
+		} else if (!pmd_write(pmd) &&
+			   ((fault_flags & FAULT_FLAG_WRITE) ||
+			    ((fault_flags & FAULT_FLAG_UNSHARE) &&
+			     needs_unshare(vma, page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))))))) {
+			pm_bug_on(!pmd_leaf(pmd)); /* a hugetlb VMA never has PTE tables */
+			ret = hugetlb_wp(mm, vma, pmdp, haddr, fault_flags);
+		}
+		if (ret != -EAGAIN)
+			return ret;
+	}
+}
+
+/* ---- fork ---- */
+
+/* Share one leaf with the child, or copy it there (may be pinned). Return: 0, 1 (copy it),
+ * -EAGAIN. */
+static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma,
+			    pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, struct pm_folio *copy)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(src, src_pmdp);
+	struct pm_spinlock *dst_pml = pm__pmd_lockptr(dst, dst_pmdp);
+	struct pm_folio *folio;
+	pmd_t pmd;
+
+	pm_spin_lock(pml);
+	pmd = pmdp_get(src_pmdp);
+	if (!pmd_leaf(pmd)) {
+		pm_spin_unlock(pml);
+		return pmd_none(pmd) ? 0 : -EAGAIN;
+	}
+	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
+	if (folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
+	    page_anon_exclusive(&folio->page)) {
+		if (!copy) {
+			pm_spin_unlock(pml);
+			return 1;
+		}
+		memcpy(page_address(src->m, &copy->page), page_address(src->m, &folio->page),
+		       PMD_SIZE);
+		page_set(&copy->page, PG_anon);
+		page_set(&copy->page, PG_anon_exclusive);
+		atomic_store_relaxed(&copy->page.xentire_mapcount, 1);
+		pm_spin_lock(dst_pml);
+		set_pmd(dst_pmdp, mk_huge_pmd(vma, copy, vma->flags & VM_WRITE));
+		pm_spin_unlock(dst_pml);
+		pm_spin_unlock(pml);
+		count_event(src->m, FORK_PINNED_COPIES, HPAGE_PMD_NR);
+		return 2;
+	}
+	if (folio_test_anon(folio)) {
+		pm_smp_mb(); /* the "may it be pinned?" test before the clear (fork.c) */
+		page_clear(&folio->page, PG_anon_exclusive);
+		if (pmd_write(pmd)) {
+			pmd = pmd_wrprotect(pmd);
+			set_pmd(src_pmdp, pmd);
+		}
+	}
+	folio_get_refs(folio, 1);
+	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	pm_spin_lock(dst_pml); /* the child's lock nests inside the parent's: only fork does this */
+	set_pmd(dst_pmdp, pmd_wrprotect(pmd));
+	pm_spin_unlock(dst_pml);
+	pm_spin_unlock(pml);
+	return 0;
+}
+
+/**
+ * pm__copy_hugetlb_page_range() - fork's copy of a private hugetlb VMA: each page is shared
+ * write-protected (COW), or - when it may be pinned - copied whole for the child at once, from
+ * the pool's unpromised pages (none left: -ENOMEM, and the fork fails, as Linux).
+ * Context: mmap_lock (W) of both, @vma write-locked (fork.c).
+ */
+int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma)
+{
+	struct pm_folio *copy = NULL;
+	unsigned long next;
+
+	mmap_assert_write_locked(src);
+	for (unsigned long addr = vma->start; addr < vma->end; addr = next) {
+		pm_entry_t *src_pmdp = pm__pmd_span(src, addr, vma->end, &next), *dst_pmdp;
+		int ret;
+
+		if (!src_pmdp || pmd_none(pmdp_get(src_pmdp)))
+			continue;
+		dst_pmdp = pm__pmd_alloc(dst, addr);
+		if (!dst_pmdp)
+			goto nomem;
+		ret = copy_hugetlb_pmd(dst, src, vma, dst_pmdp, src_pmdp, copy);
+		if (ret == 2)
+			copy = NULL; /* now the child's */
+		if (ret == 1) {
+			copy = pm__hugetlb_alloc(src->m, false);
+			if (!copy)
+				goto nomem;
+		}
+		if (ret == 1 || ret == -EAGAIN)
+			next = addr;
+	}
+	if (copy)
+		folio_put(copy);
+	return 0;
+nomem:
+	if (copy)
+		folio_put(copy);
+	return -ENOMEM;
+}

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hugetlb.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate) and
+ * the reservations of private hugetlb mappings (Linux's hugetlb_reserve_pages with a private
+ * resv_map).
+ *
+ * The pool. pm_config.nr_hugepages order-9 blocks are taken from the buddy allocator when the
+ * machine is made and never go back to it. A pool page is a folio of order 9 with PG_hugetlb
+ * on its head all its life: in use it has references like any folio; free it has refcount 0
+ * (so a speculative try_get - GUP-fast, a page-cache lookup - fails on it, as on any free
+ * frame) and sits on m->hugetlb_free, linked through the head's lru. The last folio_put of a
+ * hugetlb folio brings it back here (folio.c), never to the buddy lists.
+ *
+ * Reservations. hugetlb_resv counts free pages promised to mappings: a mapping reserves its
+ * pages at mmap time, and the faults of that mapping take reserved pages, which are always
+ * there. Pages not promised (free - resv) go to whoever asks without a reservation: a fork
+ * child's COW, or a fault after truncate grew an object. Invariant, under hugetlb_lock:
+ *	hugetlb_resv <= hugetlb_nr_free <= hugetlb_total
+ *
+ * A private mapping's reservations are a bitmap over its 2 MiB pages (struct pm_hugetlb_resv):
+ * bit set = a pool page is reserved for that page of the mapping and not yet consumed. mmap
+ * sets every bit; the fault that first maps a page consumes its bit; MADV_DONTNEED gives the
+ * page back and restores the bit (Linux 6.9+); munmap releases the bits of the range. The VMAs
+ * split from one mapping share its map (a reference each); a fork child gets none. Shared
+ * mappings keep their reservations on the object instead (shmem/hugetlb.c).
+ *
+ * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
+ * creation); resv->lock nests outside it.
+ */
+#include "internal.h"
+
+struct pm_hugetlb_resv {
+	struct pm_machine *m;
+	_Atomic long xrefs;	/* one per VMA that uses the map */
+	struct pm_spinlock lock; /* the bits */
+	unsigned long base;	/* address of the first 2 MiB page; set before publication */
+	unsigned long nr;	/* 2 MiB pages covered */
+	unsigned long bits[];	/* bit i: page i holds a reservation */
+};
+
+#define BITS_PER_LONG (8 * sizeof(unsigned long))
+
+static bool test_bit(const unsigned long *map, unsigned long i)
+{
+	return map[i / BITS_PER_LONG] & (1UL << (i % BITS_PER_LONG));
+}
+
+static void set_bit(unsigned long *map, unsigned long i)
+{
+	map[i / BITS_PER_LONG] |= 1UL << (i % BITS_PER_LONG);
+}
+
+static void clear_bit(unsigned long *map, unsigned long i)
+{
+	map[i / BITS_PER_LONG] &= ~(1UL << (i % BITS_PER_LONG));
+}
+
+/* ---- the pool ---- */
+
+/* Context: hugetlb_lock. */
+static void pool_add_locked(struct pm_machine *m, struct pm_folio *folio)
+{
+	pm_assert_locked(&m->hugetlb_lock);
+	pm_list_add(&folio->page.lru, &m->hugetlb_free);
+	m->hugetlb_nr_free++;
+}
+
+/**
+ * pm__hugetlb_pool_init() - set @nr 2 MiB pages aside for the pool. Called once, at machine
+ * creation. Return: 0, or -ENOMEM if the allocator cannot give them (what it gave stays with
+ * the machine, which the caller destroys).
+ */
+int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr)
+{
+	pm_spin_init(&m->hugetlb_lock);
+	pm_list_init(&m->hugetlb_free);
+	for (size_t i = 0; i < nr; i++) {
+		struct pm_folio *folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, 0);
+
+		if (!folio)
+			return -ENOMEM;
+		page_set(&folio->page, PG_hugetlb);
+		atomic_store_relaxed(&folio->page.xrefcount, 0); /* free: try_get fails on it */
+		pm_spin_lock(&m->hugetlb_lock);
+		pool_add_locked(m, folio);
+		m->hugetlb_total++;
+		pm_spin_unlock(&m->hugetlb_lock);
+	}
+	return 0;
+}
+
+/* Promise @nr free pages to a mapping. Return: false (nothing reserved) if they are not there. */
+bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr)
+{
+	bool ok;
+
+	pm_spin_lock(&m->hugetlb_lock);
+	ok = m->hugetlb_nr_free - m->hugetlb_resv >= nr;
+	if (ok)
+		m->hugetlb_resv += nr;
+	pm_spin_unlock(&m->hugetlb_lock);
+	return ok;
+}
+
+void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr)
+{
+	pm_spin_lock(&m->hugetlb_lock);
+	pm_assert_cmp(m->hugetlb_resv, >=, nr);
+	m->hugetlb_resv -= nr;
+	pm_spin_unlock(&m->hugetlb_lock);
+}
+
+/**
+ * pm__hugetlb_alloc() - a zeroed 2 MiB folio from the pool, with one reference.
+ * @reserved: the caller consumes one of the reservations (which guarantees a page);
+ *	otherwise only a page nobody was promised is taken.
+ * Return: the folio, or NULL when no page is free for the caller.
+ */
+struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
+{
+	struct pm_folio *folio = NULL;
+	struct pm_page *page;
+
+	pm_spin_lock(&m->hugetlb_lock);
+	if (reserved) {
+		pm_assert_cmp(m->hugetlb_resv, >, 0);
+		m->hugetlb_resv--;
+	}
+	if (m->hugetlb_nr_free > m->hugetlb_resv || (reserved && m->hugetlb_nr_free)) {
+		folio = pm_list_entry(m->hugetlb_free.next, struct pm_folio, page.lru);
+		pm_list_del(&folio->page.lru);
+		m->hugetlb_nr_free--;
+	}
+	pm_spin_unlock(&m->hugetlb_lock);
+	if (!folio) {
+		count_event(m, ALLOC_FAILURES, 1);
+		return NULL;
+	}
+	page = &folio->page;
+	page->mapping = NULL;
+	page->index = 0;
+	atomic_store_relaxed(&page->xpincount, 0);
+	atomic_store_relaxed(&page->xentire_mapcount, 0);
+	atomic_store_relaxed(&page->xflags, PGF(PG_head) | PGF(PG_hugetlb));
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		atomic_store_relaxed(&page[i].xmapcount, 0);
+		if (i)
+			atomic_store_relaxed(&page[i].xflags, 0);
+	}
+	memset(page_address(m, page), 0, PMD_SIZE); /* clear_huge_page */
+	/* Publishes the folio: a speculative try_get can succeed from here on. */
+	atomic_store_release(&page->xrefcount, 1);
+	return folio;
+}
+
+/* The last reference of a hugetlb folio went (folio.c): back to the pool, never split. */
+void pm__hugetlb_free_folio(struct pm_folio *folio)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+
+	pm_assert(folio_test_hugetlb(folio));
+	pm_assert_cmp(folio_order(folio), ==, HPAGE_PMD_ORDER);
+	if (PM_DEBUG >= 1) {
+		memset(page_address(m, &folio->page), PM_POISON_FREE, PMD_SIZE);
+		atomic_add_relaxed(&folio->page.xgen, 1);
+	}
+	atomic_store_relaxed(&folio->page.xflags, PGF(PG_head) | PGF(PG_hugetlb));
+	pm_spin_lock(&m->hugetlb_lock);
+	pool_add_locked(m, folio);
+	pm_spin_unlock(&m->hugetlb_lock);
+}
+
+int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free)
+{
+	if (unlikely(!m))
+		return -EINVAL;
+	pm_spin_lock(&m->hugetlb_lock);
+	if (total)
+		*total = m->hugetlb_total;
+	if (free)
+		*free = m->hugetlb_nr_free;
+	pm_spin_unlock(&m->hugetlb_lock);
+	return 0;
+}
+
+/* ---- private mappings' reservation maps ---- */
+
+/**
+ * pm__hugetlb_resv_create() - reserve @nr pages for a new private mapping.
+ * Return: the map (one reference, every bit set), or NULL when the pool cannot cover the
+ * mapping or memory ran out (mmap's -ENOMEM).
+ */
+struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned long nr)
+{
+	size_t words = (nr + BITS_PER_LONG - 1) / BITS_PER_LONG;
+	struct pm_hugetlb_resv *resv;
+
+	resv = pm__kzalloc(m, sizeof(*resv) + words * sizeof(unsigned long));
+	if (!resv)
+		return NULL;
+	if (!pm__hugetlb_reserve(m, nr)) {
+		free(resv);
+		return NULL;
+	}
+	resv->m = m;
+	atomic_store_relaxed(&resv->xrefs, 1);
+	pm_spin_init(&resv->lock);
+	resv->nr = nr;
+	for (unsigned long i = 0; i < nr; i++)
+		set_bit(resv->bits, i);
+	return resv;
+}
+
+/* The address the map starts at, known once mmap has placed the mapping. */
+void pm__hugetlb_resv_set_base(struct pm_hugetlb_resv *resv, unsigned long base)
+{
+	resv->base = base;
+}
+
+void pm__hugetlb_resv_get(struct pm_hugetlb_resv *resv)
+{
+	atomic_add_relaxed(&resv->xrefs, 1);
+}
+
+/* Drop a reference; the last gives back whatever is still reserved and frees the map. */
+void pm__hugetlb_resv_put(struct pm_hugetlb_resv *resv)
+{
+	if (!resv || atomic_sub_mb(&resv->xrefs, 1) != 1)
+		return;
+	pm__hugetlb_resv_release(resv, resv->base, resv->base + resv->nr * PMD_SIZE);
+	free(resv);
+}
+
+/* The map's pages [first, last) for the addresses [start, end), clamped to the map. */
+static bool resv_range(struct pm_hugetlb_resv *resv, unsigned long start, unsigned long end,
+		       unsigned long *first, unsigned long *last)
+{
+	unsigned long lo = max(start, resv->base), hi = min(end, resv->base + resv->nr * PMD_SIZE);
+
+	if (lo >= hi)
+		return false;
+	*first = (lo - resv->base) >> PMD_SHIFT;
+	*last = (hi - resv->base + PMD_SIZE - 1) >> PMD_SHIFT;
+	return true;
+}
+
+/* munmap, or the end of the mapping: give back the reservations of [start, end). */
+void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
+			      unsigned long end)
+{
+	unsigned long first, last, n = 0;
+
+	if (!resv || !resv_range(resv, start, end, &first, &last))
+		return;
+	pm_spin_lock(&resv->lock);
+	for (unsigned long i = first; i < last; i++)
+		if (test_bit(resv->bits, i)) {
+			clear_bit(resv->bits, i);
+			n++;
+		}
+	pm_spin_unlock(&resv->lock);
+	if (n)
+		pm__hugetlb_unreserve(resv->m, n);
+}
+
+/*
+ * MADV_DONTNEED gave the pages of [start, end) back: reserve them again for the mapping, as
+ * Linux 6.9+ does, where the pool still has a free page to promise (a page a pin or a fork
+ * child still holds did not come back; that one is faulted later without a reservation).
+ */
+void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
+			      unsigned long end)
+{
+	unsigned long first, last;
+
+	if (!resv || !resv_range(resv, start, end, &first, &last))
+		return;
+	pm_spin_lock(&resv->lock);
+	for (unsigned long i = first; i < last; i++)
+		if (!test_bit(resv->bits, i) && pm__hugetlb_reserve(resv->m, 1))
+			set_bit(resv->bits, i);
+	pm_spin_unlock(&resv->lock);
+}
+
+/**
+ * pm__hugetlb_alloc_resv() - a page for the 2 MiB page at @addr of a private mapping: its
+ * reservation if it still holds one (@resv may be NULL: a fork child), else a page nobody was
+ * promised. *@consumed says which, for pm__hugetlb_resv_undo().
+ * Return: the zeroed folio with one reference, or NULL (the pool has nothing for us).
+ */
+struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m, struct pm_hugetlb_resv *resv,
+					unsigned long addr, bool *consumed)
+{
+	unsigned long i, last;
+
+	*consumed = false;
+	if (resv && resv_range(resv, addr, addr + 1, &i, &last)) {
+		pm_spin_lock(&resv->lock);
+		if (test_bit(resv->bits, i)) {
+			clear_bit(resv->bits, i);
+			*consumed = true;
+		}
+		pm_spin_unlock(&resv->lock);
+	}
+	return pm__hugetlb_alloc(m, *consumed);
+}
+
+/*
+ * The page taken with the reservation of @addr was not used (a racing fault won) and has gone
+ * back to the pool: reserve it again (Linux's restore_reserve_on_error).
+ */
+void pm__hugetlb_resv_undo(struct pm_hugetlb_resv *resv, unsigned long addr)
+{
+	unsigned long i, last;
+
+	if (!resv_range(resv, addr, addr + 1, &i, &last))
+		return;
+	pm_spin_lock(&resv->lock);
+	pm_spin_lock(&resv->m->hugetlb_lock);
+	/* Not asserted against nr_free: a GUP-fast walker's speculative reference (taken and
+	 * dropped after its re-check failed) may hold the page out of the pool a moment longer. */
+	resv->m->hugetlb_resv++;
+	pm_spin_unlock(&resv->m->hugetlb_lock);
+	set_bit(resv->bits, i);
+	pm_spin_unlock(&resv->lock);
+}
