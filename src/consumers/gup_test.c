@@ -294,11 +294,23 @@ struct lt_session {
 static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lt_session *lt_sessions; /* under lt_lock */
 
+/* Debug builds: is lt_lock held? (A plain mutex names no owner: a trylock must fail.) */
+static void lt_assert_locked(void)
+{
+#if PM_DEBUG
+	if (pthread_mutex_trylock(&lt_lock) == 0) {
+		fprintf(stderr, "pinmm: BUG: gup_test: lt_lock is not held\n");
+		abort();
+	}
+#endif
+}
+
 /* Where @mm's session is linked, or NULL. Context: lt_lock held. */
 static struct lt_session **lt_find(struct pm_mm *mm)
 {
 	struct lt_session **pp;
 
+	lt_assert_locked();
 	for (pp = &lt_sessions; *pp; pp = &(*pp)->next)
 		if ((*pp)->mm == mm)
 			return pp;
@@ -331,8 +343,10 @@ static void lt_release(struct pm_mm_notifier *mn, struct pm_mm *mm)
 /* pin_longterm_test_stop(). Context: lt_lock held. */
 static void lt_stop(struct pm_mm *mm)
 {
-	struct lt_session **pp = lt_find(mm), *s;
+	struct lt_session **pp, *s;
 
+	lt_assert_locked();
+	pp = lt_find(mm);
 	if (!pp)
 		return;
 	s = *pp;
@@ -351,6 +365,7 @@ static int lt_start(struct pm_mm *mm, const struct pm_pin_longterm_test *arg)
 	bool fast;
 	int err;
 
+	lt_assert_locked();
 	if (lt_find(mm))
 		return -EINVAL;
 	if (!arg)
@@ -408,10 +423,12 @@ fail:
 /* pin_longterm_test_read(). Context: lt_lock held. */
 static int lt_read(struct pm_mm *mm, const uint64_t *arg)
 {
-	struct lt_session **pp = lt_find(mm);
 	unsigned char bounce[PM_PAGE_SIZE];
+	struct lt_session **pp;
 	unsigned long uaddr;
 
+	lt_assert_locked();
+	pp = lt_find(mm);
 	if (!pp)
 		return -EINVAL;
 	if (!arg)
