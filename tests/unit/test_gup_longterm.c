@@ -146,13 +146,19 @@ static void test_session(bool fast)
 	unsigned long x = pmt_map_anon(mm, 8 * PG, RW, false);
 	unsigned long y = pmt_map_anon(mm, 4 * PG, RW, false);
 	uint32_t f = fast ? FAST : 0;
+	struct pm_stats s0, s1;
 	char what[48];
 
 	snprintf(what, sizeof(what), "session (%s)", fast ? "fast" : "slow");
 	is_int(pmt_put_tag(mm, x, 8, 0x21, 0), 8, "%s: fill", what);
 	pmt_touch(mm, y, 4 * PG);
+	s0 = pmt_stats(m);
 	is_int(start(mm, x, 8 * PG, f), 0, "%s: START", what);
+	s1 = pmt_stats(m);
 	is_int(pins_held(m), 8, "%s: 8 pages pinned", what);
+	ok(fast ? s1.gup_fast_pages - s0.gup_fast_pages == 8 && s1.gup_slow_pages == s0.gup_slow_pages
+		: s1.gup_slow_pages - s0.gup_slow_pages == 8 && s1.gup_fast_pages == s0.gup_fast_pages,
+	   "%s: the %s path took the 8 present pages", what, fast ? "lockless" : "slow");
 	is_int(start(mm, y, 4 * PG, f), -EINVAL, "%s: a second START is -EINVAL", what);
 	is_int(start(mm, y, 0, 0x40), -EINVAL, "%s: ... whatever its arguments", what);
 	is_int(pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_START, NULL), -EINVAL,
