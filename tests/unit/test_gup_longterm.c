@@ -16,9 +16,9 @@
  *    pin must hold every page until STOP and follow the process's later writes;
  *  - Linux's cow.c R/O long-term pin cases that read back with READ: a R/O pin of a page
  *    shared with a live child, previously shared, or exclusive but mapped R/O, on each of
- *    cow.c's anonymous layouts; and of the zero page, zero pages in a THP area (pinmm has no
- *    huge zero page) and a memfd page in a private mapping. The process writes after the pin;
- *    READ must return what the process now reads;
+ *    cow.c's anonymous layouts; and of the zero page, a read-faulted THP area (cow.c's huge
+ *    zero page case: pinmm has none, a read fault maps a THP) and a memfd page in a private
+ *    mapping. The process writes after the pin; READ must return what the process now reads;
  *  - a R/W long-term pin held across fork (cow.c's io_uring fork case): the parent's writes
  *    show through READ, the child's never do;
  *  - allocation failures while START faults leave no pin and no session; threads run sessions
@@ -454,13 +454,17 @@ static void test_ro_pin(enum pmt_layout l, enum ro_pin_test t, bool fast)
 		}
 		break;
 	case RO_EXCLUSIVE:
+		/* cow.c maps R/O and back with soft-dirty cleared, so that the page stays mapped
+		 * R/O; pinmm's mprotect maps an exclusive page writable at once, so the pin is
+		 * taken while the mapping is R/O, and the mapping is made RW after it. */
 		ASSERT_EQ(pm_mprotect(mm, ar.addr, ar.len, PM_PROT_READ), 0);
-		ASSERT_EQ(pm_mprotect(mm, ar.addr, ar.len, RW), 0);
 		break;
 	default:
 		break;
 	}
 	is_int(start(mm, ar.addr, ar.n * PG, fast ? FAST : 0), 0, "%s: START", what);
+	if (t == RO_EXCLUSIVE)
+		ASSERT_EQ(pm_mprotect(mm, ar.addr, ar.len, RW), 0);
 	is_int(pmt_put_tag(mm, ar.addr, ar.n, 0x72, 0), ar.n, "%s: modify the pages", what);
 	is_int(read_bad(mm, ar.n, 0x72), 0, "%s: READ sees the modification", what);
 	if (c) {
@@ -476,7 +480,8 @@ static void test_ro_pin(enum pmt_layout l, enum ro_pin_test t, bool fast)
 enum non_anon { NA_ZERO, NA_ZERO_THP, NA_MEMFD, NR_NON_ANON };
 
 static const char *const non_anon_name[NR_NON_ANON] = {
-	"shared zeropage", "zero pages of a THP area (pinmm has no huge zeropage)", "memfd",
+	"shared zeropage", "read-faulted THP area (no huge zeropage: a read fault maps a THP)",
+	"memfd",
 };
 
 /*
