@@ -270,7 +270,10 @@ int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
  * pin_longterm_test_mutex does, and is held across the pinning and the copying: it sits above
  * mmap_lock (docs/architecture.md). The release notifier takes it too; pm_mm_destroy() calls
  * it holding no lock. Commands on different mms thus wait for each other, which a test
- * interface can afford.
+ * interface can afford. A process fork() takes lt_lock around itself (pthread_atfork,
+ * registered at the first command, after the library's RCU handlers, so that a command in
+ * flight finishes while RCU still runs): the child never inherits it held by a thread it does
+ * not have.
  *
  * Differences from Linux, forced by user space:
  *  - the slow path does not hold mmap_lock across the whole START: each pm_pin_user_pages()
@@ -293,6 +296,23 @@ struct lt_session {
 
 static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct lt_session *lt_sessions; /* under lt_lock */
+static pthread_once_t lt_atfork_once = PTHREAD_ONCE_INIT;
+
+static void lt_atfork_prepare(void)
+{
+	pthread_mutex_lock(&lt_lock);
+}
+
+static void lt_atfork_release(void)
+{
+	pthread_mutex_unlock(&lt_lock);
+}
+
+static void lt_atfork_init(void)
+{
+	if (pthread_atfork(lt_atfork_prepare, lt_atfork_release, lt_atfork_release))
+		abort();
+}
 
 /* Debug builds: is lt_lock held? (A plain mutex names no owner: a trylock must fail.) */
 static void lt_assert_locked(void)
@@ -454,6 +474,7 @@ int pm_gup_test_longterm(struct pm_mm *mm, unsigned cmd, void *arg)
 
 	if (!mm)
 		return -EINVAL;
+	pthread_once(&lt_atfork_once, lt_atfork_init);
 	pthread_mutex_lock(&lt_lock);
 	switch (cmd) {
 	case PM_PIN_LONGTERM_TEST_START:

@@ -22,7 +22,8 @@
  *  - a R/W long-term pin held across fork (cow.c's io_uring fork case): the parent's writes
  *    show through READ, the child's never do;
  *  - allocation failures while START faults leave no pin and no session; threads run sessions
- *    on their own mms, race for one mm's session, and destroy mms with sessions alive.
+ *    on their own mms, race for one mm's session, and destroy mms with sessions alive; a
+ *    process fork() while a thread runs sessions leaves the child able to run its own.
  *
  * HUGETLB: gup_longterm.c's "memfd hugetlb" backing and cow.c's "hugetlb" layout (anonymous
  * PM_MAP_HUGETLB and pm_shmem_create_hugetlb objects) come with the hugetlb pool; see the
@@ -31,10 +32,13 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <pinmm/pinmm.h>
 
@@ -710,6 +714,113 @@ static void test_threads(void)
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
+/* ---- process fork while another thread runs sessions ---- */
+
+/* ThreadSanitizer: the fork child starts threads (RCU's helper); allow it. */
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+
+struct churn {
+	pthread_t tid;
+	struct pm_machine *m;
+	atomic_int stop;
+	atomic_long rounds, errors;
+};
+
+/* Session commands, back to back, each holding gup_test's lock. */
+static void *churn_fn(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!atomic_load(&c->stop)) {
+		struct pm_mm *mm = pm_mm_create(c->m);
+		unsigned long x;
+
+		if (!mm) {
+			pmt_error(&c->errors, "churn: pm_mm_create");
+			break;
+		}
+		x = pmt_map_anon(mm, 16 * PG, RW, false);
+		for (int i = 0; i < 8; i++)
+			if (start(mm, x, 8 * PG, i & 1 ? FAST : W) || read_to(mm, x + 8 * PG) ||
+			    stop(mm))
+				pmt_error(&c->errors, "churn: a session command failed");
+		if (start(mm, x, 8 * PG, 0))
+			pmt_error(&c->errors, "churn: START");
+		pm_mm_destroy(mm); /* with the session alive */
+		atomic_fetch_add(&c->rounds, 1);
+	}
+	return NULL;
+}
+
+/*
+ * The fork child: a session on a new machine, within 20 s (a hang is a failure). It leaves
+ * without pm_machine_destroy(): that waits for an RCU grace period, and one never ends in a
+ * child forked while another thread was inside an RCU read-side section (liburcu keeps that
+ * reader registered, and it never leaves) - a limit of fork support beyond the sessions.
+ */
+static void fork_child(void)
+{
+	struct pm_machine *m;
+	struct pm_mm *mm;
+	unsigned long x;
+	int bad = 0;
+
+	alarm(20);
+	m = pmt_machine(16, 0);
+	mm = pm_mm_create(m);
+	if (!mm)
+		_exit(2);
+	x = pmt_map_anon(mm, 8 * PG, RW, false);
+	bad |= pmt_put_tag(mm, x, 4, 0x91, 0) != 4;
+	bad |= start(mm, x, 4 * PG, FAST) != 0;
+	bad |= read_to(mm, x + 4 * PG) != 0 || pmt_bad_tag(mm, x + 4 * PG, 4, 0x91, 0) != 0;
+	bad |= stop(mm) != 0;
+	bad |= start(mm, x, 4 * PG, W) != 0;
+	pm_mm_destroy(mm); /* ends the session: gup_test's lock again */
+	mm = pm_mm_create(m);
+	bad |= !mm || read_to(mm, x) != -EINVAL;
+	fflush(NULL);
+	_exit(bad);
+}
+
+static void test_process_fork(void)
+{
+	const char *what = "process fork";
+	struct churn c = { .m = pmt_machine(64, 0) };
+	size_t free0 = pm_machine_free_pages(c.m);
+	long forks = tap_scale(20), good = 0, hung = 0;
+
+	if (forks < 3)
+		forks = 3;
+	ASSERT_EQ(pthread_create(&c.tid, NULL, churn_fn, &c), 0);
+	while (atomic_load(&c.rounds) < 1 && !atomic_load(&c.errors))
+		pmt_wait_until(tap_now() + 0.01, NULL);
+	for (long i = 0; i < forks; i++) {
+		int status = 0;
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		ASSERT_TRUE(pid >= 0);
+		if (pid == 0)
+			fork_child();
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+	}
+	atomic_store(&c.stop, 1);
+	pthread_join(c.tid, NULL);
+	is_int(good, forks, "%s: %ld children ran a session while the parent's thread ran "
+	       "sessions (%ld hung)", what, forks, hung);
+	is_int(atomic_load(&c.errors), 0, "%s: the parent's sessions (%ld rounds)", what,
+	       atomic_load(&c.rounds));
+	pmt_end(c.m, free0, &pmt_end_returned, what);
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -742,5 +853,6 @@ int main(void)
 	/* HUGETLB: cow.c's memfd hugetlb case for test_ro_pin_non_anon(). */
 
 	test_threads();
+	test_process_fork();
 	return done_testing();
 }
