@@ -20,16 +20,17 @@
  *    fails with -ENOMEM or worse. Here the array grows with the pages the calls return, and a
  *    call of more than GUP_TEST_CALL_MAX pages is made as several calls of at most that many:
  *    memory follows what the mapping covers, never the size asked for. A growth that fails
- *    ends the walk like a failed call. *
+ *    ends the walk like a failed call.
+ *
  * The long-term pin sessions (PIN_LONGTERM_TEST_START/STOP/READ, which Linux's gup_longterm.c
  * and cow.c selftests use) are pm_gup_test_longterm(), at the end of this file.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <stdio.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
