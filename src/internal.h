@@ -693,6 +693,7 @@ struct pm_mm {
 	struct pm_vma_cache *vcache;
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
+	struct pm_mm_notifier *notifiers;   /* told of the teardown; under machine->lock */
 };
 
 /* Linux's vm.max_map_count default: a call that would make more VMAs fails with -ENOMEM. */

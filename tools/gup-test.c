@@ -24,6 +24,10 @@
  * pinmm has no file systems and no hugetlbfs: -f with anything but /dev/zero maps a shmem
  * object of the buffer's size in its place (said on a "#" line), and -H is refused.
  *
+ * The selftest has no option for the long-term pin sessions (PIN_LONGTERM_TEST_*; its -L is
+ * PIN_LONGTERM_BENCHMARK): their users are gup_longterm.c and cow.c, whose cases are
+ * tests/unit/test_gup_longterm.c over pm_gup_test_longterm().
+ *
  * Output is TAP, as kselftest's: a header, a plan of one test per thread, "# " lines with the
  * timings ("GUP_FAST_BENCHMARK: Time: get:%lld put:%lld us", ", truncated (size: %lld)" when a
  * call came back short), "ok N ioctl status 0" per thread and a totals line. The kernel prints

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pinmm/consumers.h - the callers the seeds were written for: an RDMA-style memory
- * registration (umem), direct I/O, and a gup_test-compatible benchmark interface. They use
- * only the public GUP API.
+ * registration (umem), direct I/O, and a gup_test-compatible benchmark interface with its
+ * long-term pin sessions. They use only the public API.
  */
 #ifndef PINMM_CONSUMERS_H
 #define PINMM_CONSUMERS_H
@@ -87,6 +87,38 @@ enum {
  * that wraps, unknown flags), -ENOMEM (not even the first pointers could be allocated).
  */
 PM_API int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup);
+
+/* ---- gup_test long-term pin sessions: Linux's PIN_LONGTERM_TEST_* (gup_longterm.c, cow.c) ---- */
+
+enum { PM_PIN_LONGTERM_TEST_START = 7, PM_PIN_LONGTERM_TEST_STOP, PM_PIN_LONGTERM_TEST_READ };
+
+#define PM_PIN_LONGTERM_TEST_FLAG_USE_WRITE 1 /* pin FOLL_WRITE too */
+#define PM_PIN_LONGTERM_TEST_FLAG_USE_FAST 2  /* pm_pin_user_pages_fast (else the slow call) */
+
+struct pm_pin_longterm_test { /* Linux's struct pin_longterm_test */
+	uint64_t addr, size;
+	uint32_t flags;
+};
+
+/**
+ * pm_gup_test_longterm() - one PIN_LONGTERM_TEST_* command on @mm's session, as
+ * ioctl(gup_fd, cmd, arg) would run it for the calling process; one session per mm.
+ *
+ * START (@arg: struct pm_pin_longterm_test *): pin [addr, addr + size) FOLL_LONGTERM (a read-
+ * only pin of a page another may write first gets a page of its own, as any R/O long-term pin
+ * in a private mapping). -EINVAL: a session exists, unknown flags, addr or size not a multiple
+ * of 4096, size 0 or above LONG_MAX; -EFAULT: NULL @arg, or a page could not be pinned (a
+ * hole, no permission), -ENOMEM: out of memory; on every error nothing stays pinned.
+ * STOP (@arg unused): unpin and end the session, if any; always 0.
+ * READ (@arg: uint64_t * holding an address of @mm): copy the pinned pages, in order, there
+ * (pm_access: COW is broken, protections hold). 0; -EINVAL without a session; -EFAULT: NULL
+ * @arg, or the destination is not writable; -ENOMEM. Pages before a failure are copied.
+ *
+ * pm_mm_destroy() ends @mm's session (it releases the pins); pm_mm_fork()'s child has none.
+ * Every command of every mm waits for the others (one mutex, as Linux's).
+ * Return: as above; -EINVAL for a NULL @mm or an unknown @cmd.
+ */
+PM_API int pm_gup_test_longterm(struct pm_mm *mm, unsigned cmd, void *arg);
 
 #ifdef __cplusplus
 }

@@ -55,8 +55,9 @@ extern "C" {
 PM_API struct pm_mm *pm_mm_create(struct pm_machine *m);
 
 /**
- * pm_mm_destroy() - unmap everything and free the address space. Pages still pinned stay
- * allocated until their last unpin. Must not race with other calls on @mm.
+ * pm_mm_destroy() - tell the registered notifiers (pm_mm_notifier_register()), then unmap
+ * everything and free the address space. Pages still pinned stay allocated until their last
+ * unpin. Must not race with other calls on @mm.
  */
 PM_API void pm_mm_destroy(struct pm_mm *mm);
 
@@ -95,6 +96,24 @@ PM_API long pm_access(struct pm_mm *mm, unsigned long addr, void *buf, size_t le
  */
 PM_API int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags);
 
+/*
+ * Teardown notifiers: Linux's mmu_notifier reduced to ->release, for callers that keep state
+ * per address space (gup_test's long-term pin sessions). Embed one, set ->release, register
+ * it. pm_mm_destroy() takes each registered notifier off the list and calls its ->release
+ * before it unmaps anything, with no lock of pinmm's held: ->release may unpin, read or write
+ * @mm, but must not register or unregister on @mm. A fork child starts with none.
+ */
+struct pm_mm_notifier {
+	void (*release)(struct pm_mm_notifier *mn, struct pm_mm *mm);
+	struct pm_mm_notifier *next; /* pinmm's */
+};
+/**
+ * pm_mm_notifier_register() - have pm_mm_destroy(@mm) call @mn->release(@mn, @mm).
+ * Return: 0; -EINVAL (NULL @mn, @mm or ->release); -EEXIST (@mn is registered on @mm already).
+ */
+PM_API int pm_mm_notifier_register(struct pm_mm_notifier *mn, struct pm_mm *mm);
+/** pm_mm_notifier_unregister() - take @mn off @mm's list (nothing if it is not on it). */
+PM_API void pm_mm_notifier_unregister(struct pm_mm_notifier *mn, struct pm_mm *mm);
 /** pm_mm_machine() - the machine an address space lives in. */
 PM_API struct pm_machine *pm_mm_machine(struct pm_mm *mm);
 

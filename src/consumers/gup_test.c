@@ -21,12 +21,18 @@
  *    call of more than GUP_TEST_CALL_MAX pages is made as several calls of at most that many:
  *    memory follows what the mapping covers, never the size asked for. A growth that fails
  *    ends the walk like a failed call.
+ *
+ * The long-term pin sessions (PIN_LONGTERM_TEST_START/STOP/READ, which Linux's gup_longterm.c
+ * and cow.c selftests use) are pm_gup_test_longterm(), at the end of this file.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <pinmm/pinmm.h>
@@ -243,4 +249,246 @@ int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
 
 	free(pages);
 	return 0;
+}
+
+/*
+ * ---- long-term pin sessions: Linux's pin_longterm_test_{start,stop,read} ----
+ *
+ * START pins [addr, addr + size) FOLL_LONGTERM (+FOLL_WRITE), fast or slow, and keeps the
+ * pages; READ copies them, in order, to an address of the same mm as copy_to_user() would
+ * (pm_access); STOP unpins. Linux keeps one session per open gup_test file, ended by the
+ * file's release; pinmm keeps one per mm, ended by STOP or by pm_mm_destroy().
+ *
+ * Where a session lives. This layer calls only down and sees only the public API, so the
+ * sessions are kept here, in a list keyed by mm (few live at once: a linear search), and
+ * pm_mm_destroy() reaches them through a teardown notifier (pm_mm_notifier_register(),
+ * Linux's mmu_notifier ->release): the mm layer calls a function pointer it was handed, not a
+ * symbol of a layer above. The notifier is embedded in the session, registered by START and
+ * unregistered by STOP; pm_mm_fork() starts the child without notifiers, so a session is
+ * never inherited.
+ *
+ * Locking. One mutex, lt_lock, serialises every command of every mm, as Linux's
+ * pin_longterm_test_mutex does, and is held across the pinning and the copying: it sits above
+ * mmap_lock (docs/architecture.md). The release notifier takes it too; pm_mm_destroy() calls
+ * it holding no lock. Commands on different mms thus wait for each other, which a test
+ * interface can afford. A process fork() takes lt_lock around itself (pthread_atfork,
+ * registered at the first command, after the library's RCU handlers, so that a command in
+ * flight finishes while RCU still runs): the child never inherits it held by a thread it does
+ * not have.
+ *
+ * Differences from Linux, forced by user space:
+ *  - the slow path does not hold mmap_lock across the whole START: each pm_pin_user_pages()
+ *    call takes it itself;
+ *  - Linux allocates size / PAGE_SIZE pointers up front (kvcalloc); here the array grows with
+ *    what the calls pin (at most GUP_TEST_CALL_MAX pages a call), so a huge size over a small
+ *    mapping fails with -EFAULT at the first hole, not for want of memory;
+ *  - a NULL @mm is -EINVAL; a NULL @arg where one is read is -EFAULT (copy_from_user);
+ *  - a call that pinned nothing without an error would make Linux's loop spin; here it ends
+ *    START with -EFAULT.
+ */
+#define LT_FLAGS (PM_PIN_LONGTERM_TEST_FLAG_USE_WRITE | PM_PIN_LONGTERM_TEST_FLAG_USE_FAST)
+
+struct lt_session {
+	struct pm_mm_notifier mn; /* ->release: the mm is being destroyed */
+	struct pm_mm *mm;
+	struct page_vec pages;	  /* pinned, in address order */
+	struct lt_session *next;  /* on lt_sessions */
+};
+
+static pthread_mutex_t lt_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct lt_session *lt_sessions; /* under lt_lock */
+static pthread_once_t lt_atfork_once = PTHREAD_ONCE_INIT;
+
+static void lt_atfork_prepare(void)
+{
+	pthread_mutex_lock(&lt_lock);
+}
+
+static void lt_atfork_release(void)
+{
+	pthread_mutex_unlock(&lt_lock);
+}
+
+static void lt_atfork_init(void)
+{
+	if (pthread_atfork(lt_atfork_prepare, lt_atfork_release, lt_atfork_release))
+		abort();
+}
+
+/* Debug builds: is lt_lock held? (A plain mutex names no owner: a trylock must fail.) */
+static void lt_assert_locked(void)
+{
+#if PM_DEBUG
+	if (pthread_mutex_trylock(&lt_lock) == 0) {
+		fprintf(stderr, "pinmm: BUG: gup_test: lt_lock is not held\n");
+		abort();
+	}
+#endif
+}
+
+/* Where @mm's session is linked, or NULL. Context: lt_lock held. */
+static struct lt_session **lt_find(struct pm_mm *mm)
+{
+	struct lt_session **pp;
+
+	lt_assert_locked();
+	for (pp = &lt_sessions; *pp; pp = &(*pp)->next)
+		if ((*pp)->mm == mm)
+			return pp;
+	return NULL;
+}
+
+/* Unpin and free a session that is on no list. */
+static void lt_free(struct lt_session *s)
+{
+	if (s->pages.n)
+		pm_unpin_user_pages(s->pages.v, s->pages.n);
+	free(s->pages.v);
+	free(s);
+}
+
+/* pm_mm_destroy() of a session's mm (gup_test_release()); @mn is off the mm's list already. */
+static void lt_release(struct pm_mm_notifier *mn, struct pm_mm *mm)
+{
+	struct lt_session *s = (struct lt_session *)((char *)mn - offsetof(struct lt_session, mn));
+	struct lt_session **pp;
+
+	pthread_mutex_lock(&lt_lock);
+	pp = lt_find(mm);
+	if (pp && *pp == s)
+		*pp = s->next;
+	pthread_mutex_unlock(&lt_lock);
+	lt_free(s);
+}
+
+/* pin_longterm_test_stop(). Context: lt_lock held. */
+static void lt_stop(struct pm_mm *mm)
+{
+	struct lt_session **pp, *s;
+
+	lt_assert_locked();
+	pp = lt_find(mm);
+	if (!pp)
+		return;
+	s = *pp;
+	*pp = s->next;
+	pm_mm_notifier_unregister(&s->mn, mm);
+	lt_free(s);
+}
+
+/* pin_longterm_test_start(). Context: lt_lock held. */
+static int lt_start(struct pm_mm *mm, const struct pm_pin_longterm_test *arg)
+{
+	unsigned gup_flags = PM_FOLL_LONGTERM;
+	struct pm_pin_longterm_test a;
+	unsigned long nr_pages;
+	struct lt_session *s;
+	bool fast;
+	int err;
+
+	lt_assert_locked();
+	if (lt_find(mm))
+		return -EINVAL;
+	if (!arg)
+		return -EFAULT;
+	a = *arg;
+	if (a.flags & ~LT_FLAGS)
+		return -EINVAL;
+	if ((a.addr | a.size) & (PM_PAGE_SIZE - 1))
+		return -EINVAL;
+	if (a.size > LONG_MAX || a.addr > ULONG_MAX)
+		return -EINVAL;
+	nr_pages = a.size / PM_PAGE_SIZE;
+	if (!nr_pages)
+		return -EINVAL;
+	if (a.flags & PM_PIN_LONGTERM_TEST_FLAG_USE_WRITE)
+		gup_flags |= PM_FOLL_WRITE;
+	fast = a.flags & PM_PIN_LONGTERM_TEST_FLAG_USE_FAST;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->mm = mm;
+	s->mn.release = lt_release;
+	while (s->pages.n < nr_pages) {
+		unsigned long left = nr_pages - s->pages.n;
+		unsigned long want = left < GUP_TEST_CALL_MAX ? left : GUP_TEST_CALL_MAX;
+		unsigned long addr = (unsigned long)a.addr + s->pages.n * PM_PAGE_SIZE;
+		long got;
+
+		err = page_vec_reserve(&s->pages, want);
+		if (err)
+			goto fail;
+		if (fast)
+			got = pm_pin_user_pages_fast(mm, addr, want, gup_flags,
+						     s->pages.v + s->pages.n);
+		else
+			got = pm_pin_user_pages(mm, addr, want, gup_flags, s->pages.v + s->pages.n);
+		if (got <= 0) {
+			err = got ? (int)got : -EFAULT;
+			goto fail;
+		}
+		s->pages.n += (unsigned long)got;
+	}
+	err = pm_mm_notifier_register(&s->mn, mm);
+	if (err)
+		goto fail;
+	s->next = lt_sessions;
+	lt_sessions = s;
+	return 0;
+fail:
+	lt_free(s);
+	return err;
+}
+
+/* pin_longterm_test_read(). Context: lt_lock held. */
+static int lt_read(struct pm_mm *mm, const uint64_t *arg)
+{
+	unsigned char bounce[PM_PAGE_SIZE];
+	struct lt_session **pp;
+	unsigned long uaddr;
+
+	lt_assert_locked();
+	pp = lt_find(mm);
+	if (!pp)
+		return -EINVAL;
+	if (!arg)
+		return -EFAULT;
+	if (*arg > ULONG_MAX)
+		return -EFAULT;
+	uaddr = (unsigned long)*arg;
+	for (unsigned long i = 0; i < (*pp)->pages.n; i++, uaddr += PM_PAGE_SIZE) {
+		long r;
+
+		/* Through a copy: the destination may be the very page that is read. */
+		memcpy(bounce, pm_page_address((*pp)->pages.v[i]), PM_PAGE_SIZE);
+		r = pm_access(mm, uaddr, bounce, PM_PAGE_SIZE, 1);
+		if (r != PM_PAGE_SIZE)
+			return r == -ENOMEM ? -ENOMEM : -EFAULT;
+	}
+	return 0;
+}
+
+int pm_gup_test_longterm(struct pm_mm *mm, unsigned cmd, void *arg)
+{
+	int ret = -EINVAL;
+
+	if (!mm)
+		return -EINVAL;
+	pthread_once(&lt_atfork_once, lt_atfork_init);
+	pthread_mutex_lock(&lt_lock);
+	switch (cmd) {
+	case PM_PIN_LONGTERM_TEST_START:
+		ret = lt_start(mm, arg);
+		break;
+	case PM_PIN_LONGTERM_TEST_STOP:
+		lt_stop(mm);
+		ret = 0;
+		break;
+	case PM_PIN_LONGTERM_TEST_READ:
+		ret = lt_read(mm, arg);
+		break;
+	}
+	pthread_mutex_unlock(&lt_lock);
+	return ret;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * mm.c - an address space's life: creation, teardown, and its small accessors.
+ * mm.c - an address space's life: creation, teardown (telling the notifiers first, as Linux's
+ * exit_mmap() does mmu_notifier_release()), and its small accessors.
  *
  * mmap_lock is a pm_rwsem (lib/rwsem.h), like the kernel's rwsem: once mmap or munmap waits,
  * new readers (faults, slow GUP) queue behind it, and waiters spin briefly before sleeping.
@@ -91,12 +92,65 @@ static void unmap_all(struct pm_mm *mm)
 	pm__free_pgd_range(mm, 0, PM_TASK_SIZE, 0, 0); /* no VMA left: every table goes */
 }
 
+int pm_mm_notifier_register(struct pm_mm_notifier *mn, struct pm_mm *mm)
+{
+	struct pm_mm_notifier *pos;
+	int err = 0;
+
+	if (unlikely(!mn || !mm || !mn->release))
+		return -EINVAL;
+	pthread_mutex_lock(&mm->m->lock);
+	for (pos = mm->notifiers; pos && !err; pos = pos->next)
+		err = pos == mn ? -EEXIST : 0;
+	if (!err) {
+		mn->next = mm->notifiers;
+		mm->notifiers = mn;
+	}
+	pthread_mutex_unlock(&mm->m->lock);
+	return err;
+}
+
+void pm_mm_notifier_unregister(struct pm_mm_notifier *mn, struct pm_mm *mm)
+{
+	struct pm_mm_notifier **pp;
+
+	if (unlikely(!mn || !mm))
+		return;
+	pthread_mutex_lock(&mm->m->lock);
+	for (pp = &mm->notifiers; *pp; pp = &(*pp)->next) {
+		if (*pp == mn) {
+			*pp = mn->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&mm->m->lock);
+}
+
+/* mmu_notifier_release(): each notifier leaves the list, then hears of the teardown. */
+static void mm_notifiers_release(struct pm_mm *mm)
+{
+	struct pm_mm_notifier *mn;
+
+	for (;;) {
+		pthread_mutex_lock(&mm->m->lock);
+		mn = mm->notifiers;
+		if (mn)
+			mm->notifiers = mn->next;
+		pthread_mutex_unlock(&mm->m->lock);
+		if (!mn)
+			return;
+		mn->next = NULL;
+		mn->release(mn, mm);
+	}
+}
+
 void pm_mm_destroy(struct pm_mm *mm)
 {
 	struct pm_machine *m;
 
 	if (!mm)
 		return;
+	mm_notifiers_release(mm);
 	m = mm->m;
 	pthread_mutex_lock(&m->lock);
 	pm_list_del(&mm->link);
