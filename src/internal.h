@@ -251,15 +251,22 @@ struct pm_folio {
 	struct pm_page page;
 };
 
-/* Per-CPU free-frame cache (order 0), the pcp lists of Linux. */
+/*
+ * Per-CPU free-frame cache (order 0), the pcp lists of Linux: refilled one PCP_BATCH block at
+ * a time, drained PCP_BATCH frames at a time above @high, which tunes itself between the
+ * machine's pcp_high_min and pcp_high_max (page_alloc.c). Only its CPU's threads use it in
+ * the common case; a thread that migrated, and the drain before an allocation fails, take its
+ * lock like anyone else.
+ */
 struct pm_pcp {
 	struct pm_spinlock lock;
-	_Atomic int xcount;
-	struct pm_list list;
+	_Atomic int xcount;	/* frames on the list; written under lock, read by anyone */
+	int high;		/* drain above this; under lock */
+	struct pm_list list;	/* hottest first; under lock */
 } __cacheline_aligned;
 
-#define PCP_BATCH 31
-#define PCP_HIGH (4 * PCP_BATCH)
+#define PCP_BATCH_ORDER 6
+#define PCP_BATCH (1 << PCP_BATCH_ORDER) /* frames per refill and per drain */
 
 /* Per-thread event counters: the order of struct pm_stats. */
 #define PM_NR_STATS (sizeof(struct pm_stats) / sizeof(unsigned long))
@@ -312,8 +319,8 @@ struct pm_machine {
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
 	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches */
+	int pcp_high_min, pcp_high_max;	/* bounds of each cache's high mark */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
-	_Atomic long xrcu_pending;	/* page tables waiting for a grace period to be freed */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
 	void *arena_map;		/* the mmap that holds the arena */
 	size_t arena_map_len;
@@ -321,9 +328,13 @@ struct pm_machine {
 	/* The buddy zone: free_area lists under zone_lock. */
 	struct pm_spinlock zone_lock __cacheline_aligned;
 	struct pm_list free_area[PM_MAX_ORDER + 1];
-	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock */
+	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock,
+							  * once per batch on the order-0 paths */
 	_Atomic unsigned long xfrontier; /* pfn: frames from here up were never allocated and
 					  * their descriptors never written; under zone_lock */
+	/* Page tables waiting for a grace period to be freed: written per table, so not on
+	 * the read-mostly lines above that every allocation reads. */
+	_Atomic long xrcu_pending __cacheline_aligned;
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
