@@ -392,6 +392,20 @@ static inline void page_set(struct pm_page *page, enum pm_pageflag bit)
 	atomic_or_relaxed(&page->xflags, PGF(bit));
 }
 
+/*
+ * folio_set_flags_new() - set @bits (PGF() masks) on a folio just allocated, that no page
+ * table, cache or list holds yet: Linux's __folio_set_anon and friends, non-atomic while the
+ * folio is private. Nobody else writes its flags before it is published (set_pte and
+ * set_pmd are release stores; a cache insert is under its lock), so a load and a store do,
+ * relaxed atomics only because GUP-fast may read any descriptor's flags speculatively. A
+ * locked RMW here, right after zeroing or copying the page, would wait for all of those
+ * stores to drain first.
+ */
+static inline void folio_set_flags_new(struct pm_folio *folio, unsigned long bits)
+{
+	atomic_store_relaxed(&folio->page.xflags, atomic_load_relaxed(&folio->page.xflags) | bits);
+}
+
 static inline void page_clear(struct pm_page *page, enum pm_pageflag bit)
 {
 	atomic_and_relaxed(&page->xflags, ~PGF(bit));
