@@ -164,11 +164,20 @@ void bench_pm_fault_summary(struct bench_run *run)
 	unsigned long ok = bench_pm_window(run, vma_lock_success);
 	unsigned long abort = bench_pm_window(run, vma_lock_abort);
 	unsigned long faults = bench_pm_window(run, faults);
+	unsigned long zone = bench_pm_window(run, zone_lock_acquisitions);
+	unsigned long remote = bench_pm_window(run, remote_frames);
 
 	if (!run->pm.machine)
 		return;
 	bench_note(run, "%s: in the window %lu faults, %lu under a VMA lock, %lu went to mmap_lock",
 		   run->bc->name, faults, ok, abort);
+	bench_note(run, "%s: per 1000 faults, %.2f zone_lock acquisitions, %.2f remote frames",
+		   run->bc->name, faults ? 1000.0 * (double)zone / (double)faults : 0.0,
+		   faults ? 1000.0 * (double)remote / (double)faults : 0.0);
+	bench_metric(run, "zone_lock_per_kfault", "%.3f",
+		     faults ? 1000.0 * (double)zone / (double)faults : 0.0);
+	bench_metric(run, "remote_frames_per_kfault", "%.3f",
+		     faults ? 1000.0 * (double)remote / (double)faults : 0.0);
 	bench_metric(run, "vma_lock_success", "%lu", ok);
 	bench_metric(run, "vma_lock_abort", "%lu", abort);
 	bench_metric(run, "vma_lock_share", "%.4f", faults ? (double)ok / (double)faults : 0.0);

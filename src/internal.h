@@ -220,7 +220,8 @@ struct pm_page {
 	_Atomic int xpincount;		  /* head of a large folio: outstanding pins */
 	_Atomic int xentire_mapcount;	  /* head of a large folio: PMD mappings */
 	_Atomic uint8_t xorder;		  /* folio order (head), or free block order (buddy) */
-	uint8_t pad;
+	uint8_t free_cpu;		  /* 1 + the CPU whose cache took the frame when it
+					   * was last freed (mod 255), 0 = never; its owner's */
 	uint16_t mslot;			  /* index of the owning machine in pm__machines[] */
 	_Atomic uint32_t xgen;		  /* bumped each time the frame is freed (debug) */
 	union {
@@ -295,6 +296,8 @@ enum pm_stat_item {
 	VMA_LOCK_ABORT,
 	VMA_LOCK_RETRY,
 	VMA_LOCK_MISS,
+	ZONE_LOCK_ACQUISITIONS,
+	REMOTE_FRAMES,
 	PM_NR_STAT_ITEMS
 };
 _Static_assert(PM_NR_STAT_ITEMS == PM_NR_STATS, "enum pm_stat_item matches struct pm_stats");

@@ -75,6 +75,10 @@ struct pm_stats {
 					     * under mmap_lock */
 	unsigned long vma_lock_miss;	    /* the VMA found was detached once locked; looked up
 					     * again */
+	/* The frame allocator's sharing between CPUs (docs/benchmarks.md, "shared lines"): */
+	unsigned long zone_lock_acquisitions; /* times the buddy lists' lock was taken */
+	unsigned long remote_frames;	    /* 4 KiB frames allocated on a CPU other than the
+					     * one whose cache took them when they were freed */
 };
 
 /**

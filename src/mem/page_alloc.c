@@ -49,6 +49,13 @@
 
 #define PCP_HIGH_FRACTION 8 /* per-CPU caches hold at most this share of memory, together */
 
+/* zone_lock, counted: pm_stats.zone_lock_acquisitions says how often CPUs share it. */
+static void zone_lock(struct pm_machine *m)
+{
+	pm_spin_lock(&m->zone_lock);
+	count_event(m, ZONE_LOCK_ACQUISITIONS, 1);
+}
+
 static void set_free_block(struct pm_page *page, unsigned order)
 {
 	atomic_store_relaxed(&page->xorder, (uint8_t)order);
@@ -184,6 +191,12 @@ static struct pm_pcp *this_cpu_pcp(struct pm_machine *m)
 	return &m->pcp[cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0];
 }
 
+/* The tag page->free_cpu keeps for this cache: 1..255. */
+static uint8_t pcp_tag(struct pm_machine *m, struct pm_pcp *pcp)
+{
+	return (uint8_t)((unsigned long)(pcp - m->pcp) % 255 + 1);
+}
+
 static void pcp_add_tail(struct pm_pcp *pcp, struct pm_page *page)
 {
 	atomic_store_relaxed(&page->xorder, 0);
@@ -205,7 +218,7 @@ static int pcp_refill(struct pm_machine *m, struct pm_pcp *pcp)
 	int nblocks = 0, n = 0;
 
 	pm_assert_locked(&pcp->lock);
-	pm_spin_lock(&m->zone_lock);
+	zone_lock(m);
 	for (unsigned o = 0; o < PCP_BATCH_ORDER && n < PCP_BATCH; o++) {
 		while (n < PCP_BATCH && !pm_list_empty(&m->free_area[o])) {
 			block[nblocks] = pm_list_first_entry(&m->free_area[o], struct pm_page, lru);
@@ -229,7 +242,7 @@ static int pcp_refill(struct pm_machine *m, struct pm_pcp *pcp)
 static void pcp_drain(struct pm_machine *m, struct pm_pcp *pcp, int n)
 {
 	pm_assert_locked(&pcp->lock);
-	pm_spin_lock(&m->zone_lock);
+	zone_lock(m);
 	for (int i = 0; i < n; i++) {
 		struct pm_page *p = pm_list_entry(pcp->list.prev, struct pm_page, lru);
 
@@ -260,6 +273,9 @@ static struct pm_page *pcp_alloc(struct pm_machine *m)
 		pm_list_del(&page->lru);
 		atomic_store_relaxed(&page->xflags, 0);
 		count--;
+		/* Its descriptor and data were last written on another CPU. */
+		if (page->free_cpu && page->free_cpu != pcp_tag(m, pcp))
+			count_event(m, REMOTE_FRAMES, 1);
 	}
 	atomic_store_relaxed(&pcp->xcount, count);
 	pm_spin_unlock(&pcp->lock);
@@ -273,6 +289,7 @@ static void pcp_free(struct pm_machine *m, struct pm_page *page)
 
 	pm_spin_lock(&pcp->lock);
 	atomic_store_relaxed(&page->xflags, PGF(PG_pcp));
+	page->free_cpu = pcp_tag(m, pcp);
 	pm_list_add(&page->lru, &pcp->list);
 	count = atomic_load_relaxed(&pcp->xcount) + 1;
 	if (unlikely(count > pcp->high)) {
@@ -310,7 +327,7 @@ static struct pm_page *alloc_frames(struct pm_machine *m, unsigned order)
 
 	if (order == 0)
 		return pcp_alloc(m);
-	pm_spin_lock(&m->zone_lock);
+	zone_lock(m);
 	page = rmqueue(m, order);
 	pm_spin_unlock(&m->zone_lock);
 	return page;
@@ -374,7 +391,7 @@ void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
 	if (order == 0) {
 		pcp_free(m, page);
 	} else {
-		pm_spin_lock(&m->zone_lock);
+		zone_lock(m);
 		free_one(m, page, order);
 		pm_spin_unlock(&m->zone_lock);
 	}
