@@ -516,6 +516,7 @@ __hidden bool pm__should_fail(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
 __hidden int pm__page_alloc_init(struct pm_machine *m);
+__hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
 __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);

@@ -369,6 +369,21 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 }
 
 /**
+ * pm__alloc_boot_frame() - the first frame of a fresh machine, for its zero page: straight
+ * from the frontier, through no per-CPU cache, and counted nowhere, so that a new machine's
+ * counters all read zero. Context: pm_machine_create(), before anyone else can use @m.
+ */
+struct pm_page *pm__alloc_boot_frame(struct pm_machine *m)
+{
+	struct pm_page *page;
+
+	pm_spin_lock(&m->zone_lock);
+	page = rmqueue(m, 0);
+	pm_spin_unlock(&m->zone_lock);
+	return page;
+}
+
+/**
  * pm__free_frames() - give back frames that nobody references any more.
  *
  * In debug builds the frames are poisoned and their generation counts bumped, so that a
