@@ -219,7 +219,8 @@ struct pm_page {
 	_Atomic int xpincount;		  /* head of a large folio: outstanding pins */
 	_Atomic int xentire_mapcount;	  /* head of a large folio: PMD mappings */
 	_Atomic uint8_t xorder;		  /* folio order (head), or free block order (buddy) */
-	uint8_t pad;
+	uint8_t free_cpu;		  /* 1 + the CPU whose cache took the frame when it
+					   * was last freed (mod 255), 0 = never; its owner's */
 	uint16_t mslot;			  /* index of the owning machine in pm__machines[] */
 	_Atomic uint32_t xgen;		  /* bumped each time the frame is freed (debug) */
 	union {
@@ -250,15 +251,22 @@ struct pm_folio {
 	struct pm_page page;
 };
 
-/* Per-CPU free-frame cache (order 0), the pcp lists of Linux. */
+/*
+ * Per-CPU free-frame cache (order 0), the pcp lists of Linux: refilled one PCP_BATCH block at
+ * a time, drained PCP_BATCH frames at a time above @high, which tunes itself between the
+ * machine's pcp_high_min and pcp_high_max (page_alloc.c). Only its CPU's threads use it in
+ * the common case; a thread that migrated, and the drain before an allocation fails, take its
+ * lock like anyone else.
+ */
 struct pm_pcp {
 	struct pm_spinlock lock;
-	_Atomic int xcount;
-	struct pm_list list;
+	_Atomic int xcount;	/* frames on the list; written under lock, read by anyone */
+	int high;		/* drain above this; under lock */
+	struct pm_list list;	/* hottest first; under lock */
 } __cacheline_aligned;
 
-#define PCP_BATCH 31
-#define PCP_HIGH (4 * PCP_BATCH)
+#define PCP_BATCH_ORDER 6
+#define PCP_BATCH (1 << PCP_BATCH_ORDER) /* frames per refill and per drain */
 
 /* Per-thread event counters: the order of struct pm_stats. */
 #define PM_NR_STATS (sizeof(struct pm_stats) / sizeof(unsigned long))
@@ -288,6 +296,8 @@ enum pm_stat_item {
 	VMA_LOCK_RETRY,
 	VMA_LOCK_MISS,
 	HUGETLB_FAULTS,
+	ZONE_LOCK_ACQUISITIONS,
+	REMOTE_FRAMES,
 	PM_NR_STAT_ITEMS
 };
 _Static_assert(PM_NR_STAT_ITEMS == PM_NR_STATS, "enum pm_stat_item matches struct pm_stats");
@@ -312,8 +322,8 @@ struct pm_machine {
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
 	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches */
+	int pcp_high_min, pcp_high_max;	/* bounds of each cache's high mark */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
-	_Atomic long xrcu_pending;	/* page tables waiting for a grace period to be freed */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
 	void *arena_map;		/* the mmap that holds the arena */
 	size_t arena_map_len;
@@ -321,9 +331,13 @@ struct pm_machine {
 	/* The buddy zone: free_area lists under zone_lock. */
 	struct pm_spinlock zone_lock __cacheline_aligned;
 	struct pm_list free_area[PM_MAX_ORDER + 1];
-	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock */
+	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock,
+							  * once per batch on the order-0 paths */
 	_Atomic unsigned long xfrontier; /* pfn: frames from here up were never allocated and
 					  * their descriptors never written; under zone_lock */
+	/* Page tables waiting for a grace period to be freed: written per table, so not on
+	 * the read-mostly lines above that every allocation reads. */
+	_Atomic long xrcu_pending __cacheline_aligned;
 
 	/* The hugetlb pool (mem/hugetlb.c): free 2 MiB pages on a list, under hugetlb_lock. */
 	struct pm_spinlock hugetlb_lock __cacheline_aligned;
@@ -386,6 +400,20 @@ static inline bool page_test(const struct pm_page *page, enum pm_pageflag bit)
 static inline void page_set(struct pm_page *page, enum pm_pageflag bit)
 {
 	atomic_or_relaxed(&page->xflags, PGF(bit));
+}
+
+/*
+ * folio_set_flags_new() - set @bits (PGF() masks) on a folio just allocated, that no page
+ * table, cache or list holds yet: Linux's __folio_set_anon and friends, non-atomic while the
+ * folio is private. Nobody else writes its flags before it is published (set_pte and
+ * set_pmd are release stores; a cache insert is under its lock), so a load and a store do,
+ * relaxed atomics only because GUP-fast may read any descriptor's flags speculatively. A
+ * locked RMW here, right after zeroing or copying the page, would wait for all of those
+ * stores to drain first.
+ */
+static inline void folio_set_flags_new(struct pm_folio *folio, unsigned long bits)
+{
+	atomic_store_relaxed(&folio->page.xflags, atomic_load_relaxed(&folio->page.xflags) | bits);
 }
 
 static inline void page_clear(struct pm_page *page, enum pm_pageflag bit)
@@ -495,6 +523,7 @@ __hidden bool pm__should_fail(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
 __hidden int pm__page_alloc_init(struct pm_machine *m);
+__hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
 __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);

@@ -98,6 +98,10 @@ struct pm_stats {
 					     * again */
 	unsigned long hugetlb_faults;	    /* faults that mapped a hugetlb page (new, or a COW
 					     * copy) at PMD level */
+	/* The frame allocator's sharing between CPUs (docs/benchmarks.md, "shared lines"): */
+	unsigned long zone_lock_acquisitions; /* times the buddy lists' lock was taken */
+	unsigned long remote_frames;	    /* 4 KiB frames allocated on a CPU other than the
+					     * one whose cache took them when they were freed */
 };
 
 /**

@@ -50,8 +50,7 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 	folio = pm__folio_alloc(m, 0, PM_ALLOC_ZERO);
 	if (!folio)
 		return -ENOMEM;
-	page_set(&folio->page, PG_anon);
-	page_set(&folio->page, PG_anon_exclusive);
+	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
 	entry = pm__mk_pte(vma, page_to_pfn(m, &folio->page), vma->flags & VM_WRITE, true);
 
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
@@ -93,8 +92,8 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 		count_event(m, THP_FALLBACKS, 1);
 		return VM_FAULT_FALLBACK;
 	}
-	page_set(&folio->page, PG_anon);
-	page_set(&folio->page, PG_anon_exclusive); /* on the head: covers the PMD mapping */
+	/* AnonExclusive on the head covers the PMD mapping. */
+	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
 	if (vma->flags & (VM_READ | VM_WRITE))
 		bits |= _PAGE_USER;
 	if (vma->flags & VM_WRITE)

@@ -74,8 +74,7 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 	}
 	if (src)
 		memcpy(page_address(m, &new->page), page_address(m, page), PAGE_SIZE);
-	page_set(&new->page, PG_anon);
-	page_set(&new->page, PG_anon_exclusive);
+	folio_set_flags_new(new, PGF(PG_anon) | PGF(PG_anon_exclusive));
 
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep || !pte_same(ptep_get(ptep), pte)) {

@@ -88,8 +88,7 @@ again:
 			}
 			prealloc = NULL;
 			memcpy(page_address(m, &copy->page), page_address(m, page), PAGE_SIZE);
-			page_set(&copy->page, PG_anon);
-			page_set(&copy->page, PG_anon_exclusive);
+			folio_set_flags_new(copy, PGF(PG_anon) | PGF(PG_anon_exclusive));
 			atomic_store_relaxed(&copy->page.xmapcount, 1);
 			set_pte(dst_ptep, pm__mk_pte(vma, page_to_pfn(m, &copy->page),
 						     vma->flags & VM_WRITE, true));

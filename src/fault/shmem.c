@@ -104,7 +104,7 @@ retry:
 		*err = -ENOMEM;
 		return NULL;
 	}
-	page_set(&new->page, PG_dirty);
+	folio_set_flags_new(new, PGF(PG_dirty));
 	new->page.mapping = f;
 	new->page.index = index;
 	folio_get_refs(new, 1); /* one for the cache, one for the caller */
@@ -205,8 +205,7 @@ int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsi
 		return -ENOMEM;
 	}
 	memcpy(page_address(m, &copy->page), page_address(m, &folio->page), PAGE_SIZE);
-	page_set(&copy->page, PG_anon);
-	page_set(&copy->page, PG_anon_exclusive);
+	folio_set_flags_new(copy, PGF(PG_anon) | PGF(PG_anon_exclusive));
 	err = shmem_map(mm, pmdp, addr, copy,
 			pm__mk_pte(vma, page_to_pfn(m, &copy->page), vma->flags & VM_WRITE, true),
 			folio);

@@ -282,7 +282,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	 * The first frame of a fresh arena reads as zero already; not writing it keeps the host
 	 * from backing it (with MADV_HUGEPAGE, 2 MiB of it) before the machine is used.
 	 */
-	m->zero_page = pm__alloc_frames(m, 0, 0);
+	m->zero_page = pm__alloc_boot_frame(m);
 	if (!m->zero_page)
 		goto fail_slot;
 	atomic_store_relaxed(&m->zero_page->xflags, PGF(PG_zero));

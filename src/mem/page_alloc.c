@@ -10,12 +10,19 @@
  * refcount before the frame is published as free.
  *
  * Per-CPU caches. Order-0 allocations and frees, by far the most common (every 4 KiB fault),
- * go to the cache of the CPU the thread runs on (sched_getcpu), refilled from and drained to
- * the buddy lists PCP_BATCH frames at a time. Each cache has its own lock, so threads on
- * different CPUs never share a lock in the common case; a thread that migrates mid-operation
- * merely takes another CPU's lock, which stays correct. An allocation that finds nothing
- * drains every CPU's cache into the buddy lists and tries once more (drain_all_pages), so
- * frames cached on another CPU never cause an out-of-memory. If that is not enough either
+ * go to the cache of the CPU the thread runs on (sched_getcpu), as Linux's pcp lists do: a free
+ * goes back to the freeing CPU's cache, an allocation takes the hottest frame of its own. Each
+ * cache has its own lock, so threads on different CPUs never share a lock or a line in the
+ * common case; a thread that migrates mid-operation merely takes another CPU's lock, which
+ * stays correct. zone_lock is taken only to refill an empty cache (at least PCP_BATCH frames,
+ * usually one block: one list operation, split outside the lock) and to drain PCP_BATCH frames
+ * when a cache passes its high mark. The high mark tunes itself as Linux 6.7's does: each
+ * refill raises it by a batch, up to pcp_high_max (an eighth of memory over all CPUs), so a
+ * CPU that allocates and frees a working set in turn (munmap, then faults) soon keeps all of
+ * it, and its frames stay its own: no zone_lock, no buddy merging, no line written by another
+ * CPU. An allocation that finds nothing drains every CPU's cache into the buddy lists, sets
+ * the high marks back to pcp_high_min, and tries once more (drain_all_pcp), so frames cached
+ * on another CPU never cause an out-of-memory. If that is not enough either
  * and page tables are waiting for an RCU grace period to be freed (munmap, teardown), it waits
  * for them (pm_rcu_barrier) and tries again: frames freed "soon" count too. Allocations never
  * happen inside an RCU read section or under a spinlock, so waiting here is allowed.
@@ -39,6 +46,15 @@
 #include <sched.h>
 
 #include "internal.h"
+
+#define PCP_HIGH_FRACTION 8 /* per-CPU caches hold at most this share of memory, together */
+
+/* zone_lock, counted: pm_stats.zone_lock_acquisitions says how often CPUs share it. */
+static void zone_lock(struct pm_machine *m)
+{
+	pm_spin_lock(&m->zone_lock);
+	count_event(m, ZONE_LOCK_ACQUISITIONS, 1);
+}
 
 static void set_free_block(struct pm_page *page, unsigned order)
 {
@@ -143,9 +159,18 @@ int pm__page_alloc_init(struct pm_machine *m)
 		pm_list_init(&m->free_area[o]);
 		atomic_store_relaxed(&m->xnr_free[o], 0);
 	}
+	/*
+	 * Linux's pcp bounds: high_min four batches, high_max an eighth of memory split among
+	 * the CPUs (MIN_PERCPU_PAGELIST_HIGH_FRACTION), never below high_min.
+	 */
+	m->pcp_high_min = 4 * PCP_BATCH;
+	m->pcp_high_max = (int)min(m->nr_pages / (PCP_HIGH_FRACTION * m->nr_cpus),
+				   (unsigned long)INT_MAX / 2);
+	m->pcp_high_max = max(m->pcp_high_max, m->pcp_high_min);
 	for (unsigned c = 0; c < m->nr_cpus; c++) {
 		pm_spin_init(&m->pcp[c].lock);
 		atomic_store_relaxed(&m->pcp[c].xcount, 0);
+		m->pcp[c].high = m->pcp_high_min;
 		pm_list_init(&m->pcp[c].list);
 	}
 	/*
@@ -166,34 +191,93 @@ static struct pm_pcp *this_cpu_pcp(struct pm_machine *m)
 	return &m->pcp[cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0];
 }
 
+/* The tag page->free_cpu keeps for this cache: 1..255. */
+static uint8_t pcp_tag(struct pm_machine *m, struct pm_pcp *pcp)
+{
+	return (uint8_t)((unsigned long)(pcp - m->pcp) % 255 + 1);
+}
+
+static void pcp_add_tail(struct pm_pcp *pcp, struct pm_page *page)
+{
+	atomic_store_relaxed(&page->xorder, 0);
+	atomic_store_relaxed(&page->xflags, PGF(PG_pcp));
+	pm_list_add_tail(&page->lru, &pcp->list);
+}
+
+/*
+ * Refill an empty cache (Linux's rmqueue_bulk): at least PCP_BATCH frames, smallest blocks
+ * first, as __rmqueue_smallest takes them, so that fragments are used before a large block is
+ * split. Each block is one list operation under zone_lock and is split into frames here,
+ * outside it, in ascending pfn order; on an unfragmented machine a refill is one block. Caller
+ * holds pcp->lock. Return: the number of frames added.
+ */
+static int pcp_refill(struct pm_machine *m, struct pm_pcp *pcp)
+{
+	struct pm_page *block[PCP_BATCH];
+	unsigned order[PCP_BATCH];
+	int nblocks = 0, n = 0;
+
+	pm_assert_locked(&pcp->lock);
+	zone_lock(m);
+	for (unsigned o = 0; o < PCP_BATCH_ORDER && n < PCP_BATCH; o++) {
+		while (n < PCP_BATCH && !pm_list_empty(&m->free_area[o])) {
+			block[nblocks] = pm_list_first_entry(&m->free_area[o], struct pm_page, lru);
+			del_from_free_area(m, block[nblocks], o);
+			order[nblocks++] = o;
+			n += 1 << o;
+		}
+	}
+	if (n < PCP_BATCH && (block[nblocks] = rmqueue(m, PCP_BATCH_ORDER))) {
+		order[nblocks++] = PCP_BATCH_ORDER;
+		n += PCP_BATCH;
+	}
+	pm_spin_unlock(&m->zone_lock);
+	for (int b = 0; b < nblocks; b++)
+		for (unsigned long i = 0; i < (1UL << order[b]); i++)
+			pcp_add_tail(pcp, block[b] + i);
+	return n;
+}
+
+/* Give the @n coldest frames back to the buddy lists. Caller holds pcp->lock. */
+static void pcp_drain(struct pm_machine *m, struct pm_pcp *pcp, int n)
+{
+	pm_assert_locked(&pcp->lock);
+	zone_lock(m);
+	for (int i = 0; i < n; i++) {
+		struct pm_page *p = pm_list_entry(pcp->list.prev, struct pm_page, lru);
+
+		pm_list_del(&p->lru);
+		free_one(m, p, 0);
+	}
+	pm_spin_unlock(&m->zone_lock);
+}
+
 static struct pm_page *pcp_alloc(struct pm_machine *m)
 {
 	struct pm_pcp *pcp = this_cpu_pcp(m);
 	struct pm_page *page = NULL;
+	int count;
 
 	pm_spin_lock(&pcp->lock);
-	if (pm_list_empty(&pcp->list)) {
-		int n = 0;
-
-		pm_spin_lock(&m->zone_lock);
-		while (n < PCP_BATCH) {
-			struct pm_page *p = rmqueue(m, 0);
-
-			if (!p)
-				break;
-			atomic_store_relaxed(&p->xflags, PGF(PG_pcp));
-			pm_list_add_tail(&p->lru, &pcp->list);
-			n++;
-		}
-		pm_spin_unlock(&m->zone_lock);
-		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) + n);
+	count = atomic_load_relaxed(&pcp->xcount);
+	if (!count) {
+		count = pcp_refill(m, pcp);
+		/*
+		 * This CPU allocates faster than it frees: let it keep more of what it frees
+		 * next time, up to the machine's bound (Linux 6.7's nr_pcp_alloc).
+		 */
+		pcp->high = min(pcp->high + PCP_BATCH, m->pcp_high_max);
 	}
-	if (!pm_list_empty(&pcp->list)) {
+	if (count) {
 		page = pm_list_first_entry(&pcp->list, struct pm_page, lru);
 		pm_list_del(&page->lru);
 		atomic_store_relaxed(&page->xflags, 0);
-		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) - 1);
+		count--;
+		/* Its descriptor and data were last written on another CPU. */
+		if (page->free_cpu && page->free_cpu != pcp_tag(m, pcp))
+			count_event(m, REMOTE_FRAMES, 1);
 	}
+	atomic_store_relaxed(&pcp->xcount, count);
 	pm_spin_unlock(&pcp->lock);
 	return page;
 }
@@ -201,30 +285,26 @@ static struct pm_page *pcp_alloc(struct pm_machine *m)
 static void pcp_free(struct pm_machine *m, struct pm_page *page)
 {
 	struct pm_pcp *pcp = this_cpu_pcp(m);
+	int count;
 
 	pm_spin_lock(&pcp->lock);
 	atomic_store_relaxed(&page->xflags, PGF(PG_pcp));
+	page->free_cpu = pcp_tag(m, pcp);
 	pm_list_add(&page->lru, &pcp->list);
-	if (atomic_load_relaxed(&pcp->xcount) + 1 > PCP_HIGH) {
-		/* Drain the coldest batch back to the buddy lists. */
-		pm_spin_lock(&m->zone_lock);
-		for (int i = 0; i < PCP_BATCH; i++) {
-			struct pm_page *p = pm_list_entry(pcp->list.prev, struct pm_page, lru);
-
-			pm_list_del(&p->lru);
-			free_one(m, p, 0);
-		}
-		pm_spin_unlock(&m->zone_lock);
-		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) + 1 - PCP_BATCH);
-	} else {
-		atomic_store_relaxed(&pcp->xcount, atomic_load_relaxed(&pcp->xcount) + 1);
+	count = atomic_load_relaxed(&pcp->xcount) + 1;
+	if (unlikely(count > pcp->high)) {
+		/* high >= pcp_high_min > PCP_BATCH: there is a batch to give. */
+		pcp_drain(m, pcp, PCP_BATCH);
+		count -= PCP_BATCH;
 	}
+	atomic_store_relaxed(&pcp->xcount, count);
 	pm_spin_unlock(&pcp->lock);
 }
 
 /*
  * Give every per-CPU cache back to the buddy lists: before an allocation fails for good, the
- * frames another CPU keeps cached (or that stop a larger block from merging) must count.
+ * frames another CPU keeps cached (or that stop a larger block from merging) must count. The
+ * caches start small again, as Linux shrinks pcp->high under memory pressure.
  */
 static void drain_all_pcp(struct pm_machine *m)
 {
@@ -232,15 +312,9 @@ static void drain_all_pcp(struct pm_machine *m)
 		struct pm_pcp *pcp = &m->pcp[c];
 
 		pm_spin_lock(&pcp->lock);
-		if (!pm_list_empty(&pcp->list)) {
-			pm_spin_lock(&m->zone_lock);
-			while (!pm_list_empty(&pcp->list)) {
-				struct pm_page *p = pm_list_first_entry(&pcp->list, struct pm_page, lru);
-
-				pm_list_del(&p->lru);
-				free_one(m, p, 0);
-			}
-			pm_spin_unlock(&m->zone_lock);
+		pcp->high = m->pcp_high_min;
+		if (atomic_load_relaxed(&pcp->xcount)) {
+			pcp_drain(m, pcp, atomic_load_relaxed(&pcp->xcount));
 			atomic_store_relaxed(&pcp->xcount, 0);
 		}
 		pm_spin_unlock(&pcp->lock);
@@ -253,7 +327,7 @@ static struct pm_page *alloc_frames(struct pm_machine *m, unsigned order)
 
 	if (order == 0)
 		return pcp_alloc(m);
-	pm_spin_lock(&m->zone_lock);
+	zone_lock(m);
 	page = rmqueue(m, order);
 	pm_spin_unlock(&m->zone_lock);
 	return page;
@@ -295,6 +369,21 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 }
 
 /**
+ * pm__alloc_boot_frame() - the first frame of a fresh machine, for its zero page: straight
+ * from the frontier, through no per-CPU cache, and counted nowhere, so that a new machine's
+ * counters all read zero. Context: pm_machine_create(), before anyone else can use @m.
+ */
+struct pm_page *pm__alloc_boot_frame(struct pm_machine *m)
+{
+	struct pm_page *page;
+
+	pm_spin_lock(&m->zone_lock);
+	page = rmqueue(m, 0);
+	pm_spin_unlock(&m->zone_lock);
+	return page;
+}
+
+/**
  * pm__free_frames() - give back frames that nobody references any more.
  *
  * In debug builds the frames are poisoned and their generation counts bumped, so that a
@@ -317,7 +406,7 @@ void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
 	if (order == 0) {
 		pcp_free(m, page);
 	} else {
-		pm_spin_lock(&m->zone_lock);
+		zone_lock(m);
 		free_one(m, page, order);
 		pm_spin_unlock(&m->zone_lock);
 	}
