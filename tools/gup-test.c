@@ -21,8 +21,10 @@
  * A buffer (-m) larger than the host's available memory (MemAvailable) is refused the same
  * way, before anything is allocated; the machine (-M) is not checked, as it is made lazily.
  *
- * pinmm has no file systems and no hugetlbfs: -f with anything but /dev/zero maps a shmem
- * object of the buffer's size in its place (said on a "#" line), and -H is refused.
+ * pinmm has no file systems: -f with anything but /dev/zero maps a shmem object of the
+ * buffer's size in its place (said on a "#" line). -H maps the buffer PM_MAP_HUGETLB (with
+ * -f, a hugetlb shmem object), on a machine whose hugetlb pool covers it: the length rounds up
+ * to 2 MiB, as the kernel's does.
  *
  * The selftest has no option for the long-term pin sessions (PIN_LONGTERM_TEST_*; its -L is
  * PIN_LONGTERM_BENCHMARK): their users are gup_longterm.c and cow.c, whose cases are
@@ -194,6 +196,7 @@ int main(int argc, char **argv)
 	unsigned long mem_bytes = 0;
 	struct pm_machine *m;
 	struct pm_shmem *shm = NULL;
+	bool hugetlb = false;
 	pthread_t *tid;
 	long p;
 
@@ -262,7 +265,8 @@ int main(int argc, char **argv)
 			flags |= PM_MAP_SHARED;
 			break;
 		case 'H':
-			fail_msg("-H: pinmm has no hugetlbfs (use -t for THP)\n");
+			hugetlb = true;
+			break;
 		case 'M':
 			/* Not checked against the host's memory: a machine is made lazily. */
 			mem_bytes = mib_size('M', optarg, MAX_MACHINE);
@@ -298,10 +302,17 @@ int main(int argc, char **argv)
 	if (write)
 		gup.gup_flags |= PM_FOLL_WRITE;
 
-	/* The machine: the buffer, its page tables and room to spare, in 2 MiB units. */
+	/* The machine: the buffer, its page tables and room to spare, in 2 MiB units; with -H,
+	 * a hugetlb pool that covers the buffer, on top. */
+	if (hugetlb) {
+		size = (size + PM_PMD_SIZE - 1) & ~(PM_PMD_SIZE - 1);
+		cfg.nr_hugepages = size / PM_PMD_SIZE;
+	}
 	if (!mem_bytes)
 		mem_bytes = size + 64 * MB;
 	cfg.mem_bytes = (mem_bytes + PM_PMD_SIZE - 1) & ~(PM_PMD_SIZE - 1);
+	if (hugetlb)
+		cfg.mem_bytes += cfg.nr_hugepages * PM_PMD_SIZE;
 	m = pm_machine_create(&cfg);
 	if (!m)
 		fail_msg("pm_machine_create(%lu MiB, knobs %#x): %s\n", mem_bytes / MB, cfg.knobs,
@@ -313,12 +324,14 @@ int main(int argc, char **argv)
 	if (strcmp(file, "/dev/zero")) {
 		printf("# -f %s: pinmm has no file systems; a shmem object stands in for it\n",
 		       file);
-		shm = pm_shmem_create(m, size, 0);
+		shm = hugetlb ? pm_shmem_create_hugetlb(m, size) : pm_shmem_create(m, size, 0);
 		if (!shm)
 			fail_msg("pm_shmem_create: %s\n", strerror(errno));
 	} else {
 		flags |= PM_MAP_ANONYMOUS;
 	}
+	if (hugetlb)
+		flags |= PM_MAP_HUGETLB;
 	p = pm_mmap(mm, 0, size, PM_PROT_READ | PM_PROT_WRITE, flags, shm, 0);
 	if (p < 0)
 		fail_msg("mmap: %s\n", pm_strerror(p));

@@ -326,6 +326,35 @@ static void test_tool(void)
 	ok(strstr(out, "DUMP_USER_PAGES_TEST: done"), "tool -c: done line");
 	ok(run_tool(tool, "-m 1 -F 0x80000", out, sizeof(out)) != 0 && strstr(out, "not ok 1"),
 	   "tool -F FOLL_PIN: not ok, nonzero exit");
+
+	/* The kernel selftest's matrix (run_vmtests.sh, run_gup_matrix): THP on, off, hugetlb ×
+	 * GUP-fast, GUP, pin-fast, pin, long-term pin × write or not × shared or private × 1,
+	 * 512 (a huge page) or 123 (a partial one) pages per call. */
+	static const char *const huge[] = { "-t", "-T", "-H" };
+	static const char *const cmd[] = { "-u", "-U", "-a", "-b", "-L" };
+	static const char *const rw[] = { "-w", "-W" };
+	static const char *const share[] = { "-S", "" };
+	static const char *const num[] = { "-n 1", "-n 512", "-n 123" };
+	unsigned failed = 0, runs = 0;
+
+	for (unsigned h = 0; h < 3; h++)
+		for (unsigned c = 0; c < 5; c++)
+			for (unsigned w = 0; w < 2; w++)
+				for (unsigned sh = 0; sh < 2; sh++)
+					for (unsigned n = 0; n < 3; n++) {
+						char args[128];
+
+						snprintf(args, sizeof(args), "-m 4 -r 1 %s %s %s %s %s",
+							 huge[h], cmd[c], rw[w], share[sh], num[n]);
+						runs++;
+						if (run_tool(tool, args, out, sizeof(out)) ||
+						    !strstr(out, "ok 1 ioctl status 0")) {
+							if (!failed++)
+								diag("pinmm-gup-test %s:\n%s", args, out);
+						}
+					}
+	ok(!failed, "the selftest's option matrix: %u runs, %u failed (-t/-T/-H x -u -U -a -b -L "
+	   "x -w/-W x -S or not x -n 1/512/123)", runs, failed);
 }
 
 int main(void)
