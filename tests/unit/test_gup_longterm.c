@@ -25,9 +25,9 @@
  *    on their own mms, race for one mm's session, and destroy mms with sessions alive; a
  *    process fork() while a thread runs sessions leaves the child able to run its own.
  *
- * HUGETLB: gup_longterm.c's "memfd hugetlb" backing and cow.c's "hugetlb" layout (anonymous
- * PM_MAP_HUGETLB and pm_shmem_create_hugetlb objects) come with the hugetlb pool; see the
- * places marked "HUGETLB" below.
+ * gup_longterm.c's hugetlb backings run on a machine with a hugetlb pool (memfd hugetlb and
+ * anonymous PM_MAP_HUGETLB). cow.c's hugetlb layouts are still to come: the places marked
+ * "HUGETLB" below.
  */
 #include <errno.h>
 #include <limits.h>
@@ -359,12 +359,13 @@ enum backing {
 	BK_MEMFD,    /* a shmem object (memfd_create, tmpfs): must work in every case */
 	BK_ANON,     /* anonymous memory, 4 KiB pages (MAP_SHARED|MAP_ANONYMOUS is shmem) */
 	BK_ANON_THP, /* anonymous memory, 2 MiB, MADV_HUGEPAGE */
-	/* HUGETLB: BK_MEMFD_HUGETLB (pm_shmem_create_hugetlb) and BK_ANON_HUGETLB
-	 * (PM_MAP_HUGETLB), one 2 MiB page each, on a machine with nr_hugepages >= 2. */
+	BK_MEMFD_HUGETLB, /* a hugetlb object (memfd MFD_HUGETLB), one 2 MiB page */
+	BK_ANON_HUGETLB,  /* PM_MAP_HUGETLB anonymous memory, one 2 MiB page */
 	NR_BACKINGS
 };
 
-static const char *const backing_name[NR_BACKINGS] = { "memfd", "anon", "anon THP" };
+static const char *const backing_name[NR_BACKINGS] = { "memfd", "anon", "anon THP",
+						       "memfd hugetlb", "anon hugetlb" };
 
 enum lt_type { LT_RO, LT_RO_FAST, LT_RW, LT_RW_FAST, NR_LT_TYPES };
 
@@ -381,22 +382,27 @@ static const char *const lt_type_name[NR_LT_TYPES] = {
  */
 static void test_gup_longterm(enum backing bk, enum lt_type type, bool shared)
 {
-	struct pm_machine *m = pmt_machine(64, 0);
+	bool hugetlb = bk == BK_MEMFD_HUGETLB || bk == BK_ANON_HUGETLB;
+	struct pm_config cfg = { .mem_bytes = 68UL << 20, .nr_hugepages = hugetlb ? 2 : 0 };
+	struct pm_machine *m = pm_machine_create(&cfg);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
-	unsigned long size = bk == BK_ANON_THP ? PM_PMD_SIZE : PG, n = size / PG;
+	unsigned long size = bk == BK_ANON_THP || hugetlb ? PM_PMD_SIZE : PG, n = size / PG;
 	bool rw = type == LT_RW || type == LT_RW_FAST;
 	bool fast = type == LT_RO_FAST || type == LT_RW_FAST;
-	int flags = (shared ? PM_MAP_SHARED : PM_MAP_PRIVATE) | (bk == BK_MEMFD ? 0 : PM_MAP_ANONYMOUS);
+	bool file = bk == BK_MEMFD || bk == BK_MEMFD_HUGETLB;
+	int flags = (shared ? PM_MAP_SHARED : PM_MAP_PRIVATE) | (file ? 0 : PM_MAP_ANONYMOUS) |
+		    (bk == BK_ANON_HUGETLB ? PM_MAP_HUGETLB : 0);
 	struct pm_shmem *f = NULL;
 	char what[112];
 	long x;
 
 	snprintf(what, sizeof(what), "gup_longterm: %s in MAP_%s %s mapping", lt_type_name[type],
 		 shared ? "SHARED" : "PRIVATE", backing_name[bk]);
-	ASSERT_TRUE(mm);
-	if (bk == BK_MEMFD) {
-		f = pm_shmem_create(m, size, 0); /* ftruncate + fallocate */
+	ASSERT_TRUE(m && mm);
+	if (file) {
+		/* ftruncate + fallocate */
+		f = hugetlb ? pm_shmem_create_hugetlb(m, size) : pm_shmem_create(m, size, 0);
 		ASSERT_TRUE(f);
 	}
 	x = pm_mmap(mm, 0, size, RW, flags, f, 0);
@@ -840,7 +846,6 @@ int main(void)
 		for (int shared = 1; shared >= 0; shared--)
 			for (int bk = 0; bk < NR_BACKINGS; bk++)
 				test_gup_longterm(bk, t, shared);
-	/* HUGETLB: gup_longterm.c's memfd hugetlb backing, via BK_MEMFD_HUGETLB above. */
 
 	for (int t = 0; t < NR_RO_TESTS; t++)
 		for (int fast = 0; fast < 2; fast++)
