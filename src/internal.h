@@ -365,7 +365,15 @@ static inline struct pm_machine *page_machine(const struct pm_page *page)
 }
 
 /* The machine of any descriptor, a never-used one too (slot 0: found by its address). */
-__hidden struct pm_machine *pm__page_machine_any(const struct pm_page *page);
+__hidden struct pm_machine *pm__page_machine_search(const struct pm_page *page);
+
+/* The machine of any descriptor, even one above the frontier (its slot is still 0). */
+static inline struct pm_machine *pm__page_machine_any(const struct pm_page *page)
+{
+	struct pm_machine *m = page_machine(page);
+
+	return likely(m) ? m : pm__page_machine_search(page);
+}
 
 static inline unsigned long page_to_pfn(const struct pm_machine *m, const struct pm_page *page)
 {

@@ -192,12 +192,10 @@ void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
  * A descriptor above the frontier was never written, so its slot is 0 (no machine): such a
  * one, which only pm_pfn_to_page() hands out, is found by the range it lies in.
  */
-struct pm_machine *pm__page_machine_any(const struct pm_page *page)
+struct pm_machine *pm__page_machine_search(const struct pm_page *page)
 {
-	struct pm_machine *m = page_machine(page);
+	struct pm_machine *m;
 
-	if (likely(m))
-		return m;
 	pthread_mutex_lock(&machines_lock); /* no machine goes away under the search */
 	for (unsigned i = 1; i < PM_MAX_MACHINES; i++) {
 		m = atomic_load_relaxed(&pm__machines[i]);
