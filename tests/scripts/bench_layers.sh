@@ -16,20 +16,7 @@ set -u
 O=${O:-build/asan}
 NM=${NM:-nm}
 API=${BENCH_API_HEADER:-bench/bench.h}
-n=0
-failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 
 objs=$(ls "$O"/bench/*.o "$O"/bench/cases/*.o 2>/dev/null)
 if [ -z "$objs" ]; then
@@ -114,5 +101,4 @@ awk 'NR == FNR { lib[$1] = 1; next }
 ok $? "the case-facing files ($(tr '\n' ' ' <"$tmp/apifiles" | sed 's/ $//')) use nothing above them"
 cat "$tmp/updeps"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -16,20 +16,7 @@ set -u
 O=${O:-build/asan}
 BENCH=${BENCH:-$O/pinmm-bench}
 case $BENCH in /*) ;; *) BENCH=$(pwd)/$BENCH ;; esac
-n=0
-failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 
 diag() {
 	sed 's/^/# /' "$@"
@@ -213,5 +200,4 @@ crc=$?
 ok $? "runtest host_mmap1 1 thread 2: processes column 0,0.00, linear 0 without 1 task"
 [ -s "$tmp/check" ] && diag "$tmp/check" "$tmp/rt2.csv" "$tmp/rt2.err"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -9,20 +9,7 @@
 #   O   build directory holding the binaries (run.sh sets it; default build/asan)
 set -u
 O=${O:-build/asan}
-n=0
-failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 
 # expect WANT_RC PATTERN CMD...: run CMD, stdout and stderr together; WANT_RC is a number or
 # "nonzero"; PATTERN (grep -E) must be in the output ("" for none).
@@ -119,5 +106,4 @@ expect 0 "^average:" "$BENCH" pin_fast -t 1 -s 1 --warmup 0 --interval-ms 100 --
 expect 0 "^usage:" "$MM" -h
 expect 0 "^usage:" "$GB" -h
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done

@@ -15,20 +15,7 @@
 set -u
 O=${O:-build/asan}
 SRC=${SRC:-src}
-n=0
-failed=0
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-ok() {
-	n=$((n + 1))
-	if [ "$1" -eq 0 ]; then
-		echo "ok $n - $2"
-	else
-		echo "not ok $n - $2"
-		failed=$((failed + 1))
-	fi
-}
+. "$(dirname "$0")/../lib/tap.sh"
 
 objs=$(ls "$O"/src/*/*.o 2>/dev/null)
 if [ -z "$objs" ]; then
@@ -85,5 +72,4 @@ else
 	ok 1 "lock assertions ($asserts) >= comments naming a lock the caller holds ($comments)"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+tap_done
