@@ -723,7 +723,6 @@ struct pm_mm {
 	struct pm_spinlock page_table_lock; /* populating PGD/PUD entries */
 	struct pm_vma_tree vmt;		    /* the VMAs; written under mmap_lock (W), read under
 					     * mmap_lock or RCU (vma_tree.h) */
-	unsigned nr_vmas;		    /* map_count; under mmap_lock (W) */
 	struct pm_vma *retired_vmas;	    /* left the tree, waiting for a batch to go to RCU */
 	unsigned nr_retired_vmas;
 	struct pm_vma *free_vmas;	    /* ready for reuse; under mmap_lock (W) */
@@ -735,6 +734,12 @@ struct pm_mm {
 
 /* Linux's vm.max_map_count default: a call that would make more VMAs fails with -ENOMEM. */
 #define PM_MAX_MAP_COUNT 65530
+
+/* The number of VMAs (Linux's map_count): the tree's entries, one per VMA. */
+static inline unsigned long mm_map_count(const struct pm_mm *mm)
+{
+	return pm__vt_count(&mm->vmt);
+}
 
 static inline bool mm_has_pinned(struct pm_mm *mm)
 {

@@ -83,7 +83,6 @@ static void unmap_all(struct pm_mm *mm)
 		pm__zap_range(mm, vma->start, vma->end);
 	/* Nobody else can reach the mm, so no lockless lookup either: free without waiting. */
 	pm__vt_destroy(&mm->vmt);
-	mm->nr_vmas = 0;
 	while (first) {
 		vma = first;
 		first = vma->retire_next;

@@ -61,12 +61,11 @@ static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
 int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 {
 	mmap_assert_write_locked(mm);
-	if (mm->nr_vmas >= PM_MAX_MAP_COUNT && !vma_would_merge(mm, vma))
+	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT && !vma_would_merge(mm, vma))
 		return -ENOMEM;
 	vma_mark_new(vma);
 	if (pm__vt_store(&mm->vmt, vma->start, vma->end, vma))
 		return -ENOMEM;
-	mm->nr_vmas++;
 	return 0;
 }
 
@@ -101,7 +100,6 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 	for (vma = first; vma; vma = vma->retire_next) {
 		atomic_store_relaxed(&vma->xdetached, true);
 		pm__vma_unlink_file(vma);
-		mm->nr_vmas--;
 	}
 	return first;
 }
@@ -189,7 +187,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
 	if (is_vm_hugetlb_page(vma) && (addr & ~PMD_MASK))
 		return -EINVAL; /* it would cut a 2 MiB page (hugetlb_vm_op_split) */
-	if (mm->nr_vmas >= PM_MAX_MAP_COUNT)
+	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT)
 		return -ENOMEM;
 	new = pm__vma_alloc(mm);
 	if (!new)
@@ -205,7 +203,6 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 		free(new);
 		return -ENOMEM;
 	}
-	mm->nr_vmas++;
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
 	pm__split_huge_pmd_at(mm, addr);
 	new->file = vma->file;
@@ -252,7 +249,6 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 	keep->pgoff = pgoff;
 	if (keep->file)
 		pm__shmem_map_unlock(keep->file);
-	mm->nr_vmas--;
 	pm__vma_retire(mm, gone);
 	return true;
 }

@@ -28,7 +28,7 @@ static size_t free0;
 /* White box: the number of VMAs, to see splits and merges. */
 static unsigned nr_vmas(void)
 {
-	return mm->nr_vmas;
+	return mm_map_count(mm);
 }
 
 static long rd(unsigned long addr)

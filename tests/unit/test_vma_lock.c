@@ -349,12 +349,12 @@ static void test_map_count(void)
 	for (unsigned long i = 0; i < n && good; i++)
 		good = pm_mmap(mm, base + i * PG, PG, i & 1 ? PM_PROT_READ : RW, FIX, NULL, 0) ==
 		       (long)(base + i * PG);
-	ok(good && mm->nr_vmas == n, "65530 VMAs");
+	ok(good && mm_map_count(mm) == n, "65530 VMAs");
 	is_int(pm_mmap(mm, 0, PG, RW, PRIV, NULL, 0), -ENOMEM, "the 65531st mmap: -ENOMEM");
 	is_int(pm_mmap(mm, far, PG, RW, FIX, NULL, 0), -ENOMEM, "a fixed one too");
 	is_int(pm_mmap(mm, base + n * PG, PG, PM_PROT_READ, FIX, NULL, 0), (long)(base + n * PG),
 	       "a mapping that merges into its neighbour makes no VMA: allowed at the limit");
-	is_int(mm->nr_vmas, n, "still 65530");
+	is_int(mm_map_count(mm), n, "still 65530");
 	is_int(pm_munmap(mm, base + n * PG, PG), -ENOMEM,
 	       "unmapping half of it needs a split: -ENOMEM at the limit, as Linux");
 	is_int(pm_munmap(mm, base + 3 * PG, PG), 0, "a whole VMA goes");
@@ -364,7 +364,7 @@ static void test_map_count(void)
 	is_int(pm_munmap(mm, far, PG), -ENOMEM, "so is a munmap that would");
 	is_int(pm_mprotect(mm, base + 5 * PG, PG, RW), 0,
 	       "an mprotect that merges three VMAs into one is fine");
-	is_int(mm->nr_vmas, n - 2, "three became one");
+	is_int(mm_map_count(mm), n - 2, "three became one");
 	is_int(pm_mprotect(mm, far, PG, PM_PROT_READ), 0, "now the split is allowed");
 	pm_mm_destroy(mm);
 	ok(!pm_machine_check(m), "machine checks out");
