@@ -87,6 +87,7 @@ struct bench_run {
 	unsigned nr_tasks;
 	enum bench_mode mode;
 	unsigned knobs;		/* PM_KNOB_* (pinmm cases) */
+	unsigned mm_flags;	/* PM_MACHINE_LINUX_MM or _RANGE_MM (--mm) */
 	const char *variant;	/* the selected variant; never NULL when the case has any */
 	size_t size;		/* --size: the working set override in bytes, 0 = the case's */
 	struct bench_shared *shared; /* counters, stop flag, phase: MAP_SHARED */

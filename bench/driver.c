@@ -456,6 +456,7 @@ static void write_run_metrics(struct driver *d, const struct sampler *s)
 	bench_metric(&d->run, "tasks", "%u", d->run.nr_tasks);
 	bench_metric(&d->run, "mode", "%s", d->run.mode == BENCH_THREADS ? "threads" : "processes");
 	bench_metric(&d->run, "knobs", "%s", bench_knob_names(d->run.knobs, knobs, sizeof(knobs)));
+	bench_metric(&d->run, "mm", "%s", d->run.mm_flags == PM_MACHINE_RANGE_MM ? "range" : "linux");
 	if (d->run.variant)
 		bench_metric(&d->run, "variant", "%s", d->run.variant);
 	bench_metric(&d->run, "samples", "%u", s->measured);
@@ -511,6 +512,7 @@ static int init_run(struct driver *d, const struct bench_opts *o, char *variant,
 	run->bc = o->bc;
 	run->nr_tasks = o->nr_tasks;
 	run->mode = o->mode;
+	run->mm_flags = o->range_mm ? PM_MACHINE_RANGE_MM : PM_MACHINE_LINUX_MM;
 	run->size = o->size;
 	run->variant = o->variant ? o->variant : bench_default_variant(o->bc, variant, vlen);
 	d->forks = (o->bc->flags & BENCH_F_HOST) && o->mode == BENCH_PROCESSES;

@@ -45,6 +45,7 @@ struct bench_opts {
 	const char *variant;	/* --variant, NULL = the case's default */
 	size_t size;		/* --size, 0 = the case's */
 	const char *metrics;	/* --metrics FILE */
+	bool range_mm;		/* --mm range: PM_MACHINE_RANGE_MM (default linux) */
 };
 
 #define BENCH_DEFAULT_WARMUP 6

@@ -35,6 +35,7 @@ enum {
 	OPT_WARMUP,
 	OPT_INTERVAL,
 	OPT_METRICS,
+	OPT_MM,
 };
 
 static const struct option case_options[] = {
@@ -45,6 +46,7 @@ static const struct option case_options[] = {
 	{ "warmup", required_argument, NULL, OPT_WARMUP },
 	{ "interval-ms", required_argument, NULL, OPT_INTERVAL },
 	{ "metrics", required_argument, NULL, OPT_METRICS },
+	{ "mm", required_argument, NULL, OPT_MM },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -58,6 +60,7 @@ static void usage(const char *prog)
 	       "\t-n\t do not affinitize tasks\n"
 	       "\t-v\t print every task's iterations per sample\n"
 	       "\t--mode threads|processes   tasks share one address space, or have one each\n"
+	       "\t--mm linux|range   the address-space design of pinmm's machine (default linux)\n"
 	       "\t--knobs before|after|KNOB,...   pinmm's historical behaviours (see list)\n"
 	       "\t--variant V\t the case's variant (see list)\n"
 	       "\t--size BYTES\t override the case's working-set size (K, M, G, T suffixes)\n"
@@ -129,6 +132,13 @@ static int parse_long_option(struct bench_opts *o, int c, const char *arg)
 				      &o->interval_ms);
 	case OPT_METRICS:
 		o->metrics = arg;
+		return 0;
+	case OPT_MM:
+		if (strcmp(arg, "linux") && strcmp(arg, "range")) {
+			fprintf(stderr, "pinmm-bench: --mm '%s': linux or range\n", arg);
+			return -EINVAL;
+		}
+		o->range_mm = !strcmp(arg, "range");
 		return 0;
 	}
 	return -EINVAL;

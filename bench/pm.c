@@ -61,6 +61,7 @@ int bench_pm_setup_hugetlb(struct bench_run *run, size_t mem_bytes, size_t nr_hu
 					 mem_bytes * BENCH_PM_ROOM :
 					 (mem_bytes > BENCH_PM_ROOM_MAX ? mem_bytes : BENCH_PM_ROOM_MAX)),
 		.knobs = run->knobs,
+		.flags = run->mm_flags,
 		.nr_hugepages = nr_hugepages,
 	};
 	unsigned n = run->mode == BENCH_THREADS ? 1 : run->nr_tasks;

@@ -115,15 +115,15 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
  * someone holds it (readers are not tracked one by one). Release builds compile them away.
  */
 #define pm_assert_locked(spinlock) pm_assert(pm_spin_held(spinlock))
-#define mmap_assert_locked(mm) pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock))
-#define mmap_assert_write_locked(mm) pm_assert(pm_rwsem_is_write_locked(&(mm)->mmap_lock))
+#define mmap_assert_locked(mm) pm_assert(mm_locked(mm))
+#define mmap_assert_write_locked(mm) pm_assert(mm_write_locked(mm))
 /*
  * Page-table walks: mmap_lock, an RCU read section (tables are freed through RCU), a VMA's read
  * lock (a fault: the tables under a live VMA are not freed), or - for truncation's zaps of
  * other mms - an i_mmap lock, which keeps the VMA and its tables.
  */
 #define walk_assert_held(mm) \
-	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm_rcu_read_ongoing() || \
+	pm_assert(mm_locked(mm) || pm_rcu_read_ongoing() || \
 		  pm__i_mmap_held > 0 || (PM_DEBUG >= 1 && pm__vma_read_held_here()))
 /*
  * The fault path: mmap_lock, or the VMA's own read lock (Linux's assert_fault_locked). Debug
@@ -141,17 +141,17 @@ extern __thread int pm__vma_read_held __hidden; /* counted in debug builds only 
 /* Populating page tables: mmap_lock, or a fault's VMA read lock (the tables under a live VMA
  * are never freed, and populating takes the parent table's lock). */
 #define pgtable_populate_assert_held(mm) \
-	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__vma_read_held_here())
+	pm_assert(mm_locked(mm) || pm__vma_read_held_here())
 #define assert_vma_read_locked(vma) pm_assert(pm__vma_read_held_here())
 #define assert_fault_locked(vma) \
-	pm_assert(pm_rwsem_is_locked(&(vma)->mm->mmap_lock) || pm__vma_read_held_here())
+	pm_assert(mm_locked((vma)->mm) || pm__vma_read_held_here())
 /* Splitting a PMD leaf: mmap_lock, a COW fault's VMA lock, or truncation's i_mmap lock. */
 #define split_assert_held(mm) \
-	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__i_mmap_held > 0 || \
+	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0 || \
 		  pm__vma_read_held_here())
 /* Zaps: the mm's mmap_lock, or - truncation zapping other mms - an object's i_mmap lock. */
 #define zap_assert_held(mm) \
-	pm_assert(pm_rwsem_is_locked(&(mm)->mmap_lock) || pm__i_mmap_held > 0)
+	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0)
 
 #define pm_warn_once(cond, msg) \
 	({ \
@@ -316,6 +316,7 @@ struct pm_machine {
 	uint64_t id;			/* unique for the process's life, never reused */
 	unsigned knobs;
 	unsigned nr_cpus;
+	bool range_mm;			/* new mms use the range design (mm/range.c) */
 	uint16_t slot;			/* index in pm__machines[] */
 	char *arena;			/* nr_pages frames, 2 MiB aligned */
 	struct pm_page *pages;		/* nr_pages descriptors; initialised below xfrontier */
@@ -664,7 +665,9 @@ struct pm_vma {
 	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
 	_Atomic unsigned xcontended;	     /* read locks taken while another reader held it */
 	struct pm_vma_pcpu *_Atomic xpcpu;   /* per-CPU reader counts, once contended */
-	_Atomic unsigned long xvm_lock_seq;  /* == mm's mm_lock_seq: write-locked */
+	_Atomic unsigned long xvm_lock_seq;  /* == *xlock_seqp: write-locked */
+	_Atomic unsigned long *_Atomic xlock_seqp; /* the mm's mm_lock_seq, or a range's */
+	bool uncounted;			     /* range design: came in at max_map_count to merge */
 	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
 	struct pm_vma *retire_next;	     /* on mm->retired_vmas, or a detach list */
 	struct pm_vma_cache *rcache;	     /* where its batch goes after the grace period */
@@ -710,6 +713,31 @@ static inline unsigned long vma_pgoff(const struct pm_vma *vma, unsigned long ad
  * write_protect_seq changes only during a fork). PM_KNOB_HAS_PINNED_ALWAYS_WRITE stores the
  * flag on every pin call, which makes this line bounce between CPUs: the 2021 seed.
  */
+/*
+ * The VMAs of one lock domain - the whole mm in Linux's design, one 512 GiB range in the range
+ * design (mm/range.c) - and what left them: written by the domain's writer only.
+ */
+struct pm_vma_set {
+	struct pm_vma_tree vmt;		    /* the VMAs; read under the domain's lock or RCU */
+	struct pm_vma *retired_vmas;	    /* left the tree, waiting for a batch to go to RCU */
+	unsigned nr_retired_vmas;
+	struct pm_vma *free_vmas;	    /* a grace period old: ready for reuse */
+};
+
+/*
+ * One range of the range design (mm/range.c): a 512 GiB slice of the address space - one PGD
+ * entry - with its own lock, its own VMA set and its own lock sequence.
+ */
+struct pm_mm_range {
+	struct pm_rwsem lock;
+	/* Bumped when the range's write hold ends: the VMA write locks taken under it end too
+	 * (the range design's vma_end_write_all). */
+	_Atomic unsigned long xlock_seq;
+	struct pm_vma_set set;
+} __cacheline_aligned;
+
+struct pm_mm_count; /* the range design's exact per-CPU VMA count (mm/range.c) */
+
 struct pm_mm {
 	struct pm_machine *m;
 	pm_entry_t *pgd;
@@ -721,11 +749,10 @@ struct pm_mm {
 	 * unlocked at once (vma_end_write_all). Written under mmap_lock (W), read by anyone. */
 	_Atomic unsigned long xmm_lock_seq;
 	struct pm_spinlock page_table_lock; /* populating PGD/PUD entries */
-	struct pm_vma_tree vmt;		    /* the VMAs; written under mmap_lock (W), read under
-					     * mmap_lock or RCU (vma_tree.h) */
-	struct pm_vma *retired_vmas;	    /* left the tree, waiting for a batch to go to RCU */
-	unsigned nr_retired_vmas;
-	struct pm_vma *free_vmas;	    /* ready for reuse; under mmap_lock (W) */
+	struct pm_vma_set set;		    /* Linux's design: the VMAs, under mmap_lock (W) for
+					     * writes, mmap_lock or RCU for reads (vma_tree.h) */
+	struct pm_mm_range *ranges;	    /* the range design: PM_NR_RANGES; NULL in Linux's */
+	struct pm_mm_count *count;	    /* the range design: VMAs, counted per CPU */
 	struct pm_vma_cache *vcache;
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
@@ -735,10 +762,71 @@ struct pm_mm {
 /* Linux's vm.max_map_count default: a call that would make more VMAs fails with -ENOMEM. */
 #define PM_MAX_MAP_COUNT 65530
 
-/* The number of VMAs (Linux's map_count): the tree's entries, one per VMA. */
-static inline unsigned long mm_map_count(const struct pm_mm *mm)
+/* The range design: 512 GiB ranges (one PGD entry each), each with its own lock. */
+#define PM_RANGE_SHIFT PGDIR_SHIFT
+#define PM_NR_RANGES ((PM_TASK_SIZE + PGDIR_SIZE - 1) >> PM_RANGE_SHIFT)
+
+static inline bool mm_range_design(const struct pm_mm *mm)
 {
-	return pm__vt_count(&mm->vmt);
+	return mm->ranges != NULL;
+}
+
+/* The range that holds @addr (addresses at or above PM_TASK_SIZE: the last). */
+static inline unsigned range_of(unsigned long addr)
+{
+	unsigned long r = addr >> PM_RANGE_SHIFT;
+
+	return r < PM_NR_RANGES ? (unsigned)r : (unsigned)PM_NR_RANGES - 1;
+}
+
+/* // mm/range.c */
+/* What this thread holds of an mm of the range design: a run of its ranges (lib/rwsem.h),
+ * kept beside the other per-thread lock records for the assertions of every layer. */
+static inline struct pm_rwsem_run *pm__range_hold(const struct pm_mm *mm)
+{
+	if (pm__rwsem_runs[0].owner == mm)
+		return &pm__rwsem_runs[0];
+	if (pm__rwsem_runs[1].owner == mm)
+		return &pm__rwsem_runs[1];
+	return NULL;
+}
+__hidden int pm__range_init(struct pm_mm *mm);
+__hidden void pm__range_fini(struct pm_mm *mm);
+__hidden void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__range_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__range_lock_all(struct pm_mm *mm);
+__hidden void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, bool write);
+__hidden bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__range_downgrade(struct pm_mm *mm);
+__hidden void pm__range_unlock(struct pm_mm *mm);
+__hidden long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long align);
+__hidden long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align);
+__hidden bool pm__mm_count_charge(struct pm_mm *mm);
+__hidden void pm__mm_count_uncharge(struct pm_mm *mm, long n);
+__hidden unsigned long pm__mm_count_read(struct pm_mm *mm);
+
+/* The number of VMAs (Linux's map_count): the tree's entries, one per VMA, in Linux's design;
+ * the exact per-CPU count in the range design. */
+static inline unsigned long mm_map_count(struct pm_mm *mm)
+{
+	return mm_range_design(mm) ? pm__mm_count_read(mm) : pm__vt_count(&mm->set.vmt);
+}
+
+/* Does this thread hold @mm's lock - mmap_lock, or in the range design some of its ranges?
+ * For assertions: Linux's design can only tell that somebody holds mmap_lock for read. */
+static inline bool mm_locked(struct pm_mm *mm)
+{
+	return mm->ranges ? pm__range_hold(mm) != NULL : pm_rwsem_is_locked(&mm->mmap_lock);
+}
+
+static inline bool mm_write_locked(struct pm_mm *mm)
+{
+	const struct pm_rwsem_run *h;
+
+	if (!mm->ranges)
+		return pm_rwsem_is_write_locked(&mm->mmap_lock);
+	h = pm__range_hold(mm);
+	return h && h->write && !h->downgraded;
 }
 
 static inline bool mm_has_pinned(struct pm_mm *mm)
@@ -748,6 +836,9 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
 
 /* // mm/vma_lock.c */
 __hidden void pm__mm_retire_flush(struct pm_mm *mm, bool all);
+__hidden void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all);
+__hidden void pm__vma_set_free_now(struct pm_vma_set *set);
+__hidden struct pm_vma_set *pm__vma_set_here(struct pm_mm *mm);
 __hidden void pm__mm_retire_free_now(struct pm_mm *mm);
 __hidden struct pm_vma *pm__vma_cache_get(struct pm_mm *mm);
 __hidden void pm__vma_free_pcpu(struct pm_vma *vma);
@@ -757,7 +848,6 @@ __hidden void pm__vma_end_read(struct pm_vma *vma);
 __hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr);
 
 static inline void mmap_read_lock(struct pm_mm *mm) { pm_down_read(&mm->mmap_lock); }
-static inline void mmap_read_unlock(struct pm_mm *mm) { pm_up_read(&mm->mmap_lock); }
 static inline void mmap_write_lock(struct pm_mm *mm) { pm_down_write(&mm->mmap_lock); }
 
 /* Drop every VMA write lock taken since mmap_write_lock(): one store, whatever their number. */
@@ -775,15 +865,73 @@ static inline void vma_end_write_all(struct pm_mm *mm)
 static inline void mmap_write_downgrade(struct pm_mm *mm)
 {
 	mmap_assert_write_locked(mm);
+	if (mm_range_design(mm)) {
+		pm__range_downgrade(mm);
+		return;
+	}
 	vma_end_write_all(mm);
 	pm_downgrade_write(&mm->mmap_lock);
 }
 
 static inline void mmap_write_unlock(struct pm_mm *mm)
 {
+	if (mm_range_design(mm)) {
+		pm__range_unlock(mm);
+		return;
+	}
 	vma_end_write_all(mm);
 	pm__mm_retire_flush(mm, false);
 	pm_up_write(&mm->mmap_lock);
+}
+
+/* Read holds end here in both designs (a downgraded writer's too: it flushes first). */
+static inline void mmap_read_unlock(struct pm_mm *mm)
+{
+	if (mm_range_design(mm)) {
+		pm__range_unlock(mm);
+		return;
+	}
+	pm_up_read(&mm->mmap_lock);
+}
+
+/*
+ * The locks of a change or a read of [@start, @end): Linux's design takes mmap_lock (all of
+ * it); the range design holds only the ranges the operation can touch (mm/range.c).
+ * mm_lock_all() is for whole-mm operations (fork, teardown): every range, or mmap_lock (W).
+ */
+static inline void mm_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	if (mm_range_design(mm))
+		pm__range_lock_change(mm, start, end);
+	else
+		mmap_write_lock(mm);
+}
+
+static inline void mm_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	if (mm_range_design(mm))
+		pm__range_lock_read(mm, start, end);
+	else
+		mmap_read_lock(mm);
+}
+
+static inline void mm_lock_all(struct pm_mm *mm)
+{
+	if (mm_range_design(mm))
+		pm__range_lock_all(mm);
+	else
+		mmap_write_lock(mm);
+}
+
+/*
+ * The sequence that ends a write lock of @vma taken now: the mm's (Linux's design), or that of
+ * the range holding the VMA's start, which its writer holds (range design).
+ */
+static inline _Atomic unsigned long *vma_lock_seq_source(struct pm_vma *vma)
+{
+	struct pm_mm *mm = vma->mm;
+
+	return mm->ranges ? &mm->ranges[range_of(vma->start)].xlock_seq : &mm->xmm_lock_seq;
 }
 
 /*
@@ -792,8 +940,11 @@ static inline void mmap_write_unlock(struct pm_mm *mm)
  */
 static inline void vma_mark_new(struct pm_vma *vma)
 {
+	_Atomic unsigned long *seq = vma_lock_seq_source(vma);
+
 	mmap_assert_write_locked(vma->mm);
-	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(&vma->mm->xmm_lock_seq));
+	atomic_store_relaxed(&vma->xlock_seqp, seq);
+	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(seq));
 }
 
 /* // mm/vma.c */
@@ -802,6 +953,8 @@ __hidden struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned lon
 						  unsigned long end);
 __hidden struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma);
+__hidden void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end,
+				 unsigned long *floor, unsigned long *ceiling);
 __hidden int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start,
 					     unsigned long end, int *err);

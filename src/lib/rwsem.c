@@ -20,6 +20,7 @@
 #include "lib/rwsem.h"
 
 __thread int pm__lock_owner;
+__thread struct pm_rwsem_run pm__rwsem_runs[2]; /* ranges this thread holds (mm/range.c) */
 #if PM_DEBUG >= 1
 __thread int pm__i_mmap_held; /* i_mmap locks this thread holds (internal.h) */
 __thread int pm__vma_read_held; /* VMA read locks this thread holds (mm/vma_lock.c) */

@@ -30,10 +30,22 @@ struct pm_rwsem {
 	_Atomic long xcount;
 	_Atomic unsigned xseq;
 	_Atomic int xsleepers;
-#if PM_DEBUG >= 1
-	_Atomic int xowner;	/* the writer's lock-owner id, 0 when no writer */
-#endif
+	/* The writer's lock-owner id, 0 when no writer: debug builds only, but always there, so
+	 * that code built at another PM_DEBUG (tests/unit/test_unpin_release.c) sees one layout. */
+	_Atomic int xowner;
 };
+
+/*
+ * A run [lo, hi] of an array of rwsems that this thread holds (the ranges of an address space,
+ * mm/range.c): at most two owners at a time (fork holds a parent's and a child's).
+ */
+struct pm_rwsem_run {
+	const void *owner;	/* NULL: the record is free */
+	unsigned lo, hi;
+	bool write;		/* write holds (downgraded ones too) */
+	bool downgraded;	/* write holds turned into read holds by their writer */
+};
+extern __thread struct pm_rwsem_run pm__rwsem_runs[2] __hidden;
 
 #define PM_RWSEM_WRITER 1L
 #define PM_RWSEM_WWAIT 2L

@@ -219,11 +219,19 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 
 	if (!c.mem_bytes)
 		c.mem_bytes = 1UL << 30;
-	/* Only Linux's design is built: PM_MACHINE_RANGE_MM is not available (machine.h). */
+	/* The address-space design: a flag, else PINMM_RANGE_MM=1 makes the range design the
+	 * default (mm/range.c); both flags at once are an error. */
 	if (c.mem_bytes % PMD_SIZE || (c.knobs & ~PM_KNOB_ALL) ||
-	    c.mem_bytes / PAGE_SIZE > (1UL << 40) || (c.flags & ~PM_MACHINE_LINUX_MM)) {
+	    c.mem_bytes / PAGE_SIZE > (1UL << 40) ||
+	    (c.flags & ~(PM_MACHINE_LINUX_MM | PM_MACHINE_RANGE_MM)) ||
+	    (c.flags & PM_MACHINE_LINUX_MM && c.flags & PM_MACHINE_RANGE_MM)) {
 		errno = EINVAL;
 		return NULL;
+	}
+	if (!(c.flags & (PM_MACHINE_LINUX_MM | PM_MACHINE_RANGE_MM))) {
+		const char *env = getenv("PINMM_RANGE_MM");
+
+		c.flags = env && !strcmp(env, "1") ? PM_MACHINE_RANGE_MM : PM_MACHINE_LINUX_MM;
 	}
 	if (posix_memalign((void **)&m, PM_CACHELINE, sizeof(*m))) {
 		errno = ENOMEM;
@@ -231,6 +239,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	}
 	memset(m, 0, sizeof(*m));
 	m->knobs = c.knobs;
+	m->range_mm = c.flags & PM_MACHINE_RANGE_MM;
 	m->nr_pages = c.mem_bytes / PAGE_SIZE;
 	ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	m->nr_cpus = ncpu > 0 ? (unsigned)ncpu : 1;
@@ -366,7 +375,7 @@ size_t pm_machine_total_pages(struct pm_machine *m)
 
 unsigned pm_machine_flags(struct pm_machine *m)
 {
-	return m ? PM_MACHINE_LINUX_MM : 0;
+	return !m ? 0 : m->range_mm ? PM_MACHINE_RANGE_MM : PM_MACHINE_LINUX_MM;
 }
 
 unsigned pm_machine_knobs(struct pm_machine *m)

@@ -24,20 +24,24 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 	mm->mmap_base = PM_MMAP_BASE;
 	pm_spin_init(&mm->page_table_lock);
 	pm_rwsem_init(&mm->mmap_lock);
-	pm__vt_init(&mm->vmt, m);
-	mm->vcache = calloc(1, sizeof(*mm->vcache));
-	if (!mm->vcache) {
+	pm__vt_init(&mm->set.vmt, m);
+	if (m->range_mm && pm__range_init(mm)) {
 		free(mm);
 		return NULL;
 	}
+	mm->vcache = calloc(1, sizeof(*mm->vcache));
+	if (!mm->vcache)
+		goto fail;
 	atomic_store_relaxed(&mm->vcache->xrefs, 1);
 	mm->pgd = pm__pgd_alloc(m);
-	if (!mm->pgd) {
-		free(mm->vcache);
-		free(mm);
-		return NULL;
-	}
+	if (!mm->pgd)
+		goto fail;
 	return mm;
+fail:
+	free(mm->vcache);
+	pm__range_fini(mm);
+	free(mm);
+	return NULL;
 }
 
 struct pm_mm *pm__mm_alloc(struct pm_machine *m)
@@ -82,7 +86,11 @@ static void unmap_all(struct pm_mm *mm)
 	for (vma = first; vma; vma = vma->retire_next)
 		pm__zap_range(mm, vma->start, vma->end);
 	/* Nobody else can reach the mm, so no lockless lookup either: free without waiting. */
-	pm__vt_destroy(&mm->vmt);
+	pm__vt_destroy(&mm->set.vmt);
+	if (mm_range_design(mm)) {
+		for (unsigned r = 0; r < PM_NR_RANGES; r++)
+			pm__vt_destroy(&mm->ranges[r].set.vmt);
+	}
 	while (first) {
 		vma = first;
 		first = vma->retire_next;
@@ -155,12 +163,13 @@ void pm_mm_destroy(struct pm_mm *mm)
 	pm_list_del(&mm->link);
 	pthread_mutex_unlock(&m->lock);
 
-	mmap_write_lock(mm);
+	mm_lock_all(mm);
 	unmap_all(mm);
 	mmap_write_unlock(mm);
 	pm__mm_retire_free_now(mm);
 	pm__pgd_free(m, mm->pgd);
-	pm__vt_destroy(&mm->vmt);
+	pm__vt_destroy(&mm->set.vmt);
+	pm__range_fini(mm);
 	free(mm);
 }
 

@@ -46,9 +46,55 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
 		if (hint && range_free(mm, hint, len))
 			return (long)hint;
 	}
-	a = pm__vt_gap_topdown(&mm->vmt, PM_USER_MIN, mm->mmap_base, len, align);
+	if (mm_range_design(mm))
+		return pm__range_gap_scan(mm, len, align);
+	a = pm__vt_gap_topdown(&mm->set.vmt, PM_USER_MIN, mm->mmap_base, len, align);
 	if (a < 0)
-		a = pm__vt_gap_bottomup(&mm->vmt, mm->mmap_base, PM_TASK_SIZE, len, align);
+		a = pm__vt_gap_bottomup(&mm->set.vmt, mm->mmap_base, PM_TASK_SIZE, len, align);
+	return a;
+}
+
+/*
+ * lock_for_mmap() - take the locks of a new mapping of @len bytes and choose its address
+ * when the caller did not fix it. Linux's design: mmap_lock (W) and the search above. The
+ * range design: a fixed mapping holds the ranges it changes; a free hint is used as is; any
+ * other goes to this thread's arena, a range of its own that no other thread's mmap writes,
+ * and only when that is full to a search of the whole address space with every range held
+ * (range.c). Return: the address, or -ENOMEM with nothing held.
+ */
+static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long len,
+			  unsigned long align, int flags)
+{
+	long a;
+
+	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
+		mm_lock_change(mm, addr, addr + len);
+		return (long)addr;
+	}
+	if (!mm_range_design(mm)) {
+		mmap_write_lock(mm);
+		a = get_unmapped_area(mm, addr, len, align);
+		if (a < 0)
+			mmap_write_unlock(mm);
+		return a;
+	}
+	if (addr) {
+		unsigned long hint = ALIGN_UP(addr, PAGE_SIZE);
+
+		if (hint && hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len) {
+			pm__range_lock_change(mm, hint, hint + len);
+			if (range_free(mm, hint, len))
+				return (long)hint;
+			mmap_write_unlock(mm);
+		}
+	}
+	a = pm__range_arena_area(mm, len, align);
+	if (a >= 0)
+		return a;
+	pm__range_lock_all(mm);
+	a = get_unmapped_area(mm, 0, len, align);
+	if (a < 0)
+		mmap_write_unlock(mm);
 	return a;
 }
 
@@ -93,7 +139,8 @@ static struct pm_vma *munmap_detach(struct pm_mm *mm, unsigned long start, unsig
 static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			 unsigned long end)
 {
-	struct pm_vma *next, *prev;
+	unsigned long floor, ceiling;
+	struct pm_vma *next;
 
 	mmap_assert_locked(mm);
 	for (; vma; vma = next) {
@@ -102,9 +149,8 @@ static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long sta
 		pm__vma_retire(mm, vma);
 	}
 	/* The gap the tables may be freed in: from the VMA below to the VMA above. */
-	prev = pm__vt_prev(&mm->vmt, start, NULL, NULL);
-	next = pm__vt_find(&mm->vmt, end, NULL, NULL);
-	pm__free_pgd_range(mm, start, end, prev ? prev->end : 0, next ? next->start : 0);
+	pm__vma_gap_bounds(mm, start, end, &floor, &ceiling);
+	pm__free_pgd_range(mm, start, end, floor, ceiling);
 }
 
 /*
@@ -136,7 +182,7 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 	if (!len || len > PM_TASK_SIZE - addr)
 		return -EINVAL;
 	end = addr + len;
-	mmap_write_lock(mm);
+	mm_lock_change(mm, addr, end);
 	vma = munmap_detach(mm, addr, end, &err);
 	if (!vma) {
 		mmap_write_unlock(mm);
@@ -149,7 +195,7 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 	 */
 	mmap_write_downgrade(mm);
 	unmap_region(mm, vma, addr, end);
-	pm__mm_retire_flush(mm, false);
+	pm__mm_retire_flush(mm, false); /* the range design flushes each range as it unlocks */
 	mmap_read_unlock(mm);
 	return 0;
 }
@@ -239,7 +285,11 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		return -ENOMEM;
 	}
 
-	mmap_write_lock(mm);
+	ret = lock_for_mmap(mm, addr, len, align, flags);
+	if (ret < 0) {
+		vma = NULL;
+		goto fail_unlocked;
+	}
 	vma = pm__vma_alloc(mm);
 	if (!vma) {
 		ret = -ENOMEM;
@@ -248,16 +298,12 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	vma->flags = vm_flags;
 	vma->file = file;
 	vma->pgoff = pgoff;
-	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
-		ret = (long)addr;
-		if (pm__find_vma_intersection(mm, addr, addr + len)) {
-			if (flags & PM_MAP_FIXED_NOREPLACE)
-				ret = -EEXIST;
-			else
-				ret = do_munmap(mm, addr, addr + len) ?: ret;
-		}
-	} else {
-		ret = get_unmapped_area(mm, addr, len, align);
+	if ((flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) &&
+	    pm__find_vma_intersection(mm, addr, addr + len)) {
+		if (flags & PM_MAP_FIXED_NOREPLACE)
+			ret = -EEXIST;
+		else
+			ret = do_munmap(mm, addr, addr + len) ?: ret;
 	}
 	if (ret < 0)
 		goto fail;
@@ -286,6 +332,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 
 fail:
 	mmap_write_unlock(mm);
+fail_unlocked:
 	free(vma); /* never in the tree */
 	if (file)
 		pm_shmem_put(file);
@@ -377,7 +424,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 	if (!len || end <= start)
 		return -ENOMEM;
 
-	mmap_write_lock(mm);
+	mm_lock_change(mm, start, end);
 	vma = pm__find_vma(mm, start);
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
@@ -534,11 +581,11 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 		return -ENOMEM;
 
 	if (advice == PM_MADV_DONTNEED) {
-		mmap_read_lock(mm);
+		mm_lock_read(mm, start, end);
 		err = madvise_dontneed(mm, start, end);
 		mmap_read_unlock(mm);
 	} else {
-		mmap_write_lock(mm);
+		mm_lock_change(mm, start, end);
 		err = madvise_vma_flags(mm, start, end, advice);
 		mmap_write_unlock(mm);
 	}

@@ -18,10 +18,44 @@
  */
 #include "internal.h"
 
+/*
+ * The two designs. Linux's keeps one tree under mmap_lock. The range design (range.c) keeps a
+ * tree per 512 GiB range: a VMA has an entry, clipped to the range, in every range it spans,
+ * and a lookup starts in the range of its address. Lookups that may cross ranges stop at the
+ * last range this thread holds (a thread that holds none is pm_machine_check() on a quiescent
+ * mm: it may look everywhere).
+ */
+static unsigned ranges_end(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	return h ? h->hi : PM_NR_RANGES - 1;
+}
+
+static unsigned ranges_start(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	return h ? h->lo : 0;
+}
+
 /* The first VMA that ends above @addr (it may start above @addr too), or NULL. */
 struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
-	return pm__vt_find(&mm->vmt, addr, NULL, NULL);
+	unsigned r, hi;
+
+	if (!mm_range_design(mm))
+		return pm__vt_find(&mm->set.vmt, addr, NULL, NULL);
+	if (addr >= PM_TASK_SIZE)
+		return NULL;
+	hi = ranges_end(mm);
+	for (r = range_of(addr); r <= hi; r++) {
+		struct pm_vma *vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+
+		if (vma)
+			return vma;
+	}
+	return NULL;
 }
 
 struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
@@ -34,12 +68,104 @@ struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
 
 struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma)
 {
-	return pm__vt_find(&mm->vmt, vma->end, NULL, NULL);
+	return pm__find_vma(mm, vma->end);
+}
+
+/* The last VMA that starts below @addr, or NULL. */
+static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
+{
+	unsigned lo;
+
+	if (!mm_range_design(mm))
+		return pm__vt_prev(&mm->set.vmt, addr, NULL, NULL);
+	if (!addr)
+		return NULL;
+	lo = ranges_start(mm);
+	for (unsigned r = range_of(addr - 1) + 1; r-- > lo;) {
+		struct pm_vma *vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+
+		if (vma)
+			return vma;
+	}
+	return NULL;
 }
 
 struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma)
 {
-	return pm__vt_prev(&mm->vmt, vma->start, NULL, NULL);
+	return find_vma_prev(mm, vma->start);
+}
+
+/*
+ * pm__vma_gap_bounds() - where the page tables of the gap around [@start, @end) may be freed:
+ * from the end of the VMA below to the start of the VMA above (0: no limit, Linux's floor and
+ * ceiling). The range design never looks past the ranges it holds: their bounds are the limit.
+ * Context: mmap_lock or the ranges of [@start, @end) held.
+ */
+void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end,
+			unsigned long *floor, unsigned long *ceiling)
+{
+	struct pm_vma *prev = find_vma_prev(mm, start), *next = pm__find_vma(mm, end);
+
+	mmap_assert_locked(mm);
+	*floor = prev ? prev->end : 0;
+	*ceiling = next ? next->start : 0;
+	if (mm_range_design(mm)) {
+		struct pm_rwsem_run *h = pm__range_hold(mm);
+		unsigned long lo = (unsigned long)h->lo << PM_RANGE_SHIFT;
+		unsigned long hi = (unsigned long)(h->hi + 1) << PM_RANGE_SHIFT;
+
+		*floor = max(*floor, lo);
+		if (!*ceiling || *ceiling > hi)
+			*ceiling = hi;
+	}
+}
+
+/*
+ * Make [@start, @end) map to @vma (NULL: to nothing) in the VMA trees. The range design stores
+ * a clipped entry in each range the span meets, and fills every tree's node pool first, so
+ * that either all of them change or - on -ENOMEM - none.
+ */
+static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
+		      struct pm_vma *vma)
+{
+	unsigned lo, hi;
+
+	if (!mm_range_design(mm))
+		return pm__vt_store(&mm->set.vmt, start, end, vma);
+	lo = range_of(start);
+	hi = range_of(end - 1);
+	pm_assert(pm__range_covers(mm, start, end));
+	for (unsigned r = lo; r <= hi && lo != hi; r++)
+		if (pm__vt_prepare(&mm->ranges[r].set.vmt))
+			return -ENOMEM;
+	for (unsigned r = lo; r <= hi; r++) {
+		unsigned long s = max(start, (unsigned long)r << PM_RANGE_SHIFT);
+		unsigned long e = min(end, (unsigned long)(r + 1) << PM_RANGE_SHIFT);
+		int err = pm__vt_store(&mm->ranges[r].set.vmt, s, e, vma);
+
+		pm_bug_on(err && lo != hi); /* prepared: cannot fail */
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/*
+ * max_map_count. Linux's design counts the tree's entries; the range design charges a
+ * per-CPU count (range.c), exact at the limit. A VMA that came in at the limit because it
+ * merges (pm__vma_insert) was not charged, and its merge is not uncharged.
+ */
+static bool vma_count_charge(struct pm_mm *mm)
+{
+	if (!mm_range_design(mm))
+		return mm_map_count(mm) < PM_MAX_MAP_COUNT;
+	return pm__mm_count_charge(mm);
+}
+
+static void vma_count_uncharge(struct pm_mm *mm, long n)
+{
+	if (mm_range_design(mm) && n)
+		pm__mm_count_uncharge(mm, n);
 }
 
 static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);
@@ -47,8 +173,8 @@ static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);
 /* Will @vma, not yet in the tree, merge with a neighbour (pm__vma_try_merge)? */
 static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
 {
-	struct pm_vma *next = pm__vt_find(&mm->vmt, vma->end - 1, NULL, NULL);
-	struct pm_vma *prev = pm__vt_prev(&mm->vmt, vma->start, NULL, NULL);
+	struct pm_vma *next = pm__find_vma(mm, vma->end - 1);
+	struct pm_vma *prev = find_vma_prev(mm, vma->start);
 
 	return (next && can_merge(vma, next)) || (prev && can_merge(prev, vma));
 }
@@ -61,11 +187,14 @@ static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
 int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 {
 	mmap_assert_write_locked(mm);
-	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT && !vma_would_merge(mm, vma))
+	vma->uncounted = !vma_count_charge(mm);
+	if (vma->uncounted && !vma_would_merge(mm, vma))
 		return -ENOMEM;
 	vma_mark_new(vma);
-	if (pm__vt_store(&mm->vmt, vma->start, vma->end, vma))
+	if (vmas_store(mm, vma->start, vma->end, vma)) {
+		vma_count_uncharge(mm, !vma->uncounted);
 		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -80,6 +209,7 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 				    int *err)
 {
 	struct pm_vma *first = NULL, **tail = &first, *vma;
+	long counted = 0;
 
 	mmap_assert_write_locked(mm);
 	*err = 0;
@@ -89,13 +219,15 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 		pm__vma_start_write(vma);
 		*tail = vma;
 		tail = &vma->retire_next;
+		counted += !vma->uncounted;
 	}
 	*tail = NULL;
 	if (!first)
 		return NULL;
-	*err = pm__vt_store(&mm->vmt, start, end, NULL);
+	*err = vmas_store(mm, start, end, NULL);
 	if (*err)
 		return NULL;
+	vma_count_uncharge(mm, counted);
 	/* Off the i_mmap lists first, so truncation stops walking them. */
 	for (vma = first; vma; vma = vma->retire_next) {
 		atomic_store_relaxed(&vma->xdetached, true);
@@ -107,6 +239,8 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 /* Queue a detached VMA to be freed a grace period after mmap_lock is released. */
 void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
 {
+	struct pm_vma_set *set = pm__vma_set_here(mm);
+
 	if (vma->hresv) {
 		pm__hugetlb_resv_release(vma->hresv, vma->start, vma->end);
 		pm__hugetlb_resv_put(vma->hresv);
@@ -116,9 +250,9 @@ void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
 		pm_shmem_put(vma->file);
 		vma->file = NULL;
 	}
-	vma->retire_next = mm->retired_vmas;
-	mm->retired_vmas = vma;
-	mm->nr_retired_vmas++;
+	vma->retire_next = set->retired_vmas;
+	set->retired_vmas = vma;
+	set->nr_retired_vmas++;
 }
 
 /* A zeroed VMA of @mm, reused if one is ready. Context: mmap_lock (W). */
@@ -187,11 +321,13 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
 	if (is_vm_hugetlb_page(vma) && (addr & ~PMD_MASK))
 		return -EINVAL; /* it would cut a 2 MiB page (hugetlb_vm_op_split) */
-	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT)
+	if (!vma_count_charge(mm))
 		return -ENOMEM;
 	new = pm__vma_alloc(mm);
-	if (!new)
+	if (!new) {
+		vma_count_uncharge(mm, 1);
 		return -ENOMEM;
+	}
 	new->flags = vma->flags;
 	new->start = addr;
 	new->end = end;
@@ -199,8 +335,9 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	pm__vma_start_write(vma);
 	vma_mark_new(new);
 	/* The tree entry of @vma shrinks to [start, addr) and @new takes the rest. */
-	if (pm__vt_store(&mm->vmt, addr, end, new)) {
+	if (vmas_store(mm, addr, end, new)) {
 		free(new);
+		vma_count_uncharge(mm, 1);
 		return -ENOMEM;
 	}
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
@@ -237,9 +374,14 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 
 	pm__vma_start_write(keep);
 	pm__vma_start_write(gone);
-	if (pm__vt_store(&mm->vmt, start, end, keep))
+	if (vmas_store(mm, start, end, keep))
 		return false;
 	atomic_store_relaxed(&gone->xdetached, true);
+	/* One VMA fewer - unless one of the two came in uncharged at the limit. */
+	if (keep->uncounted || gone->uncounted)
+		keep->uncounted = false;
+	else
+		vma_count_uncharge(mm, 1);
 	if (keep->file) {
 		pm__shmem_map_lock(keep->file);
 		pm_list_del(&gone->shared);

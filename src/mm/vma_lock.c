@@ -88,10 +88,15 @@ static _Atomic long *this_slot(struct pm_vma_pcpu *pc)
 	return &pc->slot[(unsigned)vma_cpu & pc->mask].xreaders;
 }
 
+/*
+ * Is @vma write-locked? Its lock sequence against the sequence it was locked under: the mm's
+ * in Linux's design, the range's in the range design (a VMA never locked: no source yet).
+ */
 static bool vma_write_locked(struct pm_vma *vma)
 {
-	return atomic_load_relaxed(&vma->xvm_lock_seq) ==
-	       atomic_load_acquire(&vma->mm->xmm_lock_seq);
+	_Atomic unsigned long *seq = atomic_load_acquire(&vma->xlock_seqp);
+
+	return seq && atomic_load_acquire(&vma->xvm_lock_seq) == atomic_load_acquire(seq);
 }
 
 static void vma_read_drop(struct pm_vma *vma)
@@ -152,17 +157,14 @@ bool pm__vma_start_read(struct pm_vma *vma)
 
 		atomic_add_mb(slot, 1);
 		if (unlikely(atomic_load_mb(&vma->xvm_refcnt) & VMA_LOCK_WRITER) ||
-		    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
-			     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
+		    unlikely(vma_write_locked(vma))) {
 			vma_pcpu_drop(vma, pc, slot);
 			return false;
 		}
 		vma_read_slot = slot;
 	} else {
 		old = atomic_add_mb(&vma->xvm_refcnt, 1);
-		if (unlikely(old & VMA_LOCK_WRITER) ||
-		    unlikely(atomic_load_acquire(&vma->xvm_lock_seq) ==
-			     atomic_load_acquire(&vma->mm->xmm_lock_seq))) {
+		if (unlikely(old & VMA_LOCK_WRITER) || unlikely(vma_write_locked(vma))) {
 			vma_read_drop(vma);
 			return false;
 		}
@@ -207,6 +209,7 @@ static long pcpu_readers(struct pm_vma_pcpu *pc)
  */
 void pm__vma_start_write(struct pm_vma *vma)
 {
+	_Atomic unsigned long *seq;
 	struct pm_vma_pcpu *pc;
 	unsigned c, w;
 
@@ -240,7 +243,9 @@ void pm__vma_start_write(struct pm_vma *vma)
 			syscall(SYS_futex, (unsigned *)&pc->xwake, FUTEX_WAIT_PRIVATE, w, NULL,
 				NULL, 0);
 	}
-	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(&vma->mm->xmm_lock_seq));
+	seq = vma_lock_seq_source(vma);
+	atomic_store_relaxed(&vma->xlock_seqp, seq);
+	atomic_store_relaxed(&vma->xvm_lock_seq, atomic_load_relaxed(seq));
 	atomic_and_release(&vma->xvm_refcnt, ~(VMA_LOCK_WRITER | VMA_LOCK_WAITER));
 }
 
@@ -254,7 +259,8 @@ struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr)
 
 	pm_rcu_read_lock();
 	for (;;) {
-		vma = pm__vt_lookup(&mm->vmt, addr);
+		vma = pm__vt_lookup(mm->ranges ? &mm->ranges[range_of(addr)].set.vmt : &mm->set.vmt,
+				    addr);
 		if (!vma || !pm__vma_start_read(vma))
 			break;
 		if (unlikely(addr < vma->start || addr >= vma->end)) {
@@ -316,52 +322,85 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
 #define RETIRE_BATCH 64
 
 /*
- * pm__mm_retire_flush() - hand the VMAs and tree nodes that left the tree to RCU, one callback
- * for each kind, once RETIRE_BATCH of them wait (or @all): call_rcu and the grace-period
- * thread's wake-up cost far more than a VMA change, so they are paid once per batch.
- * Context: mmap_lock held for write, or for read after mmap_write_downgrade() by its writer.
+ * pm__vma_set_flush() - hand the VMAs and tree nodes that left @set's tree to RCU, one
+ * callback for each kind, once RETIRE_BATCH of them wait (or @all): call_rcu and the
+ * grace-period thread's wake-up cost far more than a VMA change, so they are paid once per
+ * batch. Context: @set's writer (mmap_lock or the range held for write, or downgraded by it).
  */
-void pm__mm_retire_flush(struct pm_mm *mm, bool all)
+void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all)
 {
 	mmap_assert_locked(mm);
-	if (!all && mm->nr_retired_vmas + mm->vmt.nr_retired < RETIRE_BATCH)
+	if (!all && set->nr_retired_vmas + set->vmt.nr_retired < RETIRE_BATCH)
 		return;
-	pm__vt_retire_flush(&mm->vmt);
-	if (mm->retired_vmas) {
+	pm__vt_retire_flush(&set->vmt);
+	if (set->retired_vmas) {
 		atomic_add_relaxed(&mm->vcache->xrefs, 1);
-		mm->retired_vmas->rcache = mm->vcache;
-		pm_call_rcu(&mm->retired_vmas->rcu, vmas_reclaim_cb);
-		mm->retired_vmas = NULL;
-		mm->nr_retired_vmas = 0;
+		set->retired_vmas->rcache = mm->vcache;
+		pm_call_rcu(&set->retired_vmas->rcu, vmas_reclaim_cb);
+		set->retired_vmas = NULL;
+		set->nr_retired_vmas = 0;
 	}
+}
+
+/* Linux's design: the mm's one set. (The range design flushes each range as it unlocks it.) */
+void pm__mm_retire_flush(struct pm_mm *mm, bool all)
+{
+	if (!mm_range_design(mm))
+		pm__vma_set_flush(mm, &mm->set, all);
+}
+
+/*
+ * pm__vma_set_here() - the set this thread's change of @mm retires VMAs to and reuses them
+ * from: the mm's (Linux's design), or the lowest range it holds (range design).
+ */
+struct pm_vma_set *pm__vma_set_here(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h;
+
+	if (!mm_range_design(mm))
+		return &mm->set;
+	h = pm__range_hold(mm);
+	pm_bug_on(!h);
+	return &mm->ranges[h->lo].set;
 }
 
 /*
  * pm__vma_cache_get() - a VMA to reuse, or NULL: one whose grace period has passed.
- * Context: mmap_lock held for write.
+ * Context: mmap_lock held for write (or ranges, in the range design).
  */
 struct pm_vma *pm__vma_cache_get(struct pm_mm *mm)
 {
-	struct pm_vma *vma = mm->free_vmas;
+	struct pm_vma_set *set = pm__vma_set_here(mm);
+	struct pm_vma *vma = set->free_vmas;
 
 	mmap_assert_write_locked(mm);
 	if (!vma && atomic_load_relaxed(&mm->vcache->xreclaimed))
 		vma = atomic_xchg_acquire(&mm->vcache->xreclaimed, NULL);
 	if (vma)
-		mm->free_vmas = vma->retire_next;
+		set->free_vmas = vma->retire_next;
 	return vma;
+}
+
+/* Free at once what @set has waiting for a grace period or for reuse. */
+void pm__vma_set_free_now(struct pm_vma_set *set)
+{
+	pm__vt_retire_free_now(&set->vmt);
+	vma_chain_free(set->retired_vmas);
+	set->retired_vmas = NULL;
+	set->nr_retired_vmas = 0;
+	vma_chain_free(set->free_vmas);
+	set->free_vmas = NULL;
 }
 
 /* Free at once what waits for a grace period, and drop the mm's share of the cache: the mm is
  * going away and nobody can look it up any more. */
 void pm__mm_retire_free_now(struct pm_mm *mm)
 {
-	pm__vt_retire_free_now(&mm->vmt);
-	vma_chain_free(mm->retired_vmas);
-	mm->retired_vmas = NULL;
-	mm->nr_retired_vmas = 0;
-	vma_chain_free(mm->free_vmas);
-	mm->free_vmas = NULL;
+	if (mm_range_design(mm)) {
+		for (unsigned r = 0; r < PM_NR_RANGES; r++)
+			pm__vma_set_free_now(&mm->ranges[r].set);
+	}
+	pm__vma_set_free_now(&mm->set);
 	vma_cache_put(mm->vcache);
 	mm->vcache = NULL;
 }

@@ -529,6 +529,11 @@ static void rebuild(struct pm_vma_tree *t, struct pm_vt_node *n, const struct vt
 		rebuild_internal(t, n, op, res);
 }
 
+int pm__vt_prepare(struct pm_vma_tree *t)
+{
+	return vt_reserve(t, VT_SPARE_PER_LEVEL * (t->height + 2));
+}
+
 int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 		 struct pm_vma *vma)
 {
@@ -537,7 +542,7 @@ int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 	struct vt_res res;
 
 	pm_assert(start < end);
-	if (vt_reserve(t, VT_SPARE_PER_LEVEL * (t->height + 2)))
+	if (pm__vt_prepare(t))
 		return -ENOMEM;
 	if (!root) {
 		struct vt_entry e = { start, end, vma };

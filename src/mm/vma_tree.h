@@ -44,6 +44,9 @@ __hidden void pm__vt_destroy(struct pm_vma_tree *t);
  */
 __hidden int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 			  struct pm_vma *vma);
+/* Fill the node pool so that the next pm__vt_store() cannot fail. Context: writer.
+ * Return: 0 or -ENOMEM. */
+__hidden int pm__vt_prepare(struct pm_vma_tree *t);
 /* Hand the nodes unlinked since the last flush to a grace period. Called by the writer. */
 __hidden void pm__vt_retire_flush(struct pm_vma_tree *t);
 /* Free them now: for an owner that is going away, whom no reader can reach any more. */

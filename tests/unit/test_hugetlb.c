@@ -84,8 +84,13 @@ static void test_config(void)
 	size_t total = 99, free = 99, f0;
 
 	cfg.flags = PM_MACHINE_RANGE_MM;
-	errno = 0;
-	ok(!pm_machine_create(&cfg) && errno == EINVAL, "PM_MACHINE_RANGE_MM: EINVAL in this build");
+	m = pm_machine_create(&cfg);
+	ok(m && pm_machine_flags(m) == PM_MACHINE_RANGE_MM, "PM_MACHINE_RANGE_MM: the range design");
+	pm_machine_destroy(m);
+	cfg.flags = PM_MACHINE_LINUX_MM;
+	m = pm_machine_create(&cfg);
+	ok(m && pm_machine_flags(m) == PM_MACHINE_LINUX_MM, "PM_MACHINE_LINUX_MM: Linux's design");
+	pm_machine_destroy(m);
 	cfg.flags = PM_MACHINE_RANGE_MM | PM_MACHINE_LINUX_MM;
 	errno = 0;
 	ok(!pm_machine_create(&cfg) && errno == EINVAL, "both design flags: EINVAL");

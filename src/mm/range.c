@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+/*
+ * range.c - the range design: an address space whose operations on non-overlapping ranges
+ * share nothing (RadixVM's goal, Clements et al., EuroSys 2013), beside Linux's design.
+ *
+ * Linux serialises every mmap, munmap, mprotect and madvise of an mm on mmap_lock, even with
+ * per-VMA locks. Here the address space is cut into PM_NR_RANGES ranges of 512 GiB, one PGD
+ * entry each (so one PUD table each), and each range has its own lock (a pm_rwsem), its own
+ * VMA tree (vma_tree.c, RCU-readable as in Linux's design), its own lists of retired and
+ * reusable VMAs, and its own lock sequence for the per-VMA locks (vma_lock.c). A VMA that
+ * spans several ranges has one entry, clipped to the range, in the tree of each.
+ *
+ * The rule everything rests on:
+ *
+ *	A VMA - its bounds, flags, file, its entries in the trees - changes only while its
+ *	changer holds, for write, the lock of every range the VMA spans.
+ *
+ * So holding any one range that a VMA spans, for read or write, freezes that VMA; and a
+ * thread that holds the ranges [lo, hi] may read every VMA with an entry there, and change
+ * every VMA that lies wholly inside them.
+ *
+ * Who takes what:
+ *  - mmap (fixed), munmap, mprotect, madvise that changes flags: pm__range_lock_change() holds
+ *    the ranges of [start - 1, end] - the VMAs a change may split, remove or merge with are
+ *    the ones inside, the one that holds start - 1 and the one that holds end - and then
+ *    widens to every range those two span, dropping and retaking in address order when it
+ *    must: a change of 4 KiB in the middle of one range takes that one lock.
+ *  - mmap without MAP_FIXED: this thread's arena - one range of the top half, chosen once per
+ *    thread - searched top-down with only that range held (pm__range_arena_area()). Threads
+ *    mapping at once write disjoint ranges, disjoint trees, disjoint page tables down from the
+ *    PGD entry. A full arena (or a length beyond one) falls back to Linux's search of the
+ *    whole address space, every range held (pm__range_gap_scan()).
+ *  - A fault: no range lock at all. Its VMA comes from the tree of the range of its address,
+ *    under RCU, and is read-locked as in Linux's design; only the lock sequence it is compared
+ *    with is the range's (the range the VMA started in when it was write-locked) instead of
+ *    the mm's. The fallback and slow GUP hold the ranges of their span for read.
+ *  - fork and teardown hold every range, in order (pm__range_lock_all()).
+ *  - MADV_DONTNEED holds its ranges for read, as Linux's design holds mmap_lock for read.
+ *
+ * Lock order: ranges in ascending address order, a parent's before its child's (fork); then
+ * the per-VMA write locks, then everything Linux's design takes under mmap_lock (i_mmap_lock,
+ * PTLs, page_table_lock, ...). A thread holds one contiguous run of ranges of an mm at a time
+ * (pm__range_hold(): at most two mms, for fork); widening drops the run and takes a longer
+ * one from its start, so no thread ever waits for a lower range while holding a higher one.
+ *
+ * Why a fault under a VMA lock is safe here, by the argument of vma_lock.c: a writer
+ * write-locks a VMA (vma_start_write, with its reader drain) under the range that holds the
+ * VMA's start, records that range's sequence in the VMA, and unlocks every VMA of its section
+ * by bumping the sequences of the ranges it held when it lets them go. A reader compares the
+ * VMA's recorded sequence with the current value of the range it was recorded from; both
+ * stores happen inside the writer's drain, so the pairing is the one vma_lock.c argues for.
+ *
+ *	fault on B (range 2)			munmap of A (range 1)
+ *	--------------------			---------------------
+ *	vma = lookup(ranges[2].tree, addr)	down_write(ranges[1].lock)
+ *	vma_start_read(B): B's seq vs		vma_start_write(A): A's seq = ranges[1].seq
+ *	  ranges[2].seq - no writer there	remove A from ranges[1].tree
+ *	... fault, nothing shared ...		ranges[1].seq++; zap A; up_write
+ *
+ * Page tables. A range is one PGD entry, so the PUD, PMD and PTE tables under it belong to
+ * that range alone; a munmap frees tables only inside the ranges it holds (pm__vma_gap_bounds
+ * clips the gap), so it never frees a table that a change elsewhere is filling. The PGD page
+ * itself is shared, but each range writes only its own entry, populating it under the mm's
+ * page_table_lock as in Linux's design - once in the range's life, or after a munmap emptied
+ * the whole range.
+ *
+ * What is still shared, and when: populating a PGD entry (above); the mm's VMA cache, which
+ * RCU callbacks fill and a range's writer empties into its own free list once per batch of 64
+ * VMAs; and the VMA count (max_map_count), kept as per-CPU reserves that refill from a pool
+ * a batch at a time and are drained from every CPU under the pool's lock before a charge
+ * fails, so the limit is exact (as the shmem size limit is, shmem/limit.c).
+ */
+#include <sched.h>
+
+#include "internal.h"
+
+/* Arenas: the top half of the ranges, one per thread, counted down from the top. */
+#define NR_ARENAS (PM_NR_RANGES / 2)
+
+static __thread int arena = -1;
+static _Atomic unsigned next_arena;
+
+struct pm_mm_count {
+	struct pm_spinlock lock;
+	long pool;	/* units neither used nor reserved: under lock */
+	long batch;
+	unsigned nr;	/* per-CPU reserves */
+	struct {
+		_Atomic long xres;
+	} __cacheline_aligned slot[];
+};
+
+static unsigned long range_start(unsigned r)
+{
+	return (unsigned long)r << PM_RANGE_SHIFT;
+}
+
+static unsigned long range_end(unsigned r)
+{
+	return (unsigned long)(r + 1) << PM_RANGE_SHIFT;
+}
+
+bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	return h && h->lo <= range_of(start) && range_of(end - 1) <= h->hi;
+}
+
+/* ---- creation ---- */
+
+int pm__range_init(struct pm_mm *mm)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_mm_count *c;
+	size_t sz;
+
+	if (posix_memalign((void **)&mm->ranges, PM_CACHELINE,
+			   PM_NR_RANGES * sizeof(*mm->ranges))) {
+		mm->ranges = NULL;
+		return -ENOMEM;
+	}
+	memset(mm->ranges, 0, PM_NR_RANGES * sizeof(*mm->ranges));
+	for (unsigned r = 0; r < PM_NR_RANGES; r++) {
+		pm_rwsem_init(&mm->ranges[r].lock);
+		pm__vt_init(&mm->ranges[r].set.vmt, m);
+		atomic_store_relaxed(&mm->ranges[r].xlock_seq, 1);
+	}
+	sz = sizeof(*c) + m->nr_cpus * sizeof(c->slot[0]);
+	if (posix_memalign((void **)&c, PM_CACHELINE, sz)) {
+		free(mm->ranges);
+		mm->ranges = NULL;
+		return -ENOMEM;
+	}
+	memset(c, 0, sz);
+	pm_spin_init(&c->lock);
+	c->nr = m->nr_cpus;
+	c->pool = PM_MAX_MAP_COUNT;
+	c->batch = PM_MAX_MAP_COUNT / (4 * (long)c->nr);
+	c->batch = c->batch < 1 ? 1 : c->batch > 32 ? 32 : c->batch;
+	mm->count = c;
+	return 0;
+}
+
+/* Context: nobody can reach @mm any more; its VMAs are gone. */
+void pm__range_fini(struct pm_mm *mm)
+{
+	if (!mm->ranges)
+		return;
+	for (unsigned r = 0; r < PM_NR_RANGES; r++)
+		pm__vt_destroy(&mm->ranges[r].set.vmt);
+	free(mm->ranges);
+	free(mm->count);
+	mm->ranges = NULL;
+	mm->count = NULL;
+}
+
+/* ---- holding ranges ---- */
+
+/* Take ranges [@lo, @hi] of @mm in address order. Context: this thread holds none of @mm. */
+void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, bool write)
+{
+	struct pm_rwsem_run *h = pm__range_hold(NULL);
+
+	pm_bug_on(pm__range_hold(mm)); /* one run of ranges per mm at a time: no recursion */
+	pm_bug_on(!h || lo > hi || hi >= PM_NR_RANGES);
+	for (unsigned r = lo; r <= hi; r++) {
+		if (write)
+			pm_down_write(&mm->ranges[r].lock);
+		else
+			pm_down_read(&mm->ranges[r].lock);
+	}
+	*h = (struct pm_rwsem_run){ .owner = mm, .lo = lo, .hi = hi, .write = write };
+}
+
+/*
+ * pm__range_unlock() - let go of what this thread holds of @mm. A write hold ends the VMA
+ * write locks taken under it (each range's sequence moves on) and hands what left the range's
+ * tree to RCU once a batch is full; a downgraded hold did the former when it downgraded.
+ */
+void pm__range_unlock(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	pm_bug_on(!h);
+	for (unsigned r = h->lo; r <= h->hi; r++) {
+		struct pm_mm_range *rg = &mm->ranges[r];
+
+		if (h->write)
+			pm__vma_set_flush(mm, &rg->set, false);
+		if (h->write && !h->downgraded) {
+			atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+			pm_up_write(&rg->lock);
+		} else {
+			pm_up_read(&rg->lock);
+		}
+	}
+	h->owner = NULL;
+}
+
+/* The range design's mmap_write_downgrade(): every VMA write lock ends; the ranges stay held
+ * for read, so no other change comes in before the caller is done. */
+void pm__range_downgrade(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	pm_bug_on(!h || !h->write || h->downgraded);
+	for (unsigned r = h->lo; r <= h->hi; r++) {
+		struct pm_mm_range *rg = &mm->ranges[r];
+
+		atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+		pm_downgrade_write(&rg->lock);
+	}
+	h->downgraded = true;
+}
+
+/* The VMA that holds @addr, from the tree of its range. Context: that range held. */
+static struct pm_vma *vma_at(struct pm_mm *mm, unsigned long addr)
+{
+	return pm__vt_lookup(&mm->ranges[range_of(addr)].set.vmt, addr);
+}
+
+/*
+ * Do the ranges held now cover every VMA that a change of [@start, @end) may touch? Those are
+ * the VMAs inside (held, since the run covers [start - 1, end]) and the two at its edges,
+ * whose own spans may reach further; *@lo and *@hi widen to cover those.
+ */
+static bool change_covered(struct pm_mm *mm, unsigned long start, unsigned long end,
+			   unsigned *lo, unsigned *hi)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_vma *vma;
+
+	*lo = h->lo;
+	*hi = h->hi;
+	if (start && (vma = vma_at(mm, start - 1)))
+		*lo = min(*lo, range_of(vma->start));
+	if (end < PM_TASK_SIZE && (vma = vma_at(mm, end)))
+		*hi = max(*hi, range_of(vma->end - 1));
+	return *lo == h->lo && *hi == h->hi;
+}
+
+/*
+ * pm__range_lock_change() - hold for write every range a change of [@start, @end) may touch:
+ * the ranges of [start - 1, end], widened to the whole span of the VMAs at either edge (they
+ * may be split, or merged with). Widening drops the run and retakes a longer one, then looks
+ * again: the edge VMAs may have changed meanwhile. Each round only grows the run, so it ends.
+ */
+void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	unsigned lo = range_of(start ? start - 1 : 0), hi = range_of(end), nlo, nhi;
+
+	for (;;) {
+		pm__range_lock_slots(mm, lo, hi, true);
+		if (change_covered(mm, start, end, &nlo, &nhi))
+			return;
+		pm__range_unlock(mm);
+		lo = nlo;
+		hi = nhi;
+	}
+}
+
+/* Hold for read the ranges of [@start, @end): the VMAs with an entry there stay as they are. */
+void pm__range_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	pm__range_lock_slots(mm, range_of(start), range_of(end > start ? end - 1 : start), false);
+}
+
+void pm__range_lock_all(struct pm_mm *mm)
+{
+	pm__range_lock_slots(mm, 0, PM_NR_RANGES - 1, true);
+}
+
+/* ---- choosing an address ---- */
+
+static unsigned this_arena(void)
+{
+	if (unlikely(arena < 0))
+		arena = (int)(atomic_add_relaxed(&next_arena, 1) % NR_ARENAS);
+	return PM_NR_RANGES - 1 - (unsigned)arena;
+}
+
+/*
+ * pm__range_arena_area() - a free, @align-aligned range of @len bytes in this thread's arena,
+ * top-down, with the ranges a mapping there changes held for write (as
+ * pm__range_lock_change()). Return: the address, or -ENOMEM with nothing held: the arena is
+ * full, or another thread took the place while the run was widened.
+ */
+long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long align)
+{
+	unsigned r = this_arena(), lo, hi;
+	unsigned long start = range_start(r) + PAGE_SIZE;
+	unsigned long end = min(range_end(r) - PAGE_SIZE, mm->mmap_base); /* Linux's stack gap */
+	long a;
+
+	if (len > end - start)
+		return -ENOMEM;
+	pm__range_lock_slots(mm, r, r, true);
+	a = pm__vt_gap_topdown(&mm->ranges[r].set.vmt, start, end, len, align);
+	if (a < 0) {
+		pm__range_unlock(mm);
+		return a;
+	}
+	if (change_covered(mm, (unsigned long)a, (unsigned long)a + len, &lo, &hi))
+		return a;
+	/* A neighbour spans other ranges (a fixed mapping across the boundary): take them all. */
+	pm__range_unlock(mm);
+	pm__range_lock_change(mm, (unsigned long)a, (unsigned long)a + len);
+	if (!pm__find_vma_intersection(mm, (unsigned long)a, (unsigned long)a + len))
+		return a;
+	pm__range_unlock(mm);
+	return -ENOMEM;
+}
+
+/*
+ * pm__range_gap_scan() - Linux's search over the whole address space: the highest free range
+ * below the arenas, else the lowest above mmap_base. O(n) in the VMAs, walking them in order
+ * across ranges; it runs only when an arena cannot take a mapping. Context: every range held.
+ */
+long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align)
+{
+	unsigned long top = range_start(PM_NR_RANGES - NR_ARENAS), prev_end = PM_USER_MIN;
+	long best = -ENOMEM;
+	struct pm_vma *vma;
+
+	mmap_assert_write_locked(mm);
+	for (vma = pm__find_vma(mm, 0);; vma = pm__vma_next(mm, vma)) {
+		unsigned long hi = min(vma ? vma->start : PM_TASK_SIZE, top);
+
+		if (hi > prev_end && hi - prev_end >= len) {
+			unsigned long a = ALIGN_DOWN(hi - len, align);
+
+			if (a >= prev_end)
+				best = (long)a;
+		}
+		if (!vma || vma->start >= top)
+			break;
+		prev_end = max(prev_end, vma->end);
+	}
+	if (best >= 0)
+		return best;
+	prev_end = mm->mmap_base;
+	for (vma = pm__find_vma(mm, prev_end);; vma = pm__vma_next(mm, vma)) {
+		unsigned long hi = vma ? vma->start : PM_TASK_SIZE;
+		unsigned long a = ALIGN_UP(prev_end, align);
+
+		if (a >= prev_end && a < hi && hi - a >= len)
+			return (long)a;
+		if (!vma)
+			return -ENOMEM;
+		prev_end = max(prev_end, vma->end);
+	}
+}
+
+/* ---- the VMA count ---- */
+
+static _Atomic long *count_slot(struct pm_mm_count *c)
+{
+	int cpu = sched_getcpu();
+
+	return &c->slot[cpu > 0 ? (unsigned)cpu % c->nr : 0].xres;
+}
+
+/* One more VMA, if max_map_count allows it. Units are conserved: used + reserves + pool ==
+ * PM_MAX_MAP_COUNT, so a charge that fails after draining every reserve is exact. */
+bool pm__mm_count_charge(struct pm_mm *mm)
+{
+	struct pm_mm_count *c = mm->count;
+	_Atomic long *slot = count_slot(c);
+	long v = atomic_load_relaxed(slot);
+
+	while (v > 0)
+		if (atomic_cas_acquire(slot, &v, v - 1))
+			return true;
+	pm_spin_lock(&c->lock);
+	if (c->pool < 1) {
+		for (unsigned i = 0; i < c->nr; i++)
+			c->pool += atomic_xchg_mb(&c->slot[i].xres, 0);
+	}
+	if (c->pool < 1) {
+		pm_spin_unlock(&c->lock);
+		return false;
+	}
+	c->pool--;
+	if (c->pool >= c->batch * (long)c->nr * 2) {
+		c->pool -= c->batch;
+		atomic_add_relaxed(slot, c->batch);
+	}
+	pm_spin_unlock(&c->lock);
+	return true;
+}
+
+/* @n VMAs fewer: back to this CPU's reserve, and to the pool once the reserve is large. */
+void pm__mm_count_uncharge(struct pm_mm *mm, long n)
+{
+	struct pm_mm_count *c = mm->count;
+	_Atomic long *slot = count_slot(c);
+
+	if (atomic_add_relaxed(slot, n) + n <= 4 * c->batch)
+		return;
+	n = atomic_xchg_mb(slot, 0);
+	pm_spin_lock(&c->lock);
+	c->pool += n;
+	pm_spin_unlock(&c->lock);
+}
+
+/* The exact count: PM_MAX_MAP_COUNT less the units not in use. */
+unsigned long pm__mm_count_read(struct pm_mm *mm)
+{
+	struct pm_mm_count *c = mm->count;
+	long free;
+
+	pm_spin_lock(&c->lock);
+	free = c->pool;
+	for (unsigned i = 0; i < c->nr; i++)
+		free += atomic_load_acquire(&c->slot[i].xres);
+	pm_spin_unlock(&c->lock);
+	return (unsigned long)(PM_MAX_MAP_COUNT - free);
+}
