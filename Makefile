@@ -3,6 +3,7 @@
 #   make                    library (build/libpinmm.{a,so}, build/pinmm.pc), pinmm-bench, tools, examples
 #   make check              unit + short stress + bench smoke tests under ASan+UBSan (build/asan)
 #   make check SAN=tsan     the same under ThreadSanitizer (build/tsan), smaller loop counts
+#   make check-range        make check with every machine of the range design (PINMM_RANGE_MM=1)
 #   make bench              the seed report: every experiment, before and after, side by side
 #   make stress             longer randomized stress runs (STRESS_SECONDS, SEED from the environment)
 #   make torture            concurrent torture (TORTURE_MINUTES)
@@ -66,7 +67,7 @@ LIBSO := $(O)/libpinmm.so
 PC := $(O)/pinmm.pc
 BENCH := $(O)/pinmm-bench
 
-.PHONY: all lib tests check bench bench-quick stress torture fuzz clean deps install contract
+.PHONY: all lib tests check check-range bench bench-quick stress torture fuzz clean deps install contract
 .DEFAULT_GOAL := all
 
 all: lib $(if $(BENCH_SRCS),$(BENCH)) $(TOOL_BINS) $(EXAMPLE_BINS)
@@ -121,6 +122,11 @@ CHECK_SAN := $(if $(SAN),$(SAN),asan)
 check:
 	@$(MAKE) --no-print-directory SAN=$(CHECK_SAN) tests
 	@O=build/$(CHECK_SAN) SAN=$(CHECK_SAN) sh tests/run.sh
+
+# The same tests with every machine of the range design (PINMM_RANGE_MM=1, src/mm/range.c).
+check-range:
+	@$(MAKE) --no-print-directory SAN=$(CHECK_SAN) tests
+	@PINMM_RANGE_MM=1 O=build/$(CHECK_SAN) SAN=$(CHECK_SAN) sh tests/run.sh
 
 bench: all
 	$(BENCH) report $(BENCH_ARGS)

@@ -35,7 +35,8 @@
 	{									\
 		.id = #n, .title = title_, .scale = true,			\
 		.cfg = { [CFG_AFTER] = { #n }, [CFG_HOST] = { "host_" #n },	\
-			 [CFG_PROC] = { #n, NULL, NULL, "processes" } },	\
+			 [CFG_PROC] = { #n, NULL, NULL, "processes" },		\
+			 [CFG_RANGE] = { #n, NULL, NULL, NULL, "range" } },	\
 		.views = { { #n, "will-it-scale classic (no seed figure)", METRIC_OPS } }, \
 	}
 
@@ -45,7 +46,8 @@
 		.id = #n, .title = title_, .scale = true,			\
 		.cfg = { [CFG_BEFORE] = { #n, NULL, "before" }, [CFG_AFTER] = { #n },	\
 			 [CFG_HOST] = { "host_" #n },				\
-			 [CFG_PROC] = { #n, NULL, NULL, "processes" } },	\
+			 [CFG_PROC] = { #n, NULL, NULL, "processes" },		\
+			 [CFG_RANGE] = { #n, NULL, NULL, NULL, "range" } },	\
 		.views = { { #n, "will-it-scale; Linux 6.4 per-VMA locks", METRIC_OPS } }, \
 		.evidence = "vma_lock_share",					\
 	}
@@ -72,6 +74,7 @@ static struct report_experiment experiments[] = {
 			[CFG_BEFORE] = { "gup_fast", "churn", "before" },
 			[CFG_AFTER] = { "gup_fast", "churn", "after" },
 			[CFG_HOST] = { "host_gup_fast", "churn" },
+			[CFG_RANGE] = { "gup_fast", "churn", "after", NULL, "range" },
 		},
 		.views = { { "gup_fast +churn", "DB2 OLTP +9.8%, fast_gup_slow = 0", METRIC_OPS,
 			     1.0, true } },
@@ -213,6 +216,7 @@ static const char *cell(const struct report_experiment *e, enum report_cfg c,
 static void print_view(FILE *f, const struct report_experiment *e, const struct report_view *v)
 {
 	char b[32], a[32], h[32], ratio[32] = "-", eff[32] = "-", peff[32] = "-", name[40];
+	char reff[32] = "-";
 	char expect[32] = "";
 	double r, x;
 
@@ -226,19 +230,21 @@ static void print_view(FILE *f, const struct report_experiment *e, const struct 
 		snprintf(eff, sizeof(eff), "%.2f", x);
 	if (v->metric == METRIC_OPS && report_efficiency(e, CFG_PROC, &x))
 		snprintf(peff, sizeof(peff), "%.2f", x);
+	if (v->metric == METRIC_OPS && report_efficiency(e, CFG_RANGE, &x))
+		snprintf(reff, sizeof(reff), "%.2f", x);
 	if (v->expect)
 		snprintf(expect, sizeof(expect), "%s%gx %s", v->strictly ? ">" : ">=", v->expect,
 			 report_verdict(e, v));
-	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %6s %10s %s\n", name, v->claim,
+	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %6s %6s %10s %s\n", name, v->claim,
 		cell(e, CFG_BEFORE, v->metric, b, sizeof(b)),
-		cell(e, report_after(v), v->metric, a, sizeof(a)), ratio, eff, peff,
+		cell(e, report_after(v), v->metric, a, sizeof(a)), ratio, eff, peff, reff,
 		cell(e, CFG_HOST, v->metric, h, sizeof(h)), expect);
 }
 
 static void print_table(FILE *f, struct report *rep)
 {
-	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %6s %10s %s\n", "Experiment", "Seed's claim",
-		"Before", "After", "Aft/Bef", "Scal.", "P.scal", "Host", "Expect");
+	fprintf(f, "%-28s %-40s %10s %10s %8s %6s %6s %6s %10s %s\n", "Experiment", "Seed's claim",
+		"Before", "After", "Aft/Bef", "Scal.", "P.scal", "R.scal", "Host", "Expect");
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
 		const struct report_experiment *e = &rep->exps[i];
 
@@ -247,8 +253,10 @@ static void print_table(FILE *f, struct report *rep)
 	}
 	fprintf(f, "\nAft/Bef is a throughput ratio (for times: before/after). Scal. is the\n"
 		"after configuration's ops(N) / (N x ops(1)) with N threads of one mm; P.scal the\n"
-		"same with N processes, one mm each (what sharing nothing costs). Host: the "
-		"running kernel's twin case.\n");
+		"same with N processes, one mm each (what sharing nothing costs). R.scal the same\n"
+		"with N threads of one mm of the range design (PM_MACHINE_RANGE_MM: ranges of the\n"
+		"address space with locks of their own, beyond Linux). Host: the running kernel's "
+		"twin case.\n");
 	if (rep->quick_size)
 		fprintf(f, "Quick run: the mr_reg experiments register %s, not the seed's 1 GiB.\n",
 			rep->quick_size);
@@ -318,6 +326,8 @@ static void run_point(struct report *rep, struct report_experiment *e, enum repo
 		argv[n++] = "--knobs", argv[n++] = (char *)cfg->knobs;
 	if (cfg->mode)
 		argv[n++] = "--mode", argv[n++] = (char *)cfg->mode;
+	if (cfg->mm)
+		argv[n++] = "--mm", argv[n++] = (char *)cfg->mm;
 	if (e->shrinks && rep->quick_size)
 		argv[n++] = "--size", argv[n++] = (char *)rep->quick_size;
 	argv[n] = NULL;

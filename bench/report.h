@@ -14,8 +14,9 @@
 #define REPORT_MAX_POINTS 8	/* task counts per experiment */
 
 /* CFG_PROC: the after configuration in --mode processes (one mm per task): what sharing
- * nothing costs, beside which threads of one mm are judged. */
-enum report_cfg { CFG_BEFORE, CFG_V1, CFG_AFTER, CFG_HOST, CFG_PROC, NR_CFG };
+ * nothing costs, beside which threads of one mm are judged. CFG_RANGE: the after
+ * configuration on a machine of the range design (--mm range), threads of one mm. */
+enum report_cfg { CFG_BEFORE, CFG_V1, CFG_AFTER, CFG_HOST, CFG_PROC, CFG_RANGE, NR_CFG };
 
 enum report_metric {
 	METRIC_OPS,		/* ops/s, the median sample; higher is better */
@@ -29,6 +30,7 @@ struct report_config {
 	const char *variant;
 	const char *knobs;
 	const char *mode;	/* NULL: threads */
+	const char *mm;		/* --mm; NULL: linux */
 };
 
 struct report_view {

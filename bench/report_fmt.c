@@ -11,7 +11,8 @@
 
 #include "report.h"
 
-const char *const report_cfg_names[NR_CFG] = { "before", "v1", "after", "host", "proc" };
+const char *const report_cfg_names[NR_CFG] = { "before", "v1", "after", "host", "proc",
+						       "range" };
 
 bool report_value(const struct report_experiment *e, enum report_cfg c, unsigned point,
 		  enum report_metric m, double *v)

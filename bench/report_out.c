@@ -102,7 +102,7 @@ static void write_summary_csv(const struct report *rep)
 		return;
 	fprintf(f, "experiment,view,unit,tasks,claim,before,v1,after,after_over_before,"
 		"scaling_eff_before,scaling_eff_after,host,scaling_eff_host,scaling_eff_processes,"
-		"expect,verdict\n");
+		"expect,verdict,range,scaling_eff_range\n");
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
 		const struct report_experiment *e = &rep->exps[i];
 
@@ -125,7 +125,10 @@ static void write_summary_csv(const struct report *rep)
 			csv_value(f, e, CFG_HOST, v->metric);
 			csv_eff(f, e, CFG_HOST);
 			csv_eff(f, e, CFG_PROC);
-			fprintf(f, ",%g,%s\n", v->expect, report_verdict(e, v));
+			fprintf(f, ",%g,%s", v->expect, report_verdict(e, v));
+			csv_value(f, e, CFG_RANGE, v->metric);
+			csv_eff(f, e, CFG_RANGE);
+			fputc('\n', f);
 		}
 	}
 	fclose(f);
@@ -155,9 +158,9 @@ static void md_cell(FILE *f, const struct report_experiment *e, enum report_cfg 
 static void md_table(FILE *f, const struct report *rep)
 {
 	fprintf(f, "| Experiment | Tasks | Seed's claim | Before | After | After/before | "
-		"Scaling eff. (after) | Scaling eff. (processes) | Host kernel | "
-		"Scaling eff. (host) | Expectation |\n");
-	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|\n");
+		"Scaling eff. (after) | Scaling eff. (processes) | Range design | "
+		"Scaling eff. (range) | Host kernel | Scaling eff. (host) | Expectation |\n");
+	fprintf(f, "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
 		const struct report_experiment *e = &rep->exps[i];
 
@@ -178,6 +181,11 @@ static void md_table(FILE *f, const struct report *rep)
 			else
 				fprintf(f, " - |");
 			if (v->metric == METRIC_OPS && report_efficiency(e, CFG_PROC, &x))
+				fprintf(f, " %.2f |", x);
+			else
+				fprintf(f, " - |");
+			md_cell(f, e, CFG_RANGE, v->metric);
+			if (v->metric == METRIC_OPS && report_efficiency(e, CFG_RANGE, &x))
 				fprintf(f, " %.2f |", x);
 			else
 				fprintf(f, " - |");
@@ -350,6 +358,7 @@ static void plot_columns(FILE *gp, const struct report_experiment *e, bool linea
 		{ CFG_AFTER, 3, "pinmm after" },
 		{ CFG_HOST, 5, "host kernel" },
 		{ CFG_PROC, 6, "pinmm after, processes" },
+		{ CFG_RANGE, 7, "pinmm range design, threads" },
 	};
 	const char *sep = "plot ";
 
@@ -376,7 +385,7 @@ static void write_scaling_plot(const struct report *rep, const struct report_exp
 		return;
 	if (e->tasks[0] != 1 || !report_value(e, CFG_AFTER, 0, METRIC_OPS, &one))
 		one = -1;
-	fprintf(dat, "# tasks before after linear host processes\n");
+	fprintf(dat, "# tasks before after linear host processes range\n");
 	for (unsigned p = 0; p < e->nr_points; p++) {
 		fprintf(dat, "%u", e->tasks[p]);
 		dat_value(dat, e, CFG_BEFORE, p);
@@ -387,6 +396,7 @@ static void write_scaling_plot(const struct report *rep, const struct report_exp
 			fprintf(dat, " NaN");
 		dat_value(dat, e, CFG_HOST, p);
 		dat_value(dat, e, CFG_PROC, p);
+		dat_value(dat, e, CFG_RANGE, p);
 		fputc('\n', dat);
 	}
 	fclose(dat);
@@ -402,6 +412,7 @@ static bool write_rounds_plot(const struct report *rep, const struct report_expe
 	static const char *const labels[NR_CFG] = {
 		[CFG_BEFORE] = "per page", [CFG_V1] = "batched (v1)",
 		[CFG_AFTER] = "range (v2)", [CFG_HOST] = "host io_uring", [CFG_PROC] = "processes",
+		[CFG_RANGE] = "range design",
 	};
 	FILE *dat = open_out(rep, e->id, ".dat");
 	double reg, unreg;

@@ -733,6 +733,8 @@ struct pm_mm_range {
 	/* Bumped when the range's write hold ends: the VMA write locks taken under it end too
 	 * (the range design's vma_end_write_all). */
 	_Atomic unsigned long xlock_seq;
+	/* VMA count units this range holds in reserve (range.c): written by its writer only. */
+	_Atomic long xcredit;
 	struct pm_vma_set set;
 } __cacheline_aligned;
 
@@ -800,8 +802,10 @@ __hidden bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned l
 __hidden void pm__range_downgrade(struct pm_mm *mm);
 __hidden void pm__range_unlock(struct pm_mm *mm);
 __hidden long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long align);
+__hidden long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
+				 unsigned long align);
 __hidden long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align);
-__hidden bool pm__mm_count_charge(struct pm_mm *mm);
+__hidden int pm__mm_count_charge(struct pm_mm *mm);
 __hidden void pm__mm_count_uncharge(struct pm_mm *mm, long n);
 __hidden unsigned long pm__mm_count_read(struct pm_mm *mm);
 
@@ -835,6 +839,8 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
 }
 
 /* // mm/vma_lock.c */
+/* Objects that left a VMA tree wait until this many have, then go to RCU together. */
+#define PM_RETIRE_BATCH 64
 __hidden void pm__mm_retire_flush(struct pm_mm *mm, bool all);
 __hidden void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all);
 __hidden void pm__vma_set_free_now(struct pm_vma_set *set);
@@ -905,6 +911,17 @@ static inline void mm_lock_change(struct pm_mm *mm, unsigned long start, unsigne
 		pm__range_lock_change(mm, start, end);
 	else
 		mmap_write_lock(mm);
+}
+
+/* A change that must start again with every range held (-EAGAIN from the VMA count) asks
+ * for @all; Linux's design never does. */
+static inline void mm_lock_change_or_all(struct pm_mm *mm, unsigned long start,
+					 unsigned long end, bool all)
+{
+	if (mm_range_design(mm) && all)
+		pm__range_lock_all(mm);
+	else
+		mm_lock_change(mm, start, end);
 }
 
 static inline void mm_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end)

@@ -45,15 +45,19 @@ struct pm_config {
 };
 
 /*
- * The address-space design. PM_MACHINE_LINUX_MM (Linux's design) is the only one this build
- * has: flags 0 and PM_MACHINE_LINUX_MM both make it; PM_MACHINE_RANGE_MM (the range-scalable
- * design) is not available in this build and is refused with EINVAL, as are both flags
- * together and unknown bits. PINMM_RANGE_MM in the environment is not read yet.
+ * The address-space design of every mm of the machine. PM_MACHINE_LINUX_MM: Linux's (one
+ * mmap_lock per mm, per-VMA locks for faults). PM_MACHINE_RANGE_MM: the range design, where
+ * mmap, munmap, mprotect, madvise and faults on different 512 GiB ranges of an mm share no
+ * lock, and threads' non-fixed mappings go to ranges of their own (docs/architecture.md).
+ * Every call keeps Linux's semantics in both; only the address a non-fixed pm_mmap() picks
+ * may differ. Flags 0: the range design if PINMM_RANGE_MM=1 is in the environment, else
+ * Linux's. Both flags together, or unknown bits: EINVAL.
  */
 #define PM_MACHINE_RANGE_MM 0x1 /* the range-scalable address space (beyond Linux) */
 #define PM_MACHINE_LINUX_MM 0x2 /* Linux's design, whatever the environment says */
 
-/** pm_machine_flags() - the design in force: PM_MACHINE_LINUX_MM (0 for a NULL machine). */
+/** pm_machine_flags() - the design in force: PM_MACHINE_LINUX_MM or PM_MACHINE_RANGE_MM (0 for
+ * a NULL machine). */
 PM_API unsigned pm_machine_flags(struct pm_machine *m);
 
 /**

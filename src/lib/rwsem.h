@@ -43,7 +43,7 @@ struct pm_rwsem_run {
 	const void *owner;	/* NULL: the record is free */
 	unsigned lo, hi;
 	bool write;		/* write holds (downgraded ones too) */
-	bool downgraded;	/* write holds turned into read holds by their writer */
+	bool downgraded;	/* write holds whose VMA write locks ended (mm/range.c) */
 };
 extern __thread struct pm_rwsem_run pm__rwsem_runs[2] __hidden;
 

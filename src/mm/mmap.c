@@ -60,16 +60,24 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
  * range design: a fixed mapping holds the ranges it changes; a free hint is used as is; any
  * other goes to this thread's arena, a range of its own that no other thread's mmap writes,
  * and only when that is full to a search of the whole address space with every range held
- * (range.c). Return: the address, or -ENOMEM with nothing held.
+ * (range.c); with @all (a change that must start again holding every range) the same search
+ * with every range held. Return: the address, or -ENOMEM with nothing held.
  */
 static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long len,
-			  unsigned long align, int flags)
+			  unsigned long align, int flags, bool all)
 {
 	long a;
 
 	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
-		mm_lock_change(mm, addr, addr + len);
+		mm_lock_change_or_all(mm, addr, addr + len, all);
 		return (long)addr;
+	}
+	if (all && mm_range_design(mm)) {
+		pm__range_lock_all(mm);
+		a = pm__range_area_all(mm, addr, len, align);
+		if (a < 0)
+			mmap_write_unlock(mm);
+		return a;
 	}
 	if (!mm_range_design(mm)) {
 		mmap_write_lock(mm);
@@ -172,6 +180,7 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 {
 	struct pm_vma *vma;
 	unsigned long end;
+	bool all = false;
 	int err;
 
 	if (unlikely(!mm))
@@ -182,10 +191,15 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 	if (!len || len > PM_TASK_SIZE - addr)
 		return -EINVAL;
 	end = addr + len;
-	mm_lock_change(mm, addr, end);
+again:
+	mm_lock_change_or_all(mm, addr, end, all);
 	vma = munmap_detach(mm, addr, end, &err);
 	if (!vma) {
 		mmap_write_unlock(mm);
+		if (err == -EAGAIN) {
+			all = true; /* the VMA count asks for every range (range.c) */
+			goto again;
+		}
 		return err;
 	}
 	/*
@@ -208,8 +222,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	unsigned long vm_flags, align = PAGE_SIZE, pgoff;
 	int type = flags & (PM_MAP_SHARED | PM_MAP_PRIVATE);
 	struct pm_hugetlb_resv *hresv = NULL;
+	bool hugetlb, all = false;
 	struct pm_vma *vma;
-	bool hugetlb;
 	long ret;
 
 	if (unlikely(!mm) || !len)
@@ -285,7 +299,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		return -ENOMEM;
 	}
 
-	ret = lock_for_mmap(mm, addr, len, align, flags);
+again:
+	ret = lock_for_mmap(mm, addr, len, align, flags, all);
 	if (ret < 0) {
 		vma = NULL;
 		goto fail_unlocked;
@@ -311,10 +326,9 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	vma->end = vma->start + len;
 	if (hresv)
 		pm__hugetlb_resv_set_base(hresv, vma->start);
-	if (pm__vma_insert(mm, vma)) {
-		ret = -ENOMEM;
+	ret = pm__vma_insert(mm, vma) ?: ret;
+	if (ret < 0)
 		goto fail;
-	}
 	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
 	hresv = NULL;
 	pm__vma_link_file(vma);
@@ -332,6 +346,12 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 
 fail:
 	mmap_write_unlock(mm);
+	if (ret == -EAGAIN) {
+		/* The VMA count asks for every range (range.c): start again with them all. */
+		free(vma);
+		all = true;
+		goto again;
+	}
 fail_unlocked:
 	free(vma); /* never in the tree */
 	if (file)
@@ -413,6 +433,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 {
 	unsigned long end, tmp;
 	struct pm_vma *vma;
+	bool all = false;
 	int err = 0;
 
 	if (unlikely(!mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
@@ -424,7 +445,8 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 	if (!len || end <= start)
 		return -ENOMEM;
 
-	mm_lock_change(mm, start, end);
+again:
+	mm_lock_change_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
@@ -460,6 +482,12 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 	}
 out:
 	mmap_write_unlock(mm);
+	if (err == -EAGAIN && !all) {
+		/* The VMA count asks for every range (range.c); what was done is done again. */
+		all = true;
+		err = 0;
+		goto again;
+	}
 	return err;
 }
 
@@ -585,9 +613,14 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 		err = madvise_dontneed(mm, start, end);
 		mmap_read_unlock(mm);
 	} else {
-		mm_lock_change(mm, start, end);
-		err = madvise_vma_flags(mm, start, end, advice);
-		mmap_write_unlock(mm);
+		for (bool all = false;; all = true) {
+			mm_lock_change_or_all(mm, start, end, all);
+			err = madvise_vma_flags(mm, start, end, advice);
+			mmap_write_unlock(mm);
+			/* -EAGAIN: the VMA count asks for every range (range.c). */
+			if (err != -EAGAIN || all)
+				break;
+		}
 	}
 	return err;
 }

@@ -66,29 +66,21 @@
  *
  * What is still shared, and when: populating a PGD entry (above); the mm's VMA cache, which
  * RCU callbacks fill and a range's writer empties into its own free list once per batch of 64
- * VMAs; and the VMA count (max_map_count), kept as per-CPU reserves that refill from a pool
- * a batch at a time and are drained from every CPU under the pool's lock before a charge
- * fails, so the limit is exact (as the shmem size limit is, shmem/limit.c).
+ * VMAs; and the VMA count (max_map_count), kept as credits of each range that refill from a
+ * pool a batch at a time, exact at the limit (see "the VMA count" below).
  */
-#include <sched.h>
-
 #include "internal.h"
 
 /* Arenas: the top half of the ranges, one per thread, counted down from the top. */
 #define NR_ARENAS (PM_NR_RANGES / 2)
 
-static __thread int arena = -1;
-static _Atomic unsigned next_arena;
-
 struct pm_mm_count {
 	struct pm_spinlock lock;
-	long pool;	/* units neither used nor reserved: under lock */
-	long batch;
-	unsigned nr;	/* per-CPU reserves */
-	struct {
-		_Atomic long xres;
-	} __cacheline_aligned slot[];
+	long pool;	/* units neither used nor credited to a range: under lock */
 };
+
+static __thread int arena = -1;
+static _Atomic unsigned next_arena;
 
 static unsigned long range_start(unsigned r)
 {
@@ -113,7 +105,6 @@ int pm__range_init(struct pm_mm *mm)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_mm_count *c;
-	size_t sz;
 
 	if (posix_memalign((void **)&mm->ranges, PM_CACHELINE,
 			   PM_NR_RANGES * sizeof(*mm->ranges))) {
@@ -126,18 +117,14 @@ int pm__range_init(struct pm_mm *mm)
 		pm__vt_init(&mm->ranges[r].set.vmt, m);
 		atomic_store_relaxed(&mm->ranges[r].xlock_seq, 1);
 	}
-	sz = sizeof(*c) + m->nr_cpus * sizeof(c->slot[0]);
-	if (posix_memalign((void **)&c, PM_CACHELINE, sz)) {
+	c = malloc(sizeof(*c));
+	if (!c) {
 		free(mm->ranges);
 		mm->ranges = NULL;
 		return -ENOMEM;
 	}
-	memset(c, 0, sz);
 	pm_spin_init(&c->lock);
-	c->nr = m->nr_cpus;
 	c->pool = PM_MAX_MAP_COUNT;
-	c->batch = PM_MAX_MAP_COUNT / (4 * (long)c->nr);
-	c->batch = c->batch < 1 ? 1 : c->batch > 32 ? 32 : c->batch;
 	mm->count = c;
 	return 0;
 }
@@ -176,7 +163,7 @@ void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, bool write
 /*
  * pm__range_unlock() - let go of what this thread holds of @mm. A write hold ends the VMA
  * write locks taken under it (each range's sequence moves on) and hands what left the range's
- * tree to RCU once a batch is full; a downgraded hold did the former when it downgraded.
+ * tree to RCU once a batch is full; a downgraded hold ended its VMA write locks already.
  */
 void pm__range_unlock(struct pm_mm *mm)
 {
@@ -186,10 +173,12 @@ void pm__range_unlock(struct pm_mm *mm)
 	for (unsigned r = h->lo; r <= h->hi; r++) {
 		struct pm_mm_range *rg = &mm->ranges[r];
 
-		if (h->write)
+		if (h->write && rg->set.nr_retired_vmas + rg->set.vmt.nr_retired >= PM_RETIRE_BATCH)
 			pm__vma_set_flush(mm, &rg->set, false);
-		if (h->write && !h->downgraded) {
-			atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+		if (h->write) {
+			if (!h->downgraded)
+				atomic_store_release(&rg->xlock_seq,
+						     atomic_load_relaxed(&rg->xlock_seq) + 1);
 			pm_up_write(&rg->lock);
 		} else {
 			pm_up_read(&rg->lock);
@@ -198,8 +187,12 @@ void pm__range_unlock(struct pm_mm *mm)
 	h->owner = NULL;
 }
 
-/* The range design's mmap_write_downgrade(): every VMA write lock ends; the ranges stay held
- * for read, so no other change comes in before the caller is done. */
+/*
+ * The range design's mmap_write_downgrade(): every VMA write lock ends, so faults on the
+ * VMAs next door go on during the zap, as Linux's downgrade lets them. The ranges themselves
+ * stay held for write: in this design faults never take them, and a downgrade to read would
+ * cost two more atomics for the benefit of a slow GUP in the same range only.
+ */
 void pm__range_downgrade(struct pm_mm *mm)
 {
 	struct pm_rwsem_run *h = pm__range_hold(mm);
@@ -209,7 +202,6 @@ void pm__range_downgrade(struct pm_mm *mm)
 		struct pm_mm_range *rg = &mm->ranges[r];
 
 		atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
-		pm_downgrade_write(&rg->lock);
 	}
 	h->downgraded = true;
 }
@@ -231,11 +223,18 @@ static bool change_covered(struct pm_mm *mm, unsigned long start, unsigned long 
 	struct pm_rwsem_run *h = pm__range_hold(mm);
 	struct pm_vma *vma;
 
+	unsigned long first, last;
+
 	*lo = h->lo;
 	*hi = h->hi;
-	if (start && (vma = vma_at(mm, start - 1)))
+	/* Only an entry at the run's outer edge can belong to a VMA from outside: the summaries
+	 * at the trees' roots say whether there is one, without a search (arenas never map
+	 * there). */
+	if (start && pm__vt_span(&mm->ranges[h->lo].set.vmt, &first, &last) &&
+	    first == range_start(h->lo) && (vma = vma_at(mm, start - 1)))
 		*lo = min(*lo, range_of(vma->start));
-	if (end < PM_TASK_SIZE && (vma = vma_at(mm, end)))
+	if (end < PM_TASK_SIZE && pm__vt_span(&mm->ranges[h->hi].set.vmt, &first, &last) &&
+	    last == range_end(h->hi) && (vma = vma_at(mm, end)))
 		*hi = max(*hi, range_of(vma->end - 1));
 	return *lo == h->lo && *hi == h->hi;
 }
@@ -313,6 +312,28 @@ long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long ali
 }
 
 /*
+ * pm__range_area_all() - pm__range_arena_area() for a change that holds every range already:
+ * a free hint as is, else this thread's arena, else the whole address space.
+ */
+long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			unsigned long align)
+{
+	unsigned r = this_arena();
+	unsigned long start = range_start(r) + PAGE_SIZE;
+	unsigned long end = min(range_end(r) - PAGE_SIZE, mm->mmap_base);
+	long a = -ENOMEM;
+
+	mmap_assert_write_locked(mm);
+	hint = ALIGN_UP(hint, PAGE_SIZE);
+	if (hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len &&
+	    !pm__find_vma_intersection(mm, hint, hint + len))
+		return (long)hint;
+	if (len <= end - start)
+		a = pm__vt_gap_topdown(&mm->ranges[r].set.vmt, start, end, len, align);
+	return a >= 0 ? a : pm__range_gap_scan(mm, len, align);
+}
+
+/*
  * pm__range_gap_scan() - Linux's search over the whole address space: the highest free range
  * below the arenas, else the lowest above mmap_base. O(n) in the VMAs, walking them in order
  * across ranges; it runs only when an arena cannot take a mapping. Context: every range held.
@@ -354,57 +375,96 @@ long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align
 
 /* ---- the VMA count ---- */
 
-static _Atomic long *count_slot(struct pm_mm_count *c)
-{
-	int cpu = sched_getcpu();
+/*
+ * max_map_count without a shared write. Units are conserved:
+ *
+ *	used + pool + sum over ranges of credit == PM_MAX_MAP_COUNT
+ *
+ * A range's credit is written only by the thread that holds the range for write (the lowest
+ * range of its run), with plain loads and stores: a change that frees VMAs credits them there,
+ * and the next change that makes one takes it back - mmap1's munmap and mmap touch nothing
+ * but their own range. A range with no credit takes a batch from the pool, under the pool's
+ * lock; a credit past a few batches goes back there.
+ *
+ * Exact at the limit: with the pool empty, a charge first takes the credits of the ranges its
+ * thread holds. If other ranges still hold credit (read without their locks: a racy look is
+ * enough to know whether to ask), the charge cannot take them without their locks, which it
+ * may not wait for out of order; it answers -EAGAIN, and the operation starts again holding
+ * every range (pm__range_lock_all()), where every credit can be taken. A charge that fails
+ * then, or fails with no credit anywhere, fails because every unit is in use.
+ */
+#define COUNT_BATCH 32
 
-	return &c->slot[cpu > 0 ? (unsigned)cpu % c->nr : 0].xres;
+static _Atomic long *credit_here(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	pm_bug_on(!h || !h->write);
+	return &mm->ranges[h->lo].xcredit;
 }
 
-/* One more VMA, if max_map_count allows it. Units are conserved: used + reserves + pool ==
- * PM_MAX_MAP_COUNT, so a charge that fails after draining every reserve is exact. */
-bool pm__mm_count_charge(struct pm_mm *mm)
+/* One more VMA. Return: 0, -ENOMEM (max_map_count reached), or -EAGAIN (start again holding
+ * every range: free units wait in ranges this thread does not hold). */
+int pm__mm_count_charge(struct pm_mm *mm)
 {
 	struct pm_mm_count *c = mm->count;
-	_Atomic long *slot = count_slot(c);
-	long v = atomic_load_relaxed(slot);
+	_Atomic long *credit = credit_here(mm);
+	long v = atomic_load_relaxed(credit);
+	struct pm_rwsem_run *h;
+	bool elsewhere = false;
 
-	while (v > 0)
-		if (atomic_cas_acquire(slot, &v, v - 1))
-			return true;
+	if (likely(v > 0)) {
+		atomic_store_relaxed(credit, v - 1);
+		return 0;
+	}
 	pm_spin_lock(&c->lock);
-	if (c->pool < 1) {
-		for (unsigned i = 0; i < c->nr; i++)
-			c->pool += atomic_xchg_mb(&c->slot[i].xres, 0);
-	}
-	if (c->pool < 1) {
+	if (c->pool > 0) {
+		long take = min(c->pool, (long)COUNT_BATCH);
+
+		c->pool -= take;
 		pm_spin_unlock(&c->lock);
-		return false;
+		atomic_store_relaxed(credit, take - 1);
+		return 0;
 	}
-	c->pool--;
-	if (c->pool >= c->batch * (long)c->nr * 2) {
-		c->pool -= c->batch;
-		atomic_add_relaxed(slot, c->batch);
+	/* Near the limit: the credits of the ranges we hold, then the others'. */
+	h = pm__range_hold(mm);
+	for (unsigned r = 0; r < PM_NR_RANGES; r++) {
+		_Atomic long *x = &mm->ranges[r].xcredit;
+
+		if (r >= h->lo && r <= h->hi) {
+			c->pool += atomic_load_relaxed(x);
+			atomic_store_relaxed(x, 0);
+		} else if (atomic_load_relaxed(x)) {
+			elsewhere = true;
+		}
+	}
+	if (c->pool > 0) {
+		c->pool--;
+		pm_spin_unlock(&c->lock);
+		return 0;
 	}
 	pm_spin_unlock(&c->lock);
-	return true;
+	return elsewhere ? -EAGAIN : -ENOMEM;
 }
 
-/* @n VMAs fewer: back to this CPU's reserve, and to the pool once the reserve is large. */
+/* @n VMAs fewer: credited to the range held, and past a few batches back to the pool. */
 void pm__mm_count_uncharge(struct pm_mm *mm, long n)
 {
 	struct pm_mm_count *c = mm->count;
-	_Atomic long *slot = count_slot(c);
+	_Atomic long *credit = credit_here(mm);
+	long v = atomic_load_relaxed(credit) + n;
 
-	if (atomic_add_relaxed(slot, n) + n <= 4 * c->batch)
+	if (likely(v <= 4 * COUNT_BATCH)) {
+		atomic_store_relaxed(credit, v);
 		return;
-	n = atomic_xchg_mb(slot, 0);
+	}
+	atomic_store_relaxed(credit, COUNT_BATCH);
 	pm_spin_lock(&c->lock);
-	c->pool += n;
+	c->pool += v - COUNT_BATCH;
 	pm_spin_unlock(&c->lock);
 }
 
-/* The exact count: PM_MAX_MAP_COUNT less the units not in use. */
+/* The exact count when every range is held or the mm is quiescent; otherwise a snapshot. */
 unsigned long pm__mm_count_read(struct pm_mm *mm)
 {
 	struct pm_mm_count *c = mm->count;
@@ -412,8 +472,8 @@ unsigned long pm__mm_count_read(struct pm_mm *mm)
 
 	pm_spin_lock(&c->lock);
 	free = c->pool;
-	for (unsigned i = 0; i < c->nr; i++)
-		free += atomic_load_acquire(&c->slot[i].xres);
 	pm_spin_unlock(&c->lock);
+	for (unsigned r = 0; r < PM_NR_RANGES; r++)
+		free += atomic_load_relaxed(&mm->ranges[r].xcredit);
 	return (unsigned long)(PM_MAX_MAP_COUNT - free);
 }

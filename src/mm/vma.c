@@ -155,10 +155,10 @@ static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
  * per-CPU count (range.c), exact at the limit. A VMA that came in at the limit because it
  * merges (pm__vma_insert) was not charged, and its merge is not uncharged.
  */
-static bool vma_count_charge(struct pm_mm *mm)
+static int vma_count_charge(struct pm_mm *mm)
 {
 	if (!mm_range_design(mm))
-		return mm_map_count(mm) < PM_MAX_MAP_COUNT;
+		return mm_map_count(mm) < PM_MAX_MAP_COUNT ? 0 : -ENOMEM;
 	return pm__mm_count_charge(mm);
 }
 
@@ -182,12 +182,18 @@ static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
 /*
  * pm__vma_insert() - add @vma, which overlaps no VMA, write-locked until the section ends.
  * At the limit, only a VMA that will merge into a neighbour may come in (the caller merges).
- * Context: mmap_lock (W). Return: 0, or -ENOMEM (no memory, or max_map_count reached).
+ * Context: mmap_lock (W). Return: 0, -ENOMEM (no memory, or max_map_count reached), or
+ * -EAGAIN (range design: start again holding every range, see range.c's VMA count).
  */
 int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 {
+	int err;
+
 	mmap_assert_write_locked(mm);
-	vma->uncounted = !vma_count_charge(mm);
+	err = vma_count_charge(mm);
+	if (err == -EAGAIN)
+		return err;
+	vma->uncounted = err != 0;
 	if (vma->uncounted && !vma_would_merge(mm, vma))
 		return -ENOMEM;
 	vma_mark_new(vma);
@@ -310,19 +316,21 @@ void pm__vma_unlink_file(struct pm_vma *vma)
 /**
  * pm__split_vma() - split @vma at @addr (page aligned, strictly inside it) into two VMAs.
  * Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed, or -EINVAL
- * when @addr would cut a 2 MiB page of a hugetlb VMA.
+ * when @addr would cut a 2 MiB page of a hugetlb VMA, or -EAGAIN as pm__vma_insert().
  */
 int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 {
 	unsigned long end = vma->end;
 	struct pm_vma *new;
+	int err;
 
 	mmap_assert_write_locked(mm);
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
 	if (is_vm_hugetlb_page(vma) && (addr & ~PMD_MASK))
 		return -EINVAL; /* it would cut a 2 MiB page (hugetlb_vm_op_split) */
-	if (!vma_count_charge(mm))
-		return -ENOMEM;
+	err = vma_count_charge(mm);
+	if (err)
+		return err;
 	new = pm__vma_alloc(mm);
 	if (!new) {
 		vma_count_uncharge(mm, 1);

@@ -318,19 +318,17 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
 	vma_cache_put(c);
 }
 
-/* Objects that left the tree wait until this many have, then go to RCU together. */
-#define RETIRE_BATCH 64
 
 /*
  * pm__vma_set_flush() - hand the VMAs and tree nodes that left @set's tree to RCU, one
- * callback for each kind, once RETIRE_BATCH of them wait (or @all): call_rcu and the
+ * callback for each kind, once PM_RETIRE_BATCH of them wait (or @all): call_rcu and the
  * grace-period thread's wake-up cost far more than a VMA change, so they are paid once per
  * batch. Context: @set's writer (mmap_lock or the range held for write, or downgraded by it).
  */
 void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all)
 {
 	mmap_assert_locked(mm);
-	if (!all && set->nr_retired_vmas + set->vmt.nr_retired < RETIRE_BATCH)
+	if (!all && set->nr_retired_vmas + set->vmt.nr_retired < PM_RETIRE_BATCH)
 		return;
 	pm__vt_retire_flush(&set->vmt);
 	if (set->retired_vmas) {

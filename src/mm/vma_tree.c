@@ -529,6 +529,17 @@ static void rebuild(struct pm_vma_tree *t, struct pm_vt_node *n, const struct vt
 		rebuild_internal(t, n, op, res);
 }
 
+bool pm__vt_span(struct pm_vma_tree *t, unsigned long *first, unsigned long *last)
+{
+	struct pm_vt_node *root = atomic_load_relaxed(&t->xroot);
+
+	if (!root || !NR(root))
+		return false;
+	*first = root->first;
+	*last = root->last;
+	return true;
+}
+
 int pm__vt_prepare(struct pm_vma_tree *t)
 {
 	return vt_reserve(t, VT_SPARE_PER_LEVEL * (t->height + 2));

@@ -78,6 +78,10 @@ __hidden long pm__vt_gap_topdown(struct pm_vma_tree *t, unsigned long lo, unsign
 __hidden long pm__vt_gap_bottomup(struct pm_vma_tree *t, unsigned long lo, unsigned long hi,
 				  unsigned long len, unsigned long align);
 
+/* The start of the first entry and the end of the last, from the root's summary: O(1).
+ * Context: as pm__vt_find(). Return: false when the tree is empty. */
+__hidden bool pm__vt_span(struct pm_vma_tree *t, unsigned long *first, unsigned long *last);
+
 static inline unsigned long pm__vt_count(const struct pm_vma_tree *t)
 {
 	return t->count;

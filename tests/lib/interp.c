@@ -816,48 +816,56 @@ int interp_run(struct pm_machine *m, const struct interp_op *ops, size_t n,
 	return res->failed ? -1 : 0;
 }
 
+unsigned interp_mm_flags;
+
 struct pm_machine *interp_machine(unsigned knobs)
 {
-	struct pm_config cfg = { .mem_bytes = INTERP_MEM_BYTES, .knobs = knobs };
+	struct pm_config cfg = { .mem_bytes = INTERP_MEM_BYTES, .knobs = knobs,
+				 .flags = interp_mm_flags };
 
 	return pm_machine_create(&cfg);
 }
 
-static struct pm_machine *kept[PM_KNOB_ALL + 1];
+/* Kept machines, by design flags (0, PM_MACHINE_RANGE_MM, PM_MACHINE_LINUX_MM) and knobs. */
+static struct pm_machine *kept[3][PM_KNOB_ALL + 1];
 
 struct pm_machine *interp_machine_get(unsigned knobs)
 {
-	knobs &= PM_KNOB_ALL;
-	if (!kept[knobs]) {
-		kept[knobs] = interp_machine(knobs);
-		if (!kept[knobs]) {
+	struct pm_machine **slot = &kept[interp_mm_flags % 3][knobs & PM_KNOB_ALL];
+
+	if (!*slot) {
+		*slot = interp_machine(knobs & PM_KNOB_ALL);
+		if (!*slot) {
 			perror("interp: pm_machine_create");
 			abort();
 		}
 	}
-	return kept[knobs];
+	return *slot;
 }
 
 void interp_machines_release(FILE *f)
 {
-	for (unsigned k = 0; k <= PM_KNOB_ALL; k++) {
+	for (unsigned i = 0; i < 3 * (PM_KNOB_ALL + 1); i++) {
+		struct pm_machine **slot = &kept[i / (PM_KNOB_ALL + 1)][i % (PM_KNOB_ALL + 1)];
+		unsigned k = i % (PM_KNOB_ALL + 1);
 		struct pm_stats ms;
 
-		if (!kept[k])
+		if (!*slot)
 			continue;
-		pm_machine_stats(kept[k], &ms);
+		pm_machine_stats(*slot, &ms);
 		if (f)
 			fprintf(f,
-				"# knobs 0x%02x: faults %lu, THP faults %lu (fallbacks %lu, splits "
+				"# %s knobs 0x%02x: faults %lu, THP faults %lu (fallbacks %lu, splits "
 				"%lu), COW copies %lu, reuses %lu, fork pinned copies %lu, shmem "
 				"pages "
 				"%lu, pins %lu, fast-GUP pages %lu, slow-GUP pages %lu\n",
+				pm_machine_flags(*slot) == PM_MACHINE_RANGE_MM ? "range" : "linux",
 				k, ms.faults, ms.thp_faults, ms.thp_fallbacks, ms.thp_splits,
 				ms.cow_copies, ms.cow_reuses, ms.fork_pinned_copies,
 				ms.shmem_allocs, ms.nr_foll_pin_acquired, ms.gup_fast_pages,
 				ms.gup_slow_pages);
-		pm_machine_destroy(kept[k]);
-		kept[k] = NULL;
+		pm_machine_destroy(*slot);
+		*slot = NULL;
 	}
 }
 

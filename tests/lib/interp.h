@@ -124,6 +124,8 @@ int interp_run(struct pm_machine *m, const struct interp_op *ops, size_t n,
 	       const struct interp_opts *opts, struct interp_result *res,
 	       struct interp_stats *st);
 
+/* The address-space design of the machines below: PM_MACHINE_* flags, 0 = the default. */
+extern unsigned interp_mm_flags;
 /* interp_machine() - a new machine for differential runs (INTERP_MEM_BYTES, @knobs). */
 struct pm_machine *interp_machine(unsigned knobs);
 /* interp_machine_get() - the process's machine for @knobs, made on first use and kept. */

@@ -473,6 +473,17 @@ int main(int argc, char **argv)
 	interp_vma_heavy = true;
 	random_batch(seed + 1, nseq > 0 ? nseq : tap_scale(60), (size_t)nops, "VMA-heavy");
 	interp_vma_heavy = false;
+	/* The same model against both address-space designs, whatever PINMM_RANGE_MM says. */
+	interp_mm_flags = pm_machine_flags(interp_machine_get(0)) == PM_MACHINE_RANGE_MM ?
+				  PM_MACHINE_LINUX_MM : PM_MACHINE_RANGE_MM;
+	random_batch(seed + 2, nseq > 0 ? nseq : tap_scale(60), (size_t)nops,
+		     interp_mm_flags == PM_MACHINE_RANGE_MM ? "range design" : "Linux's design");
+	interp_vma_heavy = true;
+	random_batch(seed + 3, nseq > 0 ? nseq : tap_scale(60), (size_t)nops,
+		     interp_mm_flags == PM_MACHINE_RANGE_MM ? "range design, VMA-heavy" :
+							      "Linux's design, VMA-heavy");
+	interp_vma_heavy = false;
+	interp_mm_flags = 0;
 
 	interp_machines_release(stdout);
 	return done_testing();
