@@ -281,6 +281,17 @@ static void test_map_count(void)
 	is_int(pmt_map_fixed(mm, 60 * RANGE, PG, RW), 60 * RANGE, "now one comes in");
 	is_int(pmt_map_fixed(mm, 61 * RANGE, PG, RW), 61 * RANGE, "and another");
 	is_int(pmt_map_fixed(mm, 62 * RANGE, PG, RW), -ENOMEM, "and then no more");
+	/* A split's charge when the only free unit waits in another range's credit: the change
+	 * starts again holding every range, and takes it. */
+	is_int(pm_munmap(mm, 40 * RANGE + 4 * PG, PG), 0, "munmap one in range 40");
+	is_int(pm_mprotect(mm, 20 * RANGE, PG, RW), 0, "a split in range 20 takes its unit");
+	is_int(mm_map_count(mm), PM_MAX_MAP_COUNT, "at the limit again");
+	is_int(pm_mprotect(mm, 20 * RANGE + PG, PG, RW), -ENOMEM,
+	       "a change that must split fails, even if a merge would follow (Linux)");
+	is_int(pm_munmap(mm, 40 * RANGE + 6 * PG, PG), 0, "munmap another in range 40");
+	is_int(pm_madvise(mm, 20 * RANGE + PG, PG, PM_MADV_HUGEPAGE), 0,
+	       "madvise's split takes the unit the same way");
+	is_int(mm_map_count(mm), PM_MAX_MAP_COUNT, "at the limit");
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_after_destroy, "max_map_count");
 }
