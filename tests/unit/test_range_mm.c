@@ -14,8 +14,9 @@
  *  5. max_map_count stays exact when two threads in two ranges race to the limit.
  *  6. A mapping larger than an arena falls back to a search of the whole address space.
  *  7. Races: per-thread workers map, split, merge and unmap VMAs that straddle their own range
- *     boundary and fault and pin through them, while faulters hammer a VMA next door; the data
- *     is checked and pm_machine_check() passes at the end.
+ *     boundary and fault and pin through them, while faulters hammer a VMA next door; and two
+ *     threads change one VMA over three ranges from either end (every change widens to all
+ *     three). The data is checked and pm_machine_check() passes at the end.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -386,6 +387,58 @@ static void *race_faulter(void *arg)
 	return NULL;
 }
 
+/* Two threads change one VMA that spans three ranges, each from its own end: every change
+ * widens to all three ranges, so they take turns, in address order, and never deadlock. */
+struct spanner {
+	struct pm_mm *mm;
+	unsigned long base; /* its own 8 pages, inside the shared VMA */
+	long errors;
+};
+
+static void *span_worker(void *arg)
+{
+	struct spanner *w = arg;
+	uint32_t tag = 1;
+
+	while (!atomic_load(&stop)) {
+		unsigned long a = w->base + (tag % 8) * PG;
+
+		if (pm_mprotect(w->mm, a, PG, PM_PROT_READ) ||
+		    pm_fault(w->mm, a, PM_FAULT_WRITE) != -EFAULT ||
+		    pm_mprotect(w->mm, a, PG, RW) || pmt_put_tag(w->mm, a, 1, tag, 0) != 1 ||
+		    pmt_bad_tag(w->mm, a, 1, tag, 0))
+			w->errors++;
+		if (!(tag % 16) && (pm_munmap(w->mm, a, PG) || pmt_map_fixed(w->mm, a, PG, RW) != (long)a))
+			w->errors++;
+		tag++;
+	}
+	return NULL;
+}
+
+static void test_span_races(void)
+{
+	struct pm_machine *m = range_machine(64);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long start = 11 * RANGE - 16 * PG, len = 2 * RANGE + 32 * PG;
+	struct spanner w[2] = { { mm, start, 0 }, { mm, start + len - 8 * PG, 0 } };
+	pthread_t th[2];
+
+	is_int(pmt_map_fixed(mm, start, len, RW), start, "a VMA over three ranges");
+	atomic_store(&stop, 0);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&th[i], NULL, span_worker, &w[i]);
+	usleep((useconds_t)(tap_seconds(1) * 1e6));
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	is_int(w[0].errors + w[1].errors, 0, "both ends changed it without a wrong answer");
+	is_int(mm_map_count(mm), 1, "it is one VMA again");
+	is_int(pm_machine_check(m), 0, "the machine checks out");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_after_destroy, "spanning races");
+}
+
 static void test_races(void)
 {
 	struct pm_machine *m = range_machine(64);
@@ -427,5 +480,6 @@ int main(void)
 	test_map_count();
 	test_fallback();
 	test_races();
+	test_span_races();
 	return done_testing();
 }
