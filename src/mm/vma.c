@@ -272,7 +272,7 @@ struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 	vma = pm__vma_cache_get(mm);
 	if (vma) {
 		pm__vma_free_pcpu(vma);
-		memset(vma, 0, sizeof(*vma));
+		*vma = (struct pm_vma){ 0 }; /* plain stores: rep stos starts slowly */
 	}
 	else if (!(vma = calloc(1, sizeof(*vma))))
 		return NULL;
