@@ -64,6 +64,18 @@
  * page_table_lock as in Linux's design - once in the range's life, or after a munmap emptied
  * the whole range.
  *
+ * To summarize:
+ *  1. A VMA changes only under the write locks of every range it spans; holding one of them,
+ *     for read or write, freezes it.
+ *  2. A change holds the ranges of [start - 1, end], widened to the spans of the two VMAs at
+ *     its edges; a run is taken in address order, and widening starts the run again.
+ *  3. Faults and GUP-fast take no range lock: RCU and the per-VMA lock, whose sequence is the
+ *     range's, as Linux's design uses the mm's.
+ *  4. Page tables are freed only inside the ranges held, so never under another change.
+ *  5. The VMA count is exact: free units are in the pool or in a range's credit, and a charge
+ *     that cannot reach a credit starts the change again holding every range.
+ *  6. Whole-mm operations hold every range.
+ *
  * What is still shared, and when: populating a PGD entry (above); the mm's VMA cache, which
  * RCU callbacks fill and a range's writer empties into its own free list once per batch of 64
  * VMAs; and the VMA count (max_map_count), kept as credits of each range that refill from a
