@@ -118,6 +118,9 @@ for c in page_fault1 page_fault2 page_fault3 mmap1 mmap2; do
 	run_case $c --size "$small"
 done
 run_case page_fault2 --size "$small" --mode processes
+run_case mmap1 --size "$small" --mm range
+run_case page_fault1 --size "$small" --mm range
+run_case gup_fast --mm range
 run_case host_pin_fast
 run_case host_gup_fast
 run_case host_gup_fast --variant nochurn --mode processes

@@ -66,6 +66,7 @@ expect 1 "-t '1e3': not a number" "$BENCH" pin_fast -t 1e3
 expect 1 "-s '99999999999999999999': out of range" "$BENCH" pin_fast -s 99999999999999999999
 expect 1 "--interval-ms '0': out of range" "$BENCH" pin_fast --interval-ms 0
 expect 1 "bad --knobs '-1'" "$BENCH" pin_fast --knobs -1 -s 1
+expect 1 "--mm 'radix': linux or range" "$BENCH" mmap1 --mm radix -s 1
 expect 1 "unknown variant 'nope'" "$BENCH" mr_reg --variant nope -s 1
 expect 1 "unknown case 'bogus'" "$BENCH" bogus
 expect 1 "duration 'abc': not a number" "$BENCH" runtest mmap1 abc
