@@ -659,6 +659,11 @@ struct pm_vma {
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
 	struct pm_hugetlb_resv *hresv; /* private hugetlb: the mapping's reservations (shared
 					* by the VMAs split from it); NULL in a fork child */
+	_Atomic bool xhugetlb_unmapped; /* a fork child's private hugetlb VMA that lost a page
+					 * to its parent (HPAGE_RESV_UNMAPPED): its faults on
+					 * empty entries are SIGBUS. Set under file->i_mmap_lock
+					 * and the PMD lock (fault/hugetlb.c); not inherited by
+					 * fork */
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
 	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
