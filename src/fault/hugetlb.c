@@ -228,7 +228,11 @@ static void unmap_ref_private(struct pm_vma *vma, struct pm_folio *folio, unsign
 	pm__shmem_map_unlock(f);
 }
 
-/* A write or unshare fault on a read-only hugetlb leaf. Context: as hugetlb_no_page. */
+/*
+ * A write or unshare fault on a read-only hugetlb leaf: the THP leaf's start and reuse
+ * (fault/cow.c), but reuse when this is the only mapping, as Linux's hugetlb_wp, and a copy of
+ * the whole page otherwise. Context: as hugetlb_no_page.
+ */
 static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 		      unsigned long haddr, unsigned fault_flags)
 {
@@ -237,19 +241,12 @@ static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 	struct pm_folio *folio, *new;
 	bool consumed, cow_from_owner, unmapped = false;
 	pmd_t pmd;
+	int ret;
 
 	assert_fault_locked(vma);
-	pm_spin_lock(pml);
-	pmd = pmdp_get(pmdp);
-	if (!pmd_leaf(pmd)) {
-		pm_spin_unlock(pml);
-		return -EAGAIN;
-	}
-	if (pmd_write(pmd)) {
-		pm_spin_unlock(pml);
-		return 0;
-	}
-	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
+	if (!folio)
+		return ret;
 	if (vma->flags & VM_SHARED) {
 		/* Shared: nothing to copy; mprotect made it read-only or VM_WRITE is off. */
 		if (!unshare && (vma->flags & VM_WRITE))
@@ -258,16 +255,11 @@ static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 		return 0;
 	}
 retry:
-	if (folio_test_anon(folio)) {
-		if (page_anon_exclusive(&folio->page))
-			goto reuse;
-		/* Mapped here only: ours (the other mappers change it under their own locks,
-		 * and none can add one - a fork of another mapper would need a mapping). */
-		if (atomic_load_relaxed(&folio->page.xentire_mapcount) == 1) {
-			page_set(&folio->page, PG_anon_exclusive);
-			goto reuse;
-		}
-	}
+	/* Mapped here only: ours (the other mappers change the count under their own locks,
+	 * and none can add one - a fork of another mapper would need a mapping). */
+	if (pm__wp_huge_pmd_can_reuse_locked(folio,
+					     atomic_load_relaxed(&folio->page.xentire_mapcount) == 1))
+		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd, unshare);
 	folio_get_refs(folio, 1); /* keeps the source alive while we copy unlocked */
 	pm_spin_unlock(pml);
 
@@ -310,13 +302,6 @@ retry:
 	folio_put(folio); /* ours */
 	count_event(mm->m, COW_COPIES, 1);
 	count_event(mm->m, HUGETLB_FAULTS, 1);
-	return 0;
-
-reuse:
-	if (!unshare && (vma->flags & VM_WRITE))
-		set_pmd(pmdp, pmd_mkwrite(pmd));
-	pm_spin_unlock(pml);
-	count_event(mm->m, COW_REUSES, 1);
 	return 0;
 }
 
@@ -398,19 +383,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 		count_event(src->m, FORK_PINNED_COPIES, HPAGE_PMD_NR);
 		return 2;
 	}
-	if (folio_test_anon(folio)) {
-		pm_smp_mb(); /* the "may it be pinned?" test before the clear (fork.c) */
-		page_clear(&folio->page, PG_anon_exclusive);
-		if (pmd_write(pmd)) {
-			pmd = pmd_wrprotect(pmd);
-			set_pmd(src_pmdp, pmd);
-		}
-	}
-	folio_get_refs(folio, 1);
-	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	pm_spin_lock(dst_pml); /* the child's lock nests inside the parent's: only fork does this */
-	set_pmd(dst_pmdp, pmd_wrprotect(pmd));
-	pm_spin_unlock(dst_pml);
+	pm__fork_share_huge_pmd_locked(dst, src, dst_pmdp, src_pmdp, pmd, folio, NULL);
 	pm_spin_unlock(pml);
 	return 0;
 }
