@@ -465,6 +465,103 @@ static void test_fork_owner_cow(void)
 	hend(m, free0, 2, "owner cow with a free page");
 }
 
+/*
+ * The owner's COW racing its child: while the parent writes its page with the pool empty
+ * (unmap_ref_private), the child reads, writes (its COW finds no page: -EFAULT), forks a
+ * grandchild and cuts its VMA in two. Whatever the order, the parent's write succeeds on its
+ * own page, the child's calls answer 1/0 or -EFAULT, and after it the child (and any
+ * grandchild) has lost the page for good.
+ */
+#define RACE_ROUNDS 100
+
+struct owner_race {
+	struct pm_mm *child;
+	long a;
+	atomic_int go, errors;
+};
+
+static void *owner_race_child(void *arg)
+{
+	struct owner_race *r = arg;
+	char c = 0;
+
+	while (!atomic_load(&r->go))
+		;
+	for (int i = 0; i < 6; i++) {
+		long ret;
+
+		switch (i % 3) {
+		case 0:
+			ret = pm_access(r->child, r->a + 64, &c, 1, 0);
+			if (ret != 1 && ret != -EFAULT)
+				atomic_fetch_add(&r->errors, 1);
+			if (ret == 1 && c != 'A')
+				atomic_fetch_add(&r->errors, 1); /* never the parent's new data */
+			break;
+		case 1:
+			if (pm_fault(r->child, r->a, PM_FAULT_WRITE) != -EFAULT)
+				atomic_fetch_add(&r->errors, 1); /* nothing in the pool to copy into */
+			break;
+		default: {
+			struct pm_mm *g = pm_mm_fork(r->child);
+
+			if (!g)
+				atomic_fetch_add(&r->errors, 1);
+			else
+				pm_mm_destroy(g);
+			break;
+		}
+		}
+	}
+	if (pm_mprotect(r->child, r->a + HP, HP, PM_PROT_READ))
+		atomic_fetch_add(&r->errors, 1);
+	return NULL;
+}
+
+static void test_owner_cow_race(void)
+{
+	struct pm_machine *m = hmachine(64, 2);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	int bad_parent = 0, bad_after = 0;
+	struct owner_race r = { 0 };
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		pthread_t th;
+		long a = pm_mmap(mm, 0, 2 * HP, RW, HPRIV, NULL, 0);
+		struct pm_mm *g;
+
+		if (a < 0 || poke(mm, a, 'A') != 1 || poke(mm, a + HP, 'B') != 1) {
+			bad_parent++;
+			break;
+		}
+		r.child = pmt_fork(mm);
+		r.a = a;
+		atomic_store(&r.go, 0);
+		ASSERT_EQ(pthread_create(&th, NULL, owner_race_child, &r), 0);
+		atomic_store(&r.go, 1);
+		if (poke(mm, a + 64, 'P') != 1)
+			bad_parent++;
+		pthread_join(th, NULL);
+		if (peek(mm, a) != 'A' || peek(mm, a + 64) != 'P' ||
+		    pm_folio_mapcount(pm_page_folio(pmt_page_at(mm, a))) != 1)
+			bad_parent++;
+		g = pmt_fork(r.child);
+		if (pm_fault(r.child, r.a, 0) != -EFAULT || pm_fault(g, r.a, 0) != -EFAULT)
+			bad_after++;
+		pm_mm_destroy(g);
+		pm_mm_destroy(r.child);
+		ASSERT_EQ(pm_munmap(mm, a, 2 * HP), 0);
+	}
+	is_int(bad_parent, 0, "%d rounds: the parent's write always succeeds on its own page",
+	       RACE_ROUNDS);
+	is_int(atomic_load(&r.errors), 0, "the child's calls answer as they may");
+	is_int(bad_after, 0, "the child and its child lost the page");
+	is_int(pm_machine_check(m), 0, "check after the races");
+	pm_mm_destroy(mm);
+	hend(m, free0, 2, "owner cow race");
+}
+
 static void test_shared_object(void)
 {
 	struct pm_machine *m = hmachine(64, 4);
@@ -625,6 +722,7 @@ int main(void)
 	test_fork();
 	test_fork_sigbus();
 	test_fork_owner_cow();
+	test_owner_cow_race();
 	test_shared_object();
 	test_dontneed();
 	test_concurrent();
