@@ -463,6 +463,26 @@ static void test_fork_owner_cow(void)
 	ok(peek(child, a) == 'C', "the child outlives its parent");
 	pm_mm_destroy(child);
 	hend(m, free0, 2, "owner cow with a free page");
+
+	/* A R/O pin by the owner unshares the same way (hugetlb_wp with FAULT_FLAG_UNSHARE). */
+	m = hmachine(64, 1);
+	free0 = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
+	is_int(poke(mm, a, 'A'), 1, "the parent writes its only page");
+	child = pmt_fork(mm);
+	f0 = pm_page_folio(pmt_page_at(mm, a));
+	is_int(pm_pin_user_pages_fast(mm, a, 1, 0, pages), 1,
+	       "a R/O pin by the parent, the pool empty: the page is taken from the child");
+	ok(pm_page_folio(pages[0]) == f0 && pm_page_anon_exclusive(pages[0]),
+	   "the pinned page is the parent's own, exclusive");
+	is_int(pm_folio_mapcount(f0), 1, "mapped by the parent only");
+	is_int(pm_fault(child, a, 0), -EFAULT, "the child's fault: -EFAULT");
+	is_int(pm_machine_check(m), 0, "check");
+	pm_unpin_user_page(pages[0]);
+	pm_mm_destroy(child);
+	pm_mm_destroy(mm);
+	hend(m, free0, 1, "owner unshare");
 }
 
 /*
