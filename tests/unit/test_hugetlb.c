@@ -503,7 +503,7 @@ struct owner_race {
 static void *owner_race_child(void *arg)
 {
 	struct owner_race *r = arg;
-	char c = 0;
+	char c;
 
 	while (!atomic_load(&r->go))
 		;
@@ -512,11 +512,12 @@ static void *owner_race_child(void *arg)
 
 		switch (i % 3) {
 		case 0:
+			c = 0x55;
 			ret = pm_access(r->child, r->a + 64, &c, 1, 0);
 			if (ret != 1 && ret != -EFAULT)
 				atomic_fetch_add(&r->errors, 1);
-			if (ret == 1 && c != 'A')
-				atomic_fetch_add(&r->errors, 1); /* never the parent's new data */
+			if (ret == 1 && c != 0)
+				atomic_fetch_add(&r->errors, 1); /* never the parent's new 'P' */
 			break;
 		case 1:
 			if (pm_fault(r->child, r->a, PM_FAULT_WRITE) != -EFAULT)
