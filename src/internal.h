@@ -660,6 +660,11 @@ struct pm_vma {
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
 	struct pm_hugetlb_resv *hresv; /* private hugetlb: the mapping's reservations (shared
 					* by the VMAs split from it); NULL in a fork child */
+	_Atomic bool xhugetlb_unmapped; /* a fork child's private hugetlb VMA that lost a page
+					 * to its parent (HPAGE_RESV_UNMAPPED): its faults on
+					 * empty entries are SIGBUS. Set under file->i_mmap_lock
+					 * and the PMD lock (fault/hugetlb.c); not inherited by
+					 * fork */
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
 	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
@@ -1014,6 +1019,11 @@ __hidden int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 			    unsigned long addr, unsigned fault_flags);
 __hidden int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				     unsigned long addr, unsigned fault_flags);
+__hidden struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd,
+					       int *ret);
+__hidden bool pm__wp_huge_pmd_can_reuse_locked(struct pm_folio *folio, bool sole);
+__hidden int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+					  pmd_t pmd, bool unshare);
 
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
@@ -1127,7 +1137,10 @@ __hidden int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 __hidden int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src,
 					 struct pm_vma *vma);
 
-/* // fault/fork.c is the public pm_mm_fork(). */
+/* // fault/fork.c (and the public pm_mm_fork()) */
+__hidden void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src,
+					     pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, pmd_t pmd,
+					     struct pm_folio *folio, pm_entry_t *deposit);
 
 /* ------------------------------------------------------------------------------------------
  * Zapping: removing mappings (mm/zap.c).

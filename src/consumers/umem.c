@@ -39,6 +39,7 @@ struct pm_umem {
 	unsigned long npages;	    /* pinned pages = sum of sg[i].npages */
 	bool writable;		    /* pinned FOLL_WRITE; released dirty */
 	unsigned long nents;	    /* entries used in sg[] */
+	uintptr_t stride;	    /* bytes from one frame's descriptor to the next (sg_append) */
 	unsigned long sg_cap;	    /* entries allocated */
 	struct pm_sg *sg;
 };
@@ -66,7 +67,7 @@ static int sg_reserve(struct pm_umem *umem, unsigned long more)
 }
 
 /* Fold one pinned frame into the table: extend the last run or start a new one. */
-static void sg_append(struct pm_umem *umem, unsigned long pfn)
+static void sg_append_pfn(struct pm_umem *umem, unsigned long pfn)
 {
 	struct pm_sg *last = umem->nents ? &umem->sg[umem->nents - 1] : NULL;
 
@@ -78,6 +79,55 @@ static void sg_append(struct pm_umem *umem, unsigned long pfn)
 		umem->nents++;
 	}
 	umem->npages++;
+}
+
+/* Is @page the descriptor of the last frame of @sg? */
+static bool sg_ends_at(struct pm_umem *umem, const struct pm_sg *sg, struct pm_page *page)
+{
+	return pm_pfn_to_page(umem->machine, sg->pfn + sg->npages - 1) == page;
+}
+
+/*
+ * Fold @n pinned pages into the table: extend the last run while each page is the frame after
+ * it, start a new run where one is not (sg_alloc_append_table_from_pages, which compares
+ * page_to_pfn() of neighbours). As Linux's vmemmap, a machine's descriptors are one array in
+ * pfn order, so "the frame after" is the next descriptor, umem->stride bytes on: the test is
+ * arithmetic on the page pointers and reads no descriptor (a descriptor is a cache miss per
+ * page: 4 KiB of frames per 64 bytes of descriptors). Only a page that starts a run has its
+ * descriptor read, for its pfn. Each run's last page is checked against pm_pfn_to_page() when
+ * the run ends; were the descriptors not laid out so, the chunk is folded again page by page.
+ */
+static void sg_append(struct pm_umem *umem, struct pm_page **pages, unsigned long n)
+{
+	unsigned long nents0 = umem->nents, npages0 = nents0 ? umem->sg[nents0 - 1].npages : 0;
+	struct pm_sg *last = nents0 ? &umem->sg[nents0 - 1] : NULL;
+	uintptr_t stride = umem->stride, next = 0;
+
+	if (last)
+		next = (uintptr_t)pm_pfn_to_page(umem->machine, last->pfn + last->npages);
+	for (unsigned long i = 0; i < n; i++) {
+		if (last && (uintptr_t)pages[i] == next) {
+			last->npages++;
+			next += stride;
+			continue;
+		}
+		if (last && i && !sg_ends_at(umem, last, pages[i - 1]))
+			goto slow;
+		last = &umem->sg[umem->nents++];
+		last->pfn = pm_page_to_pfn(pages[i]);
+		last->npages = 1;
+		next = (uintptr_t)pages[i] + stride;
+	}
+	if (n && !sg_ends_at(umem, last, pages[n - 1]))
+		goto slow;
+	umem->npages += n;
+	return;
+slow:
+	umem->nents = nents0;
+	if (nents0)
+		umem->sg[nents0 - 1].npages = npages0;
+	for (unsigned long i = 0; i < n; i++)
+		sg_append_pfn(umem, pm_page_to_pfn(pages[i]));
 }
 
 static struct pm_page *sg_page(const struct pm_umem *umem, unsigned long pfn)
@@ -188,6 +238,8 @@ struct pm_umem *pm_umem_get(struct pm_mm *mm, unsigned long addr, size_t len, un
 		return NULL;
 	}
 	umem->machine = pm_mm_machine(mm);
+	umem->stride = (uintptr_t)pm_pfn_to_page(umem->machine, 1) -
+		       (uintptr_t)pm_pfn_to_page(umem->machine, 0);
 	umem->addr = addr;
 	umem->length = len;
 	umem->writable = access & PM_UMEM_WRITE;
@@ -208,8 +260,7 @@ struct pm_umem *pm_umem_get(struct pm_mm *mm, unsigned long addr, size_t len, un
 			err = got ? (int)got : -EFAULT;
 			goto fail;
 		}
-		for (long i = 0; i < got; i++)
-			sg_append(umem, pm_page_to_pfn(list[i]));
+		sg_append(umem, list, (unsigned long)got);
 		cur += (unsigned long)got << PM_PAGE_SHIFT;
 		left -= got;
 	}

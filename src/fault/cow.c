@@ -106,43 +106,80 @@ reuse:
 	return 0;
 }
 
-/* The same for a read-only PMD leaf. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			    unsigned long addr, unsigned fault_flags)
+/**
+ * pm__wp_huge_pmd_lock() - the start of a write or unshare fault on a PMD leaf, THP or hugetlb
+ * (do_huge_pmd_wp_page, hugetlb_wp): take the PMD lock and read the entry again.
+ * Return: the folio of the read-only leaf, now *@pmd, with the PMD lock held; or NULL with the
+ * lock dropped and *@ret the fault's answer: -EAGAIN (no longer a leaf: look again) or 0
+ * (writable already: nothing to do).
+ * Context: mmap_lock or the VMA's lock held (fault path).
+ */
+struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd, int *ret)
 {
-	bool unshare = fault_flags & FAULT_FLAG_UNSHARE;
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-	struct pm_folio *folio;
-	pmd_t pmd;
 
-	assert_fault_locked(vma);
 	pm_spin_lock(pml);
-	pmd = pmdp_get(pmdp);
-	if (!pmd_leaf(pmd)) {
+	*pmd = pmdp_get(pmdp);
+	if (!pmd_leaf(*pmd) || pmd_write(*pmd)) {
 		pm_spin_unlock(pml);
-		return -EAGAIN;
+		*ret = pmd_leaf(*pmd) ? 0 : -EAGAIN;
+		return NULL;
 	}
-	if (pmd_write(pmd)) {
-		pm_spin_unlock(pml);
-		return 0;
-	}
-	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
-	if (folio_test_anon(folio)) {
-		if (page_anon_exclusive(&folio->page))
-			goto reuse;
-		if (folio_ref_count(folio) == 1) {
-			page_set(&folio->page, PG_anon_exclusive);
-			goto reuse;
-		}
-	}
-	pm_spin_unlock(pml);
-	pm__split_huge_pmd(mm, pmdp);
-	return -EAGAIN;
+	return page_folio(pfn_to_page(mm->m, pmd_pfn(*pmd)));
+}
 
-reuse:
+/**
+ * pm__wp_huge_pmd_can_reuse_locked() - may the leaf's @folio be reused in place? If it is
+ * anonymous and exclusive, or @sole (the caller's test that this mapping is its only user:
+ * refcount 1 for a THP, mapcount 1 for hugetlb); then it becomes exclusive.
+ * Context: the PMD lock (pm__wp_huge_pmd_lock()).
+ */
+bool pm__wp_huge_pmd_can_reuse_locked(struct pm_folio *folio, bool sole)
+{
+	if (!folio_test_anon(folio))
+		return false;
+	if (page_anon_exclusive(&folio->page))
+		return true;
+	if (!sole)
+		return false;
+	page_set(&folio->page, PG_anon_exclusive);
+	return true;
+}
+
+/**
+ * pm__wp_huge_pmd_reuse_locked() - reuse the read-only leaf @pmd at *@pmdp in place: writable
+ * for a write on a writable VMA (an unshare leaves it read-only); drop the PMD lock.
+ * Context: the PMD lock (pm__wp_huge_pmd_lock()). Return: 0.
+ */
+int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				 pmd_t pmd, bool unshare)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+
+	pm_assert_locked(pml);
 	if (!unshare && (vma->flags & VM_WRITE))
 		set_pmd(pmdp, pmd_mkwrite(pmd));
 	pm_spin_unlock(pml);
 	count_event(mm->m, COW_REUSES, 1);
 	return 0;
+}
+
+/* The same for a read-only PMD leaf. Context: mmap_lock or the VMA's lock held (fault path). */
+int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			    unsigned long addr, unsigned fault_flags)
+{
+	struct pm_folio *folio;
+	pmd_t pmd;
+	int ret;
+
+	assert_fault_locked(vma);
+	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
+	if (!folio)
+		return ret;
+	if (pm__wp_huge_pmd_can_reuse_locked(folio, folio_ref_count(folio) == 1))
+		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd,
+						    fault_flags & FAULT_FLAG_UNSHARE);
+	pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
+	pm__split_huge_pmd(mm, pmdp);
+	return -EAGAIN;
 }

@@ -114,6 +114,39 @@ out:
 	return 0;
 }
 
+/**
+ * pm__fork_share_huge_pmd_locked() - map the leaf @pmd of the parent's *@src_pmdp (its folio
+ * @folio) at the child's *@dst_pmdp too, write-protected in both, once the caller has found
+ * that the folio need not be copied (may not be pinned): an anonymous folio stops being
+ * exclusive and the parent's leaf loses write; the folio gains a reference and a PMD mapping.
+ * @deposit, if not NULL, becomes the child leaf's deposited table (a THP; hugetlb leaves have
+ * none). Shared by THP (copy_huge_pmd) and hugetlb (fault/hugetlb.c).
+ * Context: fork, the parent's PMD lock held; the child's nests inside it (only fork does this).
+ */
+void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,
+				    pm_entry_t *src_pmdp, pmd_t pmd, struct pm_folio *folio,
+				    pm_entry_t *deposit)
+{
+	struct pm_spinlock *dst_pml = pm__pmd_lockptr(dst, dst_pmdp);
+
+	pm_assert_locked(pm__pmd_lockptr(src, src_pmdp));
+	mmap_assert_write_locked(src);
+	if (folio_test_anon(folio)) {
+		share_anon_page(&folio->page);
+		if (pmd_write(pmd)) {
+			pmd = pmd_wrprotect(pmd);
+			set_pmd(src_pmdp, pmd);
+		}
+	}
+	folio_get_refs(folio, 1);
+	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	pm_spin_lock(dst_pml);
+	if (deposit)
+		pm__pgtable_deposit(dst, dst_pmdp, deposit);
+	set_pmd(dst_pmdp, pmd_wrprotect(pmd));
+	pm_spin_unlock(dst_pml);
+}
+
 /*
  * Share a PMD-mapped THP with the child, write-protected in both; @deposit becomes the child
  * leaf's deposited table (used only when 0 is returned).
@@ -124,7 +157,6 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 			 pm_entry_t *src_pmdp, pm_entry_t *deposit)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(src, src_pmdp);
-	struct pm_spinlock *dst_pml = pm__pmd_lockptr(dst, dst_pmdp);
 	struct pm_folio *folio;
 	pmd_t pmd;
 
@@ -140,17 +172,7 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 		pm_spin_unlock(pml);
 		return 1;
 	}
-	share_anon_page(&folio->page);
-	if (pmd_write(pmd)) {
-		pmd = pmd_wrprotect(pmd);
-		set_pmd(src_pmdp, pmd);
-	}
-	folio_get_refs(folio, 1);
-	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	pm_spin_lock(dst_pml); /* the child's lock nests inside the parent's: only fork does this */
-	pm__pgtable_deposit(dst, dst_pmdp, deposit);
-	set_pmd(dst_pmdp, pmd);
-	pm_spin_unlock(dst_pml);
+	pm__fork_share_huge_pmd_locked(dst, src, dst_pmdp, src_pmdp, pmd, folio, deposit);
 	pm_spin_unlock(pml);
 	return 0;
 }

@@ -13,16 +13,55 @@
  *    reservation (mem/hugetlb.c) - or, for a private mapping of an object, the page-cache page
  *    read-only until a write copies it. A read fault maps the new page read-only, a write
  *    makes it writable (Linux maps it so and lets hugetlb_wp reuse it).
- *  - hugetlb_wp: an exclusive page (or one whose only reference is this mapping) is reused;
- *    anything else is copied whole into a new page: with the mapping's reservation if the page
- *    still holds one (the first write to a page-cache page), otherwise from the pages nobody
- *    was promised - a fork child has no reservation, so its copy fails with -EFAULT (SIGBUS)
- *    when the pool is empty, as in Linux.
+ *  - hugetlb_wp: an anonymous page that is exclusive, or mapped only here, is reused (Linux
+ *    tests the mapcount, not the refcount: a FOLL_GET reference does not force a copy, which
+ *    could fail for want of a pool page); anything else is copied whole into a new page: with
+ *    the mapping's reservation for the first write to a page-cache page, otherwise from the
+ *    pages nobody was promised. A fork child has no reservation, so its copy fails with
+ *    -EFAULT (SIGBUS) when the pool is empty, as in Linux.
+ *  - unmap_ref_private: the mapping's owner (the mmap that reserved it: vma->hresv, Linux's
+ *    HPAGE_RESV_OWNER) must not fail where it holds a reservation. When it writes to an
+ *    anonymous page it shares with fork children and the pool has nothing unpromised, the
+ *    page is taken from the children instead: unmapped from every private VMA without a
+ *    reservation that maps it at the same file offset, each such VMA marked
+ *    xhugetlb_unmapped (HPAGE_RESV_UNMAPPED), and the owner retries - now the page's only
+ *    mapper, it reuses it. A marked VMA's later faults on empty entries get -EFAULT (Linux
+ *    kills the child with SIGBUS, "inadequate hugepage pool") rather than a zeroed page
+ *    where the data was. Pinned pages never meet this: a pin needs an exclusive page, a page
+ *    that may be pinned is copied at fork (copy_hugetlb_pmd), and a child's pin of the shared
+ *    page would unshare (copy) it first - so the page taken away is mapped, not pinned, by
+ *    the children (a FOLL_GET reference keeps the page alive and sees the owner's writes, as
+ *    in Linux).
+ *
+ * The children are found the way Linux finds them: every hugetlb VMA has an object (anonymous
+ * private mappings too, the internal one of mm/mmap.c, as hugetlb_file_setup gives them), and
+ * fork links the child's VMA on the object's i_mmap list beside the parent's; the walk covers
+ * every VMA over the page's offset under the object's i_mmap lock.
  *
  * Locking is the THP leaf's: decide without a lock, allocate and copy with none held, take the
  * PMD lock, re-check the entry, install or back out (-EAGAIN, and the reservation comes back).
  * A fault holds mmap_lock or the VMA's read lock (assert_fault_locked); fork holds the
  * parent's mmap_lock for write with every VMA write-locked (fork.c).
+ *
+ * unmap_ref_private runs in the owner's fault with its mmap_lock or VMA lock held and no PMD
+ * lock, and takes the object's i_mmap lock, then each child's PMD lock in turn: the order of
+ * truncation (mmap_lock/VMA lock > i_mmap lock > PMD lock; nobody holding an i_mmap lock waits
+ * for a VMA lock or mmap_lock, mm/vma.c). The i_mmap lock keeps each child VMA and its page
+ * tables (a VMA leaves the list before its tables are freed), and its range and offset
+ * (changed only under that lock). Races, each ordered by the child's PMD lock:
+ *  - a child's own COW of the page: it copies unlocked, then re-checks its entry under the
+ *    PMD lock, finds it gone and retries as a fault on an empty entry (below);
+ *  - a child's fault on the now empty entry: xhugetlb_unmapped is set under the child's PMD
+ *    lock before the entry is cleared, and hugetlb_install tests it under the same lock, so
+ *    the child cannot map a new page there;
+ *  - a fork of a child: its new VMA is linked after the child's before any entry is copied,
+ *    so the walk meets the child first; the copy takes the child's PMD lock, so it copies the
+ *    page before the walk clears it (and the walk, coming to the grandchild next, clears that
+ *    copy too) or finds the entry already empty;
+ *  - a split of a child's VMA copies the mark and moves the range under the i_mmap lock, so
+ *    the walk sees the old VMA or both halves, each with its mark.
+ * The owner keeps a reference on the page throughout, so the page a child maps is compared
+ * with the very page the owner maps, never with a page reused from the pool meanwhile.
  */
 #include "internal.h"
 
@@ -38,19 +77,21 @@ static pmd_t mk_huge_pmd(struct pm_vma *vma, struct pm_folio *folio, bool writab
 }
 
 /*
- * Map @folio (our reference passes to the mapping) at the empty *@pmdp, if it is still empty
- * and - for a page-cache page, @cache - still in the cache: the barrier pairs with the one
- * truncation takes between clearing PG_shmem and zapping (fault/shmem.c, (a) and (b)).
+ * Map @folio (our reference passes to the mapping) at the empty *@pmdp, if it is still empty,
+ * @vma has not lost a page to its parent (unmap_ref_private marks it under this lock), and -
+ * for a page-cache page, @cache - the page is still in the cache: the barrier pairs with the
+ * one truncation takes between clearing PG_shmem and zapping (fault/shmem.c, (a) and (b)).
  * Return: 0 or -EAGAIN (our reference dropped).
  */
-static int hugetlb_install(struct pm_mm *mm, pm_entry_t *pmdp, struct pm_folio *folio,
-			   pmd_t entry, struct pm_folio *cache)
+static int hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			   struct pm_folio *folio, pmd_t entry, struct pm_folio *cache)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
 	pm_spin_lock(pml);
 	pm_smp_mb();
-	if (!pmd_none(pmdp_get(pmdp)) || (cache && !page_test(&cache->page, PG_shmem))) {
+	if (!pmd_none(pmdp_get(pmdp)) || (cache && !page_test(&cache->page, PG_shmem)) ||
+	    atomic_load_relaxed(&vma->xhugetlb_unmapped)) {
 		pm_spin_unlock(pml);
 		folio_put(folio);
 		return -EAGAIN;
@@ -62,13 +103,14 @@ static int hugetlb_install(struct pm_mm *mm, pm_entry_t *pmdp, struct pm_folio *
 	return 0;
 }
 
-/* A new exclusive anonymous page for @haddr of a private mapping, its data from @src or zero. */
-static struct pm_folio *hugetlb_new_anon(struct pm_mm *mm, struct pm_vma *vma,
+/* A new exclusive anonymous page for @haddr of a private mapping, its data from @src or zero:
+ * with @resv's reservation for @haddr if it holds one, else a page nobody was promised. */
+static struct pm_folio *hugetlb_new_anon(struct pm_mm *mm, struct pm_hugetlb_resv *resv,
 					 unsigned long haddr, struct pm_folio *src,
 					 bool *consumed)
 {
 	struct pm_machine *m = mm->m;
-	struct pm_folio *new = pm__hugetlb_alloc_resv(m, vma->hresv, haddr, consumed);
+	struct pm_folio *new = pm__hugetlb_alloc_resv(m, resv, haddr, consumed);
 
 	if (!new)
 		return NULL;
@@ -97,11 +139,14 @@ static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	int err = 0, ret;
 
 	assert_fault_locked(vma);
+	/* A page of this VMA went to the parent (unmap_ref_private): SIGBUS, as Linux. */
+	if (atomic_load_relaxed(&vma->xhugetlb_unmapped))
+		return -EFAULT;
 	if (vma->flags & VM_SHARED) {
 		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
 		if (!folio)
 			return err;
-		return hugetlb_install(mm, pmdp, folio,
+		return hugetlb_install(mm, vma, pmdp, folio,
 				       mk_huge_pmd(vma, folio, vma->flags & VM_WRITE), folio);
 	}
 	if (vma->file) {
@@ -109,17 +154,17 @@ static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 			return -EFAULT;
 		folio = pm__shmem_lookup(vma->file, hidx);
 		if (folio && !write) /* the cache's page, read-only: a write copies it */
-			return hugetlb_install(mm, pmdp, folio, mk_huge_pmd(vma, folio, false),
+			return hugetlb_install(mm, vma, pmdp, folio, mk_huge_pmd(vma, folio, false),
 					       folio);
 	}
-	new = hugetlb_new_anon(mm, vma, haddr, folio, &consumed);
+	new = hugetlb_new_anon(mm, vma->hresv, haddr, folio, &consumed);
 	if (!new) {
 		if (folio)
 			folio_put(folio);
 		return -EFAULT; /* no reservation and an empty pool: SIGBUS */
 	}
-	ret = hugetlb_install(mm, pmdp, new, mk_huge_pmd(vma, new, write && (vma->flags & VM_WRITE)),
-			      folio);
+	ret = hugetlb_install(mm, vma, pmdp, new,
+			      mk_huge_pmd(vma, new, write && (vma->flags & VM_WRITE)), folio);
 	if (ret)
 		hugetlb_new_undo(vma, haddr, consumed);
 	if (folio)
@@ -127,28 +172,81 @@ static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	return ret;
 }
 
-/* A write or unshare fault on a read-only hugetlb leaf. Context: as hugetlb_no_page. */
+/*
+ * Clear @vma's leaf at @addr if it maps @folio, marking @vma (HPAGE_RESV_UNMAPPED) under the
+ * PMD lock first, so that no fault maps another page there (hugetlb_install).
+ * Context: the i_mmap lock of @vma's object (which keeps @vma and its page tables).
+ */
+static void unmap_ref_page(struct pm_vma *vma, unsigned long addr, struct pm_folio *folio)
+{
+	struct pm_mm *mm = vma->mm;
+	pm_entry_t *pmdp = pm__pmd_lookup(mm, addr);
+	struct pm_spinlock *pml;
+	pmd_t pmd;
+
+	if (!pmdp)
+		return;
+	pml = pm__pmd_lockptr(mm, pmdp);
+	pm_spin_lock(pml);
+	pmd = pmdp_get(pmdp);
+	if (!pmd_leaf(pmd) || page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))) != folio) {
+		pm_spin_unlock(pml);
+		return;
+	}
+	atomic_store_relaxed(&vma->xhugetlb_unmapped, true);
+	pmdp_get_and_clear(pmdp);
+	pm_spin_unlock(pml);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	folio_put(folio); /* never the last: the owner maps it and holds a reference */
+}
+
+/*
+ * Linux's unmap_ref_private: the owner of a private mapping (@vma) could not copy @folio at
+ * @haddr, so take it from the other private VMAs that map it and have no reservation of their
+ * own - fork children. Context: @vma's fault (mmap_lock or its VMA lock), no PMD lock; see the
+ * top of the file for the lock order and the races.
+ */
+static void unmap_ref_private(struct pm_vma *vma, struct pm_folio *folio, unsigned long haddr)
+{
+	struct pm_shmem *f = vma->file;
+	unsigned long pgoff = vma_pgoff(vma, haddr);
+	struct pm_list *pos;
+
+	assert_fault_locked(vma);
+	pm__shmem_map_lock(f);
+	pm_list_for_each(pos, &f->i_mmap) {
+		struct pm_vma *iter = pm_list_entry(pos, struct pm_vma, shared);
+		unsigned long npages = (iter->end - iter->start) >> PAGE_SHIFT;
+
+		/* Shared VMAs and the other owners have reservations of their own. */
+		if (iter == vma || (iter->flags & VM_MAYSHARE) || iter->hresv)
+			continue;
+		if (pgoff < iter->pgoff || pgoff >= iter->pgoff + npages)
+			continue;
+		unmap_ref_page(iter, iter->start + ((pgoff - iter->pgoff) << PAGE_SHIFT), folio);
+	}
+	pm__shmem_map_unlock(f);
+}
+
+/*
+ * A write or unshare fault on a read-only hugetlb leaf: the THP leaf's start and reuse
+ * (fault/cow.c), but reuse when this is the only mapping, as Linux's hugetlb_wp, and a copy of
+ * the whole page otherwise. Context: as hugetlb_no_page.
+ */
 static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 		      unsigned long haddr, unsigned fault_flags)
 {
 	bool unshare = fault_flags & FAULT_FLAG_UNSHARE;
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	struct pm_folio *folio, *new;
-	bool consumed;
+	bool consumed, cow_from_owner, unmapped = false;
 	pmd_t pmd;
+	int ret;
 
 	assert_fault_locked(vma);
-	pm_spin_lock(pml);
-	pmd = pmdp_get(pmdp);
-	if (!pmd_leaf(pmd)) {
-		pm_spin_unlock(pml);
-		return -EAGAIN;
-	}
-	if (pmd_write(pmd)) {
-		pm_spin_unlock(pml);
-		return 0;
-	}
-	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
+	if (!folio)
+		return ret;
 	if (vma->flags & VM_SHARED) {
 		/* Shared: nothing to copy; mprotect made it read-only or VM_WRITE is off. */
 		if (!unshare && (vma->flags & VM_WRITE))
@@ -156,18 +254,34 @@ static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 		pm_spin_unlock(pml);
 		return 0;
 	}
-	if (folio_test_anon(folio)) {
-		if (page_anon_exclusive(&folio->page))
-			goto reuse;
-		if (folio_ref_count(folio) == 1) {
-			page_set(&folio->page, PG_anon_exclusive);
-			goto reuse;
-		}
-	}
+retry:
+	/* Mapped here only: ours (the other mappers change the count under their own locks,
+	 * and none can add one - a fork of another mapper would need a mapping). */
+	if (pm__wp_huge_pmd_can_reuse_locked(folio,
+					     atomic_load_relaxed(&folio->page.xentire_mapcount) == 1))
+		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd, unshare);
 	folio_get_refs(folio, 1); /* keeps the source alive while we copy unlocked */
 	pm_spin_unlock(pml);
 
-	new = hugetlb_new_anon(mm, vma, haddr, folio, &consumed);
+	/*
+	 * The owner's COW of an anonymous page (its reservation for it was consumed when the page
+	 * was first mapped) takes only what nobody was promised: its other reservations stay for
+	 * its other pages. The first write to a page-cache page uses the reservation.
+	 */
+	cow_from_owner = vma->hresv && folio_test_anon(folio);
+	new = hugetlb_new_anon(mm, cow_from_owner ? NULL : vma->hresv, haddr, folio, &consumed);
+	if (!new && cow_from_owner && !unmapped) {
+		unmap_ref_private(vma, folio, haddr);
+		unmapped = true;
+		pm_spin_lock(pml);
+		if (pmd_same(pmdp_get(pmdp), pmd)) {
+			folio_put(folio); /* not the last: our mapping holds one */
+			goto retry;
+		}
+		pm_spin_unlock(pml); /* changed meanwhile: that fault's result stands */
+		folio_put(folio);
+		return 0;
+	}
 	if (!new) {
 		folio_put(folio);
 		return -EFAULT; /* a fork child's COW with the pool empty: SIGBUS, as Linux */
@@ -188,13 +302,6 @@ static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 	folio_put(folio); /* ours */
 	count_event(mm->m, COW_COPIES, 1);
 	count_event(mm->m, HUGETLB_FAULTS, 1);
-	return 0;
-
-reuse:
-	if (!unshare && (vma->flags & VM_WRITE))
-		set_pmd(pmdp, pmd_mkwrite(pmd));
-	pm_spin_unlock(pml);
-	count_event(mm->m, COW_REUSES, 1);
 	return 0;
 }
 
@@ -276,19 +383,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 		count_event(src->m, FORK_PINNED_COPIES, HPAGE_PMD_NR);
 		return 2;
 	}
-	if (folio_test_anon(folio)) {
-		pm_smp_mb(); /* the "may it be pinned?" test before the clear (fork.c) */
-		page_clear(&folio->page, PG_anon_exclusive);
-		if (pmd_write(pmd)) {
-			pmd = pmd_wrprotect(pmd);
-			set_pmd(src_pmdp, pmd);
-		}
-	}
-	folio_get_refs(folio, 1);
-	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	pm_spin_lock(dst_pml); /* the child's lock nests inside the parent's: only fork does this */
-	set_pmd(dst_pmdp, pmd_wrprotect(pmd));
-	pm_spin_unlock(dst_pml);
+	pm__fork_share_huge_pmd_locked(dst, src, dst_pmdp, src_pmdp, pmd, folio, NULL);
 	pm_spin_unlock(pml);
 	return 0;
 }

@@ -357,6 +357,8 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	if (new->file) {
 		pm__shmem_get(new->file);
 		pm__shmem_map_lock(new->file);
+		atomic_store_relaxed(&new->xhugetlb_unmapped,
+				     atomic_load_relaxed(&vma->xhugetlb_unmapped));
 		vma->end = addr;
 		pm_list_add(&new->shared, &vma->shared);
 		pm__shmem_map_unlock(new->file);

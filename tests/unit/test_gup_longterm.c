@@ -16,18 +16,18 @@
  *    pin must hold every page until STOP and follow the process's later writes;
  *  - Linux's cow.c R/O long-term pin cases that read back with READ: a R/O pin of a page
  *    shared with a live child, previously shared, or exclusive but mapped R/O, on each of
- *    cow.c's anonymous layouts; and of the zero page, a read-faulted THP area (cow.c's huge
- *    zero page case: pinmm has none, a read fault maps a THP) and a memfd page in a private
- *    mapping. The process writes after the pin; READ must return what the process now reads;
+ *    cow.c's anonymous layouts and on an anonymous hugetlb page; and of the zero page, a
+ *    read-faulted THP area (cow.c's huge zero page case: pinmm has none, a read fault maps a
+ *    THP) and a memfd page (4 KiB or hugetlb) in a private mapping. The process writes after
+ *    the pin; READ must return what the process now reads;
  *  - a R/W long-term pin held across fork (cow.c's io_uring fork case): the parent's writes
  *    show through READ, the child's never do;
  *  - allocation failures while START faults leave no pin and no session; threads run sessions
  *    on their own mms, race for one mm's session, and destroy mms with sessions alive; a
  *    process fork() while a thread runs sessions leaves the child able to run its own.
  *
- * gup_longterm.c's hugetlb backings run on a machine with a hugetlb pool (memfd hugetlb and
- * anonymous PM_MAP_HUGETLB). cow.c's hugetlb layouts are still to come: the places marked
- * "HUGETLB" below.
+ * The hugetlb backings of gup_longterm.c (memfd hugetlb and anonymous PM_MAP_HUGETLB) and of
+ * cow.c (run_with_hugetlb, run_with_memfd_hugetlb) run on machines with a hugetlb pool.
  */
 #include <errno.h>
 #include <limits.h>
@@ -487,34 +487,100 @@ static void test_ro_pin(enum pmt_layout l, enum ro_pin_test t, bool fast)
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
-enum non_anon { NA_ZERO, NA_ZERO_THP, NA_MEMFD, NR_NON_ANON };
+/*
+ * cow.c's run_with_hugetlb() for the R/O pin cases: one private anonymous PM_MAP_HUGETLB page,
+ * populated, on a pool with a second page free (cow.c checks that one more page is there, so
+ * that unsharing copies rather than taking the page from the child: unmap_ref_private, which
+ * test_hugetlb.c covers). The unshare copies the whole 2 MiB page; the child keeps the old one.
+ */
+static void test_ro_pin_hugetlb(enum ro_pin_test t, bool fast)
+{
+	struct pm_config cfg = { .mem_bytes = 68UL << 20, .nr_hugepages = 2 };
+	struct pm_machine *m = pm_machine_create(&cfg);
+	size_t free0 = pm_machine_free_pages(m), total = 0, hfree = 0;
+	struct pm_mm *mm = pm_mm_create(m), *c = NULL;
+	unsigned long n = PM_PMD_SIZE / PG;
+	struct pm_stats s0;
+	char what[128];
+	long x;
+
+	snprintf(what, sizeof(what), "cow: R/O GUP%s pin on %s, hugetlb", fast ? "-fast" : "",
+		 ro_test_name[t]);
+	ASSERT_TRUE(m && mm);
+	x = pm_mmap(mm, 0, PM_PMD_SIZE, RW, ANON | PM_MAP_HUGETLB, NULL, 0);
+	ASSERT_TRUE(x > 0);
+	is_int(pmt_put_tag(mm, x, n, 0x71, 0), n, "%s: populate", what);
+	switch (t) {
+	case RO_SHARED:
+	case RO_PREVIOUSLY_SHARED:
+		c = pmt_fork(mm);
+		if (t == RO_PREVIOUSLY_SHARED) {
+			pm_mm_destroy(c);
+			c = NULL;
+		}
+		break;
+	case RO_EXCLUSIVE:
+		ASSERT_EQ(pm_mprotect(mm, x, PM_PMD_SIZE, PM_PROT_READ), 0);
+		break;
+	default:
+		break;
+	}
+	s0 = pmt_stats(m);
+	is_int(start(mm, x, PM_PMD_SIZE, fast ? FAST : 0), 0, "%s: START", what);
+	is_int(pins_held(m), n, "%s: every subpage pinned", what);
+	is_int(pmt_stats(m).cow_copies - s0.cow_copies, t == RO_SHARED,
+	       "%s: unshared by a copy only while the child maps it", what);
+	pm_hugetlb_pool(m, &total, &hfree);
+	is_int(hfree, t == RO_SHARED ? 0 : 1, "%s: pool pages in use", what);
+	if (t == RO_EXCLUSIVE)
+		ASSERT_EQ(pm_mprotect(mm, x, PM_PMD_SIZE, RW), 0);
+	is_int(pmt_put_tag(mm, x, n, 0x72, 0), n, "%s: modify the page", what);
+	is_int(read_bad(mm, n, 0x72), 0, "%s: READ sees the modification", what);
+	if (c) {
+		is_int(pmt_bad_tag(c, x, n, 0x71, 0), 0, "%s: the child keeps its data", what);
+		pm_mm_destroy(c);
+	}
+	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pins_held(m), 0, "%s: STOP released every pin", what);
+	pm_mm_destroy(mm);
+	pm_hugetlb_pool(m, &total, &hfree);
+	is_int(hfree, total, "%s: the pool is whole again", what);
+	pmt_end(m, free0, &pmt_end_returned, what);
+}
+
+enum non_anon { NA_ZERO, NA_ZERO_THP, NA_MEMFD, NA_MEMFD_HUGETLB, NR_NON_ANON };
 
 static const char *const non_anon_name[NR_NON_ANON] = {
 	"shared zeropage", "read-faulted THP area (no huge zeropage: a read fault maps a THP)",
-	"memfd",
+	"memfd", "memfd hugetlb",
 };
 
 /*
  * cow.c's non-anonymous cases (test_ro_pin): a private mapping whose pages are not the
  * process's own - the zero page, or a memfd's page cache - read-faulted; a R/O long-term pin
  * must give the process a page of its own first, which its later writes reach. The other
- * mapping (smem) keeps reading the old data.
+ * mapping (smem) keeps reading the old data. The memfd hugetlb case is cow.c's
+ * run_with_memfd_hugetlb(): a pool of two, one for the page cache (the shared mapping's
+ * reservation), one for the private copy (the private mapping's).
  */
 static void test_ro_pin_non_anon(enum non_anon na, bool fast)
 {
-	struct pm_machine *m = pmt_machine(64, 0);
-	size_t free0 = pm_machine_free_pages(m);
+	struct pm_config cfg = { .mem_bytes = 64UL << 20,
+				 .nr_hugepages = na == NA_MEMFD_HUGETLB ? 2 : 0 };
+	struct pm_machine *m = pm_machine_create(&cfg);
+	size_t free0 = pm_machine_free_pages(m), total = 0, hfree = 0;
 	struct pm_mm *mm = pm_mm_create(m);
-	unsigned long size = na == NA_ZERO_THP ? PM_PMD_SIZE : PG, n = size / PG;
+	unsigned long size = na == NA_ZERO_THP || na == NA_MEMFD_HUGETLB ? PM_PMD_SIZE : PG;
+	unsigned long n = size / PG;
 	struct pm_shmem *f = NULL;
 	long mem, smem;
 	char what[112];
 
 	snprintf(what, sizeof(what), "cow: R/O longterm GUP%s pin, %s", fast ? "-fast" : "",
 		 non_anon_name[na]);
-	ASSERT_TRUE(mm);
-	if (na == NA_MEMFD) {
-		f = pm_shmem_create(m, size, 0);
+	ASSERT_TRUE(m && mm);
+	if (na == NA_MEMFD || na == NA_MEMFD_HUGETLB) {
+		f = na == NA_MEMFD ? pm_shmem_create(m, size, 0) : pm_shmem_create_hugetlb(m, size);
 		ASSERT_TRUE(f);
 		mem = pm_mmap(mm, 0, size, RW, PM_MAP_PRIVATE, f, 0);
 		smem = pm_mmap(mm, 0, size, PM_PROT_READ, PM_MAP_SHARED, f, 0);
@@ -539,10 +605,10 @@ static void test_ro_pin_non_anon(enum non_anon na, bool fast)
 	pm_mm_destroy(mm);
 	if (f)
 		pm_shmem_put(f);
+	pm_hugetlb_pool(m, &total, &hfree);
+	is_int(hfree, total, "%s: the hugetlb pool is whole again", what);
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
-
-/* HUGETLB: cow.c's run_with_hugetlb() and run_with_memfd_hugetlb() go here. */
 
 /* ---- allocation failures ---- */
 
@@ -851,11 +917,12 @@ int main(void)
 		for (int fast = 0; fast < 2; fast++)
 			for (int l = 0; l < PMT_NR_LAYOUTS; l++)
 				test_ro_pin(l, t, fast);
-	/* HUGETLB: cow.c's anon hugetlb layout for test_ro_pin(). */
+	for (int t = 0; t < NR_RO_TESTS; t++)
+		for (int fast = 0; fast < 2; fast++)
+			test_ro_pin_hugetlb(t, fast);
 	for (int na = 0; na < NR_NON_ANON; na++)
 		for (int fast = 0; fast < 2; fast++)
 			test_ro_pin_non_anon(na, fast);
-	/* HUGETLB: cow.c's memfd hugetlb case for test_ro_pin_non_anon(). */
 
 	test_threads();
 	test_process_fork();

@@ -4,7 +4,8 @@
  * creation (pm_config.nr_hugepages), PM_MAP_HUGETLB mappings and pm_shmem_create_hugetlb
  * objects, reservations at mmap time (-ENOMEM there, never at fault), Linux's alignment
  * errors, whole-page faults at PMD level, pins (fast, slow, exact counts, unpin by range,
- * umem), fork's COW (the child without a reservation gets -EFAULT when the pool is empty),
+ * umem), fork's COW (the child without a reservation gets -EFAULT when the pool is empty;
+ * the owner with none unpromised takes the page from the child, which then gets -EFAULT),
  * MADV_DONTNEED rounding its end down and restoring the reservation, and everything back in
  * the pool at the end with pm_machine_check clean.
  *
@@ -384,6 +385,209 @@ static void test_fork_sigbus(void)
 	hend(m, free0, 2, "fork sigbus");
 }
 
+/*
+ * The owner's COW with nothing unpromised in the pool (Linux's unmap_ref_private): the page
+ * is taken from the fork child, whose VMA is marked so that its later faults there get SIGBUS
+ * (-EFAULT), and the owner reuses it.
+ *	pool of 3: mmap 3 private [ R R R ], write all three [ U0 U1 U2 ], fork: the child maps
+ *	them; the child's mprotect cuts its VMA in two: [ U0 ][ U1 U2 ]. The parent writes U0:
+ *	nothing is free, so U0 leaves the child's first VMA, and only that VMA is marked.
+ */
+static void test_fork_owner_cow(void)
+{
+	struct pm_machine *m = hmachine(64, 3);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m), *child;
+	long a = pm_mmap(mm, 0, 3 * HP, RW, HPRIV, NULL, 0);
+	struct pm_folio *f0;
+	struct pm_stats s0;
+	char c = 0;
+
+	ok(a > 0, "3 private pages, reserved");
+	for (int i = 0; i < 3; i++)
+		is_int(poke(mm, a + i * HP, (char)('A' + i)), 1, "the parent writes page %d", i);
+	child = pmt_fork(mm);
+	is_int(pm_mprotect(child, a + HP, 2 * HP, PM_PROT_READ), 0,
+	       "the child's VMA cut in two at the second page");
+	f0 = pm_page_folio(pmt_page_at(mm, a));
+	is_int(pm_folio_mapcount(f0), 2, "the first page is shared with the child");
+	is_int(pool_free(m), 0, "the pool is empty");
+
+	s0 = pmt_stats(m);
+	is_int(poke(mm, a + 1, 'a'), 1, "the parent writes the shared page with the pool empty");
+	is_int(pmt_stats(m).cow_reuses - s0.cow_reuses, 1, "it reused the page");
+	is_int(pmt_stats(m).cow_copies - s0.cow_copies, 0, "nothing was copied");
+	ok(pm_page_folio(pmt_page_at(mm, a)) == f0, "the same page is mapped");
+	ok(peek(mm, a) == 'A' && peek(mm, a + 1) == 'a', "the parent keeps its data");
+	is_int(pm_folio_mapcount(f0), 1, "the child's mapping of it is gone");
+	is_int(pm_folio_ref_count(f0), 1, "and its reference");
+	is_int(pm_fault(child, a, 0), -EFAULT, "the child's fault there: SIGBUS (-EFAULT)");
+	is_int(pm_access(child, a, &c, 1, 0), -EFAULT, "pm_access too");
+	is_int(pm_pin_user_pages_fast(child, a, 1, 0, pages), -EFAULT, "and a pin");
+	ok(peek(child, a + HP) == 'B' && peek(child, a + 2 * HP) == 'C',
+	   "the child's other VMA keeps its pages");
+	is_int(pm_madvise(child, a + HP, HP, PM_MADV_DONTNEED), 0,
+	   "the child drops a page of its other VMA");
+	is_int(pm_fault(child, a + HP, 0), -EFAULT,
+	       "with the pool empty it has none to fault in: -EFAULT");
+	is_int(pm_machine_check(m), 0, "check after the owner's COW");
+
+	/* The marked VMA gets SIGBUS even with a free page; the other one faults normally. */
+	is_int(pm_munmap(mm, a + HP, HP), 0, "the parent unmaps its second page");
+	is_int(pool_free(m), 1, "it went back to the pool, unpromised");
+	is_int(pm_fault(child, a, PM_FAULT_WRITE), -EFAULT,
+	       "the marked VMA still gets SIGBUS (HPAGE_RESV_UNMAPPED)");
+	is_int(pm_fault(child, a + HP, 0), 0, "the unmarked VMA faults in the free page");
+	is_int(pool_free(m), 0, "the pool is empty again");
+	is_int(poke(mm, a + 2 * HP, 'c'), 1, "the parent writes its third page, shared too");
+	is_int(pm_fault(child, a + 2 * HP, 0), -EFAULT, "that page left the child's second VMA");
+	is_int(pm_fault(child, a + HP, 0), 0, "whose present page stays");
+	is_int(pm_madvise(child, a + HP, HP, PM_MADV_DONTNEED), 0, "but once dropped...");
+	is_int(pool_free(m), 1, "(back in the pool)");
+	is_int(pm_fault(child, a + HP, 0), -EFAULT, "...it cannot come back: that VMA is marked now");
+	is_int(pm_machine_check(m), 0, "check");
+	pm_mm_destroy(child);
+	ok(peek(mm, a) == 'A' && peek(mm, a + 2 * HP) == 'c', "the parent's data survive the child");
+	pm_mm_destroy(mm);
+	hend(m, free0, 3, "owner cow");
+
+	/* A free unpromised page: the owner copies, the child keeps its mapping. */
+	m = hmachine(64, 2);
+	free0 = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
+	is_int(poke(mm, a, 'A'), 1, "the parent writes its page");
+	child = pmt_fork(mm);
+	s0 = pmt_stats(m);
+	is_int(poke(mm, a, 'P'), 1, "the parent writes it again, one page free in the pool");
+	is_int(pmt_stats(m).cow_copies - s0.cow_copies, 1, "a copy");
+	ok(peek(child, a) == 'A' && peek(mm, a) == 'P', "each sees its own");
+	is_int(poke(child, a, 'C'), 1, "the child, now the only mapper, reuses the old page");
+	is_int(pm_machine_check(m), 0, "check");
+	pm_mm_destroy(mm);
+	ok(peek(child, a) == 'C', "the child outlives its parent");
+	pm_mm_destroy(child);
+	hend(m, free0, 2, "owner cow with a free page");
+
+	/* A R/O pin by the owner unshares the same way (hugetlb_wp with FAULT_FLAG_UNSHARE). */
+	m = hmachine(64, 1);
+	free0 = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
+	is_int(poke(mm, a, 'A'), 1, "the parent writes its only page");
+	child = pmt_fork(mm);
+	f0 = pm_page_folio(pmt_page_at(mm, a));
+	is_int(pm_pin_user_pages_fast(mm, a, 1, 0, pages), 1,
+	       "a R/O pin by the parent, the pool empty: the page is taken from the child");
+	ok(pm_page_folio(pages[0]) == f0 && pm_page_anon_exclusive(pages[0]),
+	   "the pinned page is the parent's own, exclusive");
+	is_int(pm_folio_mapcount(f0), 1, "mapped by the parent only");
+	is_int(pm_fault(child, a, 0), -EFAULT, "the child's fault: -EFAULT");
+	is_int(pm_machine_check(m), 0, "check");
+	pm_unpin_user_page(pages[0]);
+	pm_mm_destroy(child);
+	pm_mm_destroy(mm);
+	hend(m, free0, 1, "owner unshare");
+}
+
+/*
+ * The owner's COW racing its child: while the parent writes its page with the pool empty
+ * (unmap_ref_private), the child reads, writes (its COW finds no page: -EFAULT), forks a
+ * grandchild and cuts its VMA in two. Whatever the order, the parent's write succeeds on its
+ * own page, the child's calls answer 1/0 or -EFAULT, and after it the child (and any
+ * grandchild) has lost the page for good.
+ */
+#define RACE_ROUNDS 100
+
+struct owner_race {
+	struct pm_mm *child;
+	long a;
+	atomic_int go, errors;
+};
+
+static void *owner_race_child(void *arg)
+{
+	struct owner_race *r = arg;
+	char c;
+
+	while (!atomic_load(&r->go))
+		;
+	for (int i = 0; i < 6; i++) {
+		long ret;
+
+		switch (i % 3) {
+		case 0:
+			c = 0x55;
+			ret = pm_access(r->child, r->a + 64, &c, 1, 0);
+			if (ret != 1 && ret != -EFAULT)
+				atomic_fetch_add(&r->errors, 1);
+			if (ret == 1 && c != 0)
+				atomic_fetch_add(&r->errors, 1); /* never the parent's new 'P' */
+			break;
+		case 1:
+			if (pm_fault(r->child, r->a, PM_FAULT_WRITE) != -EFAULT)
+				atomic_fetch_add(&r->errors, 1); /* nothing in the pool to copy into */
+			break;
+		default: {
+			struct pm_mm *g = pm_mm_fork(r->child);
+
+			if (!g)
+				atomic_fetch_add(&r->errors, 1);
+			else
+				pm_mm_destroy(g);
+			break;
+		}
+		}
+	}
+	if (pm_mprotect(r->child, r->a + HP, HP, PM_PROT_READ))
+		atomic_fetch_add(&r->errors, 1);
+	return NULL;
+}
+
+static void test_owner_cow_race(void)
+{
+	struct pm_machine *m = hmachine(64, 2);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	int bad_parent = 0, bad_after = 0;
+	struct owner_race r = { 0 };
+
+	for (int round = 0; round < RACE_ROUNDS; round++) {
+		pthread_t th;
+		long a = pm_mmap(mm, 0, 2 * HP, RW, HPRIV, NULL, 0);
+		struct pm_mm *g;
+
+		if (a < 0 || poke(mm, a, 'A') != 1 || poke(mm, a + HP, 'B') != 1) {
+			bad_parent++;
+			break;
+		}
+		r.child = pmt_fork(mm);
+		r.a = a;
+		atomic_store(&r.go, 0);
+		ASSERT_EQ(pthread_create(&th, NULL, owner_race_child, &r), 0);
+		atomic_store(&r.go, 1);
+		if (poke(mm, a + 64, 'P') != 1)
+			bad_parent++;
+		pthread_join(th, NULL);
+		if (peek(mm, a) != 'A' || peek(mm, a + 64) != 'P' ||
+		    pm_folio_mapcount(pm_page_folio(pmt_page_at(mm, a))) != 1)
+			bad_parent++;
+		g = pmt_fork(r.child);
+		if (pm_fault(r.child, r.a, 0) != -EFAULT || pm_fault(g, r.a, 0) != -EFAULT)
+			bad_after++;
+		pm_mm_destroy(g);
+		pm_mm_destroy(r.child);
+		ASSERT_EQ(pm_munmap(mm, a, 2 * HP), 0);
+	}
+	is_int(bad_parent, 0, "%d rounds: the parent's write always succeeds on its own page",
+	       RACE_ROUNDS);
+	is_int(atomic_load(&r.errors), 0, "the child's calls answer as they may");
+	is_int(bad_after, 0, "the child and its child lost the page");
+	is_int(pm_machine_check(m), 0, "check after the races");
+	pm_mm_destroy(mm);
+	hend(m, free0, 2, "owner cow race");
+}
+
 static void test_shared_object(void)
 {
 	struct pm_machine *m = hmachine(64, 4);
@@ -543,6 +747,8 @@ int main(void)
 	test_pins();
 	test_fork();
 	test_fork_sigbus();
+	test_fork_owner_cow();
+	test_owner_cow_race();
 	test_shared_object();
 	test_dontneed();
 	test_concurrent();
