@@ -674,8 +674,9 @@ struct pm_vma {
 	_Atomic unsigned long *_Atomic xlock_seqp; /* the mm's mm_lock_seq, or a range's */
 	bool uncounted;			     /* range design: came in at max_map_count to merge */
 	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
-	struct pm_vma *retire_next;	     /* on mm->retired_vmas, or a detach list */
+	struct pm_vma *retire_next;	     /* on a set's retired_vmas, or a detach list */
 	struct pm_vma_cache *rcache;	     /* where its batch goes after the grace period */
+	struct pm_vma *batch_tail;	     /* a batch's head: its last VMA */
 	struct pm_rcu_head rcu;		     /* reused a grace period after it left the tree */
 };
 
@@ -725,8 +726,11 @@ static inline unsigned long vma_pgoff(const struct pm_vma *vma, unsigned long ad
 struct pm_vma_set {
 	struct pm_vma_tree vmt;		    /* the VMAs; read under the domain's lock or RCU */
 	struct pm_vma *retired_vmas;	    /* left the tree, waiting for a batch to go to RCU */
+	struct pm_vma *retired_tail;	    /* the last of them (the first retired) */
 	unsigned nr_retired_vmas;
 	struct pm_vma *free_vmas;	    /* a grace period old: ready for reuse */
+	struct pm_vma_cache *vcache;	    /* range design: where this set's batches come back
+					     * (vma_lock.c); NULL: the mm's */
 };
 
 /*

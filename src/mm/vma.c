@@ -256,6 +256,8 @@ void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma)
 		pm_shmem_put(vma->file);
 		vma->file = NULL;
 	}
+	if (!set->retired_vmas)
+		set->retired_tail = vma;
 	vma->retire_next = set->retired_vmas;
 	set->retired_vmas = vma;
 	set->nr_retired_vmas++;

@@ -305,12 +305,12 @@ static void vma_cache_put(struct pm_vma_cache *c)
 /* A grace period after a batch left the tree: hand it back to its mm for reuse. */
 static void vmas_reclaim_cb(struct pm_rcu_head *head)
 {
-	struct pm_vma *first = container_of(head, struct pm_vma, rcu), *tail = first;
+	struct pm_vma *first = container_of(head, struct pm_vma, rcu), *tail = first->batch_tail;
 	struct pm_vma_cache *c = first->rcache;
 	struct pm_vma *old = atomic_load_relaxed(&c->xreclaimed);
 
-	while (tail->retire_next)
-		tail = tail->retire_next;
+	/* The batch's tail was recorded when it was retired: walking 64 VMAs that other CPUs
+	 * wrote last would cost the grace-period thread a cache miss each. */
 	do
 		tail->retire_next = old;
 	while (!atomic_compare_exchange_weak_explicit(&c->xreclaimed, &old, first,
@@ -318,6 +318,21 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
 	vma_cache_put(c);
 }
 
+
+/*
+ * The cache a set's VMAs come back to: the mm's, or - in the range design - the range's own,
+ * made at its first flush, so that a thread's VMAs circulate on its own CPU instead of
+ * migrating to whichever thread empties the mm's cache next (without memory: the mm's).
+ */
+static struct pm_vma_cache *set_cache(struct pm_mm *mm, struct pm_vma_set *set)
+{
+	if (!set->vcache && set != &mm->set) {
+		set->vcache = calloc(1, sizeof(*set->vcache));
+		if (set->vcache)
+			atomic_store_relaxed(&set->vcache->xrefs, 1);
+	}
+	return set->vcache ? set->vcache : mm->vcache;
+}
 
 /*
  * pm__vma_set_flush() - hand the VMAs and tree nodes that left @set's tree to RCU, one
@@ -332,8 +347,11 @@ void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all)
 		return;
 	pm__vt_retire_flush(&set->vmt);
 	if (set->retired_vmas) {
-		atomic_add_relaxed(&mm->vcache->xrefs, 1);
-		set->retired_vmas->rcache = mm->vcache;
+		struct pm_vma_cache *c = set_cache(mm, set);
+
+		atomic_add_relaxed(&c->xrefs, 1);
+		set->retired_vmas->rcache = c;
+		set->retired_vmas->batch_tail = set->retired_tail;
 		pm_call_rcu(&set->retired_vmas->rcu, vmas_reclaim_cb);
 		set->retired_vmas = NULL;
 		set->nr_retired_vmas = 0;
@@ -372,14 +390,19 @@ struct pm_vma *pm__vma_cache_get(struct pm_mm *mm)
 	struct pm_vma *vma = set->free_vmas;
 
 	mmap_assert_write_locked(mm);
-	if (!vma && atomic_load_relaxed(&mm->vcache->xreclaimed))
-		vma = atomic_xchg_acquire(&mm->vcache->xreclaimed, NULL);
+	for (unsigned i = 0; !vma && i < 2; i++) {
+		struct pm_vma_cache *c = i ? mm->vcache : set->vcache;
+
+		if (c && atomic_load_relaxed(&c->xreclaimed))
+			vma = atomic_xchg_acquire(&c->xreclaimed, NULL);
+	}
 	if (vma)
 		set->free_vmas = vma->retire_next;
 	return vma;
 }
 
-/* Free at once what @set has waiting for a grace period or for reuse. */
+/* Free at once what @set has waiting for a grace period or for reuse, and drop its share of
+ * its own cache (batches in flight keep theirs). */
 void pm__vma_set_free_now(struct pm_vma_set *set)
 {
 	pm__vt_retire_free_now(&set->vmt);
@@ -388,6 +411,10 @@ void pm__vma_set_free_now(struct pm_vma_set *set)
 	set->nr_retired_vmas = 0;
 	vma_chain_free(set->free_vmas);
 	set->free_vmas = NULL;
+	if (set->vcache) {
+		vma_cache_put(set->vcache);
+		set->vcache = NULL;
+	}
 }
 
 /* Free at once what waits for a grace period, and drop the mm's share of the cache: the mm is
