@@ -508,14 +508,19 @@ static inline struct pm_stat_block *pm__stat_block(struct pm_machine *m)
 	return pm__stat_block_slow(m);
 }
 
-static inline void count_event(struct pm_machine *m, enum pm_stat_item item, unsigned long n)
+/* Count in @b, this thread's block for @m (pm__stat_block): for several events at once. */
+static inline void count_event_in(struct pm_machine *m, struct pm_stat_block *b,
+				  enum pm_stat_item item, unsigned long n)
 {
-	struct pm_stat_block *b = pm__stat_block(m);
-
 	if (likely(b != &m->shared_stats))
 		atomic_inc_owned(&b->v[item], n);
 	else
 		atomic_add_relaxed(&b->v[item], n);
+}
+
+static inline void count_event(struct pm_machine *m, enum pm_stat_item item, unsigned long n)
+{
+	count_event_in(m, pm__stat_block(m), item, n);
 }
 
 static inline bool knob(const struct pm_machine *m, unsigned k)
