@@ -870,9 +870,11 @@ struct pm_shmem {
 	unsigned long max_pages;	/* 0 = unlimited */
 	bool internal;			/* made by PM_MAP_SHARED|PM_MAP_ANONYMOUS */
 	bool hugetlb;			/* 2 MiB pages from the pool; cache indices in 2 MiB units */
+	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected; read by every lookup and
+						 * insert, written only when the tree grows:
+						 * not on tree_lock's line */
 
 	struct pm_spinlock tree_lock __cacheline_aligned; /* page-cache writers */
-	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected */
 
 	/* The 2010 seed's inode info lock: PM_KNOB_SHMEM_LOCK_TWICE's faults take it twice per
 	 * new page, around the lookup and around the insert. Modern faults do not take it. */
