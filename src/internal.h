@@ -536,6 +536,7 @@ __hidden bool pm__should_fail(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__zero_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
+__hidden void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages, unsigned n);
 __hidden int pm__page_alloc_init(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
@@ -571,6 +572,7 @@ static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__folio_free(struct pm_folio *folio);
+__hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 /*
  * References GUP hands out stop at PM_GUP_REF_LIMIT (2^30), far below INT_MAX, so that the
  * references nobody may refuse - mappings (fork, faults, PMD splits) and the transient ones of a

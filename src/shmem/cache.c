@@ -436,23 +436,30 @@ unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct p
 
 /*
  * Empty the cache and free the tree, in one pass: each folio loses PG_shmem and the cache's
- * reference, each node is freed after its slots. No locks, no RCU: nobody maps or references
+ * reference (a leaf's folios together: pm__folios_put), each node is freed after its slots. No locks, no RCU: nobody maps or references
  * the object any more, so nobody can look it up (the last munmap's zap has run, and a fault
  * holds a reference to the object through its VMA). What is pinned lives on until its unpin.
  * Context: the object's last reference is gone.
  */
-static void tree_destroy(struct pm_shmem_node *n)
+static void tree_destroy(struct pm_machine *m, struct pm_shmem_node *n)
 {
+	struct pm_folio *batch[SHMEM_TREE_SLOTS];
+	unsigned nr = 0;
+
 	for (unsigned i = 0; i < SHMEM_TREE_SLOTS; i++) {
 		void *p = atomic_load_relaxed(&n->slots[i]);
 
 		if (!p)
 			continue;
-		if (n->shift)
-			tree_destroy(p);
-		else
-			cache_folio_removed(p);
+		if (n->shift) {
+			tree_destroy(m, p);
+		} else {
+			page_clear(&((struct pm_folio *)p)->page, PG_shmem);
+			batch[nr++] = p;
+		}
 	}
+	if (nr)
+		pm__folios_put(m, batch, nr); /* a leaf's folios freed together */
 	free(n);
 }
 
@@ -462,5 +469,5 @@ void pm__shmem_cache_fini(struct pm_shmem *f)
 
 	atomic_store_relaxed(&f->xroot, NULL);
 	if (root)
-		tree_destroy(root);
+		tree_destroy(f->m, root);
 }
