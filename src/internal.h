@@ -534,7 +534,6 @@ __hidden bool pm__should_fail(struct pm_machine *m);
 /* // mem/page_alloc.c */
 #define PM_ALLOC_ZERO 0x1 /* zero the frames */
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
-__hidden void pm__zero_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
 __hidden void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages, unsigned n);
 __hidden int pm__page_alloc_init(struct pm_machine *m);

@@ -4,38 +4,20 @@
  * locking in pagefault") and truncate. The object, its page cache and its exact limit are
  * below the address spaces, in src/shmem/.
  *
- * Fault (modern): look up without a lock; on a hole, allocate a page with no lock held and
- * insert it, locked and not yet zeroed, under the lock of its 64-page leaf of the page cache
- * (src/shmem/cache.c) - if another thread inserted first, free ours and use theirs
- * (shmem_alloc_races) - charging the limit only once the insert cannot fail; then zero it and
- * unlock it. So a new page takes no object-wide lock at all (the 2010 seed took one,
- * info_lock, once per page; Linux's xarray still takes its one lock per mapping); a present
- * page takes none. PM_KNOB_SHMEM_LOCK_TWICE is the pre-2010 path: take info_lock, find the
- * hole, drop it to allocate, take it again to insert - twice per new page, and the insert and
- * the charge happen inside it.
+ * Fault (modern): look up without a lock; on a hole, allocate and zero a page with no lock
+ * held, insert it under the lock of its 64-page leaf of the page cache (src/shmem/cache.c) -
+ * if another thread inserted first, free ours and use theirs (shmem_alloc_races) - charging
+ * the limit only once the insert cannot fail. So a new page takes no object-wide lock at all
+ * (the 2010 seed took one, info_lock, once per page; Linux's xarray still takes its one lock
+ * per mapping); a present page takes none. PM_KNOB_SHMEM_LOCK_TWICE is the pre-2010 path:
+ * take info_lock, find the hole, drop it to allocate, take it again to insert - twice per new
+ * page, and the insert and the charge happen inside it.
  *
- * Zeroing after the insert (as Linux does: shmem_get_folio_gfp adds the locked folio to the
- * cache and only then clears it): threads that fault the same page at once - every task of
- * "shmem_fault whole" does - find the page being zeroed and wait for it, instead of each
- * zeroing a page of its own for all but one of them to throw away. PG_locked marks a cache
- * page whose contents are not ready:
- *
- *	inserter				another fault of the same index
- *	--------				-------------------------------
- *	flags = PG_locked | PG_dirty (private)
- *	insert: slot = folio (release)		folio = load slot (acquire), take a reference
- *	memset(page, 0)				wait: load flags (acquire) until !PG_locked
- *	flags &= ~PG_locked (release RMW)	map the page
- *
- *     The locked flags were stored before the release store that published the folio, so a
- *     thread that found it reads them or a later value; it reads the flag clear only from
- *     the unlock or from a later read-modify-write of the flags (truncation's clear of
- *     PG_shmem), all in the unlock's release sequence: its acquire load synchronises with
- *     the unlock, and it sees the zeros. Nothing maps the page before then: the inserter
- *     maps only after it unlocks, everyone else only after the wait. Truncation may take the
- *     locked page out of the cache meanwhile (it only clears PG_shmem and drops the cache's
- *     reference; our own keeps the folio until we unlock it), and zero_partial_page() may
- *     zero part of it: zeros either way.
+ * Linux instead inserts the new folio locked and zeroes it in the cache, so that a second
+ * fault of the same page waits for it rather than zeroing a duplicate. Measured here (issue
+ * 15, "shmem_fault whole" at 2 tasks, the case where faults of one page meet): no better,
+ * and about 5% worse on a shared 2-CPU box, where the waiter spins while the zeroing thread
+ * may be preempted; the duplicate costs a 4 KiB memset on the other CPU and one free.
  *
  * Truncate vs fault. Truncate sets the size, removes the pages beyond it from the cache
  * (clearing PG_shmem under tree_lock), then zaps every mapping of that range in every VMA on
@@ -91,19 +73,6 @@
 
 /* ---- lookup and fault ---- */
 
-/* Wait until @folio, found in the cache, is no longer locked: its inserter zeroed it. */
-static void shmem_wait_ready(struct pm_folio *folio)
-{
-	unsigned spins = 0;
-
-	while (unlikely(atomic_load_acquire(&folio->page.xflags) & PGF(PG_locked))) {
-		if (++spins < PM_SPIN_BEFORE_YIELD)
-			cpu_relax();
-		else
-			sched_yield();
-	}
-}
-
 /**
  * shmem_get_folio() - the folio at @index, allocating it on a hole; returned with a reference.
  * Return: the folio, or ERR as -EFAULT (beyond the size or over the limit: SIGBUS) / -ENOMEM
@@ -122,10 +91,8 @@ retry:
 		return NULL;
 	}
 	folio = pm__shmem_lookup(f, index);
-	if (folio) {
-		shmem_wait_ready(folio);
+	if (folio)
 		return folio;
-	}
 
 	if (twice) {
 		/* 2010: the hole is found under info->lock, which is dropped to allocate. */
@@ -138,12 +105,12 @@ retry:
 		if (folio)
 			goto retry;
 	}
-	new = pm__folio_alloc(m, 0, 0); /* zeroed once it is in the cache, locked */
+	new = pm__folio_alloc(m, 0, PM_ALLOC_ZERO);
 	if (!new) {
 		*err = -ENOMEM;
 		return NULL;
 	}
-	folio_set_flags_new(new, PGF(PG_locked) | PGF(PG_dirty));
+	folio_set_flags_new(new, PGF(PG_dirty));
 	new->page.mapping = f;
 	new->page.index = index;
 	folio_get_refs(new, 1); /* one for the cache, one for the caller */
@@ -159,9 +126,6 @@ retry:
 		if (twice)
 			pm_spin_unlock(&f->info_lock);
 		new->page.mapping = NULL;
-		/* Still private: unlocked as it was locked, with a plain store of the flags. */
-		atomic_store_relaxed(&new->page.xflags,
-				     atomic_load_relaxed(&new->page.xflags) & ~PGF(PG_locked));
 		folio_put_refs(new, 2);
 		if (ret == -EEXIST) {
 			count_event(m, SHMEM_ALLOC_RACES, 1);
@@ -173,8 +137,6 @@ retry:
 	if (twice)
 		pm_spin_unlock(&f->info_lock);
 	count_event(m, SHMEM_ALLOCS, 1);
-	pm__zero_frames(m, &new->page, 0);
-	pm__folio_unlock(new); /* release: pairs with shmem_wait_ready() */
 
 	/* A truncation may have passed this index while we inserted: take the page out again. */
 	if (unlikely(index >= shmem_size_pages(f))) {

@@ -368,18 +368,8 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 		return NULL;
 	}
 	if (flags & PM_ALLOC_ZERO)
-		pm__zero_frames(m, page, order);
+		memset(page_address(m, page), 0, PAGE_SIZE << order);
 	return page;
-}
-
-/*
- * Zero 2^@order frames from @page: what PM_ALLOC_ZERO does, for a caller that zeroes later
- * (shmem zeroes a page once it is in the cache). Out of line, with a length the compiler does
- * not know: glibc's memset picks the store width (docs/benchmarks.md measured it).
- */
-void pm__zero_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
-{
-	memset(page_address(m, page), 0, PAGE_SIZE << order);
 }
 
 /**
