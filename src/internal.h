@@ -509,14 +509,19 @@ static inline struct pm_stat_block *pm__stat_block(struct pm_machine *m)
 	return pm__stat_block_slow(m);
 }
 
-static inline void count_event(struct pm_machine *m, enum pm_stat_item item, unsigned long n)
+/* Count in @b, this thread's block for @m (pm__stat_block): for several events at once. */
+static inline void count_event_in(struct pm_machine *m, struct pm_stat_block *b,
+				  enum pm_stat_item item, unsigned long n)
 {
-	struct pm_stat_block *b = pm__stat_block(m);
-
 	if (likely(b != &m->shared_stats))
 		atomic_inc_owned(&b->v[item], n);
 	else
 		atomic_add_relaxed(&b->v[item], n);
+}
+
+static inline void count_event(struct pm_machine *m, enum pm_stat_item item, unsigned long n)
+{
+	count_event_in(m, pm__stat_block(m), item, n);
 }
 
 static inline bool knob(const struct pm_machine *m, unsigned k)
@@ -531,6 +536,7 @@ __hidden bool pm__should_fail(struct pm_machine *m);
 #define PM_ALLOC_ZERO 0x1 /* zero the frames */
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
+__hidden void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages, unsigned n);
 __hidden int pm__page_alloc_init(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
@@ -566,6 +572,7 @@ static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__folio_free(struct pm_folio *folio);
+__hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 /*
  * References GUP hands out stop at PM_GUP_REF_LIMIT (2^30), far below INT_MAX, so that the
  * references nobody may refuse - mappings (fork, faults, PMD splits) and the transient ones of a
@@ -1048,9 +1055,11 @@ struct pm_shmem {
 	unsigned long max_pages;	/* 0 = unlimited */
 	bool internal;			/* made by PM_MAP_SHARED|PM_MAP_ANONYMOUS */
 	bool hugetlb;			/* 2 MiB pages from the pool; cache indices in 2 MiB units */
+	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected; read by every lookup and
+						 * insert, written only when the tree grows:
+						 * not on tree_lock's line */
 
 	struct pm_spinlock tree_lock __cacheline_aligned; /* page-cache writers */
-	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected */
 
 	/* The 2010 seed's inode info lock: PM_KNOB_SHMEM_LOCK_TWICE's faults take it twice per
 	 * new page, around the lookup and around the insert. Modern faults do not take it. */

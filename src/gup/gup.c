@@ -23,7 +23,7 @@
 
 /* ---- has-pinned ---- */
 
-static void mm_set_has_pinned(struct pm_mm *mm)
+static __always_inline void mm_set_has_pinned(struct pm_mm *mm)
 {
 	if (knob(mm->m, PM_KNOB_HAS_PINNED_ALWAYS_WRITE)) {
 		/* Before 2021: atomic_set(&mm->has_pinned, 1) on every pin call. */
@@ -87,7 +87,7 @@ static __cold void bad_put(struct pm_folio *folio, const char *what, int old, in
 }
 
 /* Subtract @amount from *@v unless it holds less; *@old gets the value seen. */
-static bool sub_unless_below(_Atomic int *v, int amount, int *old)
+static __always_inline bool sub_unless_below(_Atomic int *v, int amount, int *old)
 {
 	*old = atomic_load_relaxed(v);
 	do {
@@ -98,7 +98,7 @@ static bool sub_unless_below(_Atomic int *v, int amount, int *old)
 }
 
 /* Drop @amount references; the folio is freed when they were the last. False: refused. */
-static bool put_refs_checked(struct pm_folio *folio, int amount)
+static __always_inline bool put_refs_checked(struct pm_folio *folio, int amount)
 {
 	int old;
 
@@ -345,8 +345,9 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 /* ---- argument checks and entry points ---- */
 
 /* Linux's is_valid_gup_args plus the range checks. Return: 0 or -errno. */
-static long gup_check_args(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			   unsigned flags, struct pm_page **pages, bool pin, bool fast)
+static __always_inline long gup_check_args(struct pm_mm *mm, unsigned long start,
+					   unsigned long nr_pages, unsigned flags,
+					   struct pm_page **pages, bool pin, bool fast)
 {
 	unsigned long len, end;
 
@@ -396,12 +397,15 @@ long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 
 /*
  * gup_fast_fallback() - the lockless walk, then the slow path for whatever it left.
- * PM_KNOB_NO_GUP_FAST: no lockless walk at all (before 2008). PM_KNOB_GUP_FAST_RESTART: a
- * short walk's pages are dropped and the slow path redoes the whole range (the 2008 patch as
- * first posted).
+ * PM_KNOB_NO_GUP_FAST: no lockless walk at all (before 2008). PM_KNOB_GUP_FAST_RESTART (a
+ * short walk's pages are dropped and the slow path redoes the whole range) is the walk's.
+ * Inlined into the two entry points, as is everything on the way to the walk: a pin of one
+ * page is a few dozen instructions besides its two atomic operations, and calls cost as
+ * much as they do.
  */
-static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			      unsigned flags, struct pm_page **pages)
+static __always_inline long gup_fast_fallback(struct pm_mm *mm, unsigned long start,
+					      unsigned long nr_pages, unsigned flags,
+					      struct pm_page **pages)
 {
 	struct pm_machine *m = mm->m;
 	unsigned long nr = 0;
@@ -415,18 +419,9 @@ static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned lo
 		return pm__gup_slow(mm, start, nr_pages, flags, pages);
 
 	nr = pm__gup_fast_walk(mm, start, start + (nr_pages << PAGE_SHIFT), flags, pages);
-	if (nr == nr_pages) {
-		count_event(m, GUP_FAST_PAGES, nr);
+	if (likely(nr == nr_pages))
 		return (long)nr;
-	}
 	count_event(m, GUP_FAST_FALLBACKS, 1);
-	if (knob(m, PM_KNOB_GUP_FAST_RESTART) && nr) {
-		for (unsigned long i = 0; i < nr; i++)
-			pm__gup_put_folio(page_folio(pages[i]), 1, flags);
-		nr = 0;
-	}
-	if (nr)
-		count_event(m, GUP_FAST_PAGES, nr);
 	ret = pm__gup_slow(mm, start + (nr << PAGE_SHIFT), nr_pages - nr, flags, pages + nr);
 	if (ret < 0)
 		return nr ? (long)nr : ret;
@@ -434,8 +429,9 @@ static long gup_fast_fallback(struct pm_mm *mm, unsigned long start, unsigned lo
 }
 
 /* The two fast entry points: checks, then the lockless walk and what it leaves to the slow path. */
-static long gup_fast_entry(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			   unsigned gup_flags, struct pm_page **pages, unsigned kind)
+static __always_inline long gup_fast_entry(struct pm_mm *mm, unsigned long start,
+					   unsigned long nr_pages, unsigned gup_flags,
+					   struct pm_page **pages, unsigned kind)
 {
 	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN, true);
 
@@ -465,10 +461,27 @@ void pm_put_page(struct pm_page *page)
 
 void pm_unpin_user_page(struct pm_page *page)
 {
+	struct pm_folio *folio;
+	struct pm_machine *m;
+	struct pm_stat_block *stats;
+
 	if (!page)
 		return;
-	pm__gup_put_folio(page_folio(page), 1, FOLL_PIN);
-	count_event(page_machine(page), UNPIN_FOLIO_UPDATES, 1);
+	folio = page_folio(page);
+	m = page_machine(&folio->page);
+	if (unlikely(folio_test_large(folio) || folio_is_zero(folio))) {
+		pm__gup_put_folio(folio, 1, FOLL_PIN);
+		count_event(m, UNPIN_FOLIO_UPDATES, 1);
+		return;
+	}
+	/* The common case: pm__gup_put_folio() for a small folio, without its calls. */
+	if (!put_refs_checked(folio, GUP_PIN_COUNTING_BIAS)) {
+		count_event(m, UNPIN_FOLIO_UPDATES, 1);
+		return;
+	}
+	stats = pm__stat_block(m);
+	count_event_in(m, stats, NR_FOLL_PIN_RELEASED, 1);
+	count_event_in(m, stats, UNPIN_FOLIO_UPDATES, 1);
 }
 
 /* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. */

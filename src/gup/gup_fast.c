@@ -59,8 +59,9 @@
  *     AnonExclusive bit is read after the reference is taken and the entry re-validated; a
  *     page that is not exclusive goes to the slow path, which unshares it first.
  *
- * Nothing here writes shared memory other than the folio's own counts: the per-thread
- * counters are the caller's (gup.c), and the has-pinned flag is tested before it is set.
+ * Nothing here writes shared memory other than the folio's own counts: the counters are
+ * per-thread, written once per walk for the pins it keeps (a reference given back inside the
+ * walk was never counted), and the has-pinned flag is tested before it is set (gup.c).
  *
  * The two races that matter, side by side (time runs downwards in each column; the other
  * column may interleave anywhere):
@@ -116,6 +117,22 @@
 #include "internal.h"
 
 /*
+ * grab_refs() - add @amount references to @folio unless its count is zero: the speculative
+ * reference. One compare-and-swap when the count looks plausible; pm__folio_try_get() does
+ * everything else (a lost race, a zero count, the limit and its warning). Ordering: a full
+ * barrier on success, as pm__folio_try_get().
+ */
+static __always_inline bool grab_refs(struct pm_folio *folio, int amount)
+{
+	int old = atomic_load_relaxed(&folio->page.xrefcount);
+
+	if (likely(old > 0 && old <= PM_GUP_REF_LIMIT - amount) &&
+	    likely(atomic_cas_mb(&folio->page.xrefcount, &old, old + amount)))
+		return true;
+	return pm__folio_try_get(folio, amount, PM_GUP_REF_LIMIT);
+}
+
+/*
  * try_grab_folio_fast() - a speculative reference of kind @flags, @refs pages, on the folio of
  * @page. Return: the folio, or NULL (free, being freed, at its limit, or no longer this page's).
  *
@@ -123,9 +140,11 @@
  * can only be trusted once we hold a reference: the frame may have been freed and reallocated
  * with another order between our look and the CAS. So the order is read again afterwards and,
  * in the rare case it changed, the count is corrected - as Linux takes plain references first
- * and converts them to a pin only once it holds the folio.
+ * and converts them to a pin only once it holds the folio. Nothing is counted here: the walk
+ * counts the pins it keeps, once (pm__gup_fast_walk).
  */
-static struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs, unsigned flags)
+static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs,
+							    unsigned flags)
 {
 	struct pm_folio *folio = page_folio(page);
 	bool pin = flags & FOLL_PIN, large = folio_test_large(folio);
@@ -133,7 +152,7 @@ static struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs, unsi
 
 	if (unlikely(page_test(&folio->page, PG_zero)))
 		return NULL;
-	if (!pm__folio_try_get(folio, amount, PM_GUP_REF_LIMIT))
+	if (!grab_refs(folio, amount))
 		return NULL;
 	if (unlikely(page_folio(page) != folio)) {
 		folio_put_refs(folio, amount);
@@ -155,16 +174,32 @@ static struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs, unsi
 			atomic_sub_mb(&folio->page.xrefcount, refs * (GUP_PIN_COUNTING_BIAS - 1));
 		}
 	}
-	if (folio_test_large(folio))
+	if (unlikely(folio_test_large(folio)))
 		atomic_add_mb(&folio->page.xpincount, refs);
-	count_event(page_machine(page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
 	return folio;
 }
 
+/*
+ * Give back what try_grab_folio_fast() took, for a page the walk does not keep. Uncounted,
+ * as the grab was. We hold the references, so the folio's size cannot change meanwhile.
+ */
+static void ungrab_folio(struct pm_folio *folio, int refs, unsigned flags)
+{
+	if (!(flags & FOLL_PIN)) {
+		folio_put_refs(folio, refs);
+	} else if (folio_test_large(folio)) {
+		atomic_sub_mb(&folio->page.xpincount, refs);
+		folio_put_refs(folio, refs);
+	} else {
+		folio_put_refs(folio, refs * GUP_PIN_COUNTING_BIAS);
+	}
+}
+
 /* Walk one PTE table's entries for [addr, end). Return: pages taken; stops at the first miss. */
-static unsigned long gup_fast_pte_range(struct pm_machine *m, pm_entry_t *pmdp, pmd_t pmd,
-					unsigned long addr, unsigned long end, unsigned flags,
-					struct pm_page **pages)
+static __always_inline unsigned long gup_fast_pte_range(struct pm_machine *m, pm_entry_t *pmdp,
+							pmd_t pmd, unsigned long addr,
+							unsigned long end, unsigned flags,
+							struct pm_page **pages)
 {
 	pm_entry_t *ptep = &entry_table(m, pmd.val)[pte_index(addr)];
 	unsigned long nr = 0;
@@ -184,11 +219,11 @@ static unsigned long gup_fast_pte_range(struct pm_machine *m, pm_entry_t *pmdp, 
 			break;
 		if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) ||
 			     !pte_same(ptep_get_mb(ptep), pte))) {
-			pm__gup_put_folio(folio, 1, flags);
+			ungrab_folio(folio, 1, flags);
 			break;
 		}
 		if (!pte_write(pte) && pm__gup_must_unshare(NULL, flags, page)) {
-			pm__gup_put_folio(folio, 1, flags);
+			ungrab_folio(folio, 1, flags);
 			break;
 		}
 		pages[nr++] = page;
@@ -212,11 +247,11 @@ static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, p
 	if (!folio)
 		return 0;
 	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd))) {
-		pm__gup_put_folio(folio, refs, flags);
+		ungrab_folio(folio, refs, flags);
 		return 0;
 	}
 	if (!pmd_write(pmd) && pm__gup_must_unshare(NULL, flags, head)) {
-		pm__gup_put_folio(folio, refs, flags);
+		ungrab_folio(folio, refs, flags);
 		return 0;
 	}
 	for (int i = 0; i < refs; i++)
@@ -264,11 +299,17 @@ static unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start, unsign
  * pm__gup_fast_walk() - take references on the pages mapped at [@start, @end) without
  * mmap_lock, stopping at the first page it cannot take.
  * @flags: FOLL_GET or FOLL_PIN, plus FOLL_WRITE / FOLL_LONGTERM.
+ *
+ * Counts the pages it returns (gup_fast_pages, and nr_foll_pin_acquired for pins), with one
+ * look-up of this thread's counters. PM_KNOB_GUP_FAST_RESTART (the 2008 patch as first
+ * posted): a walk that stops short gives everything back, so the slow path redoes the range.
  * Return: the number of pages taken from @start (possibly 0).
  */
 unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned long end,
 				unsigned flags, struct pm_page **pages)
 {
+	struct pm_machine *m = mm->m;
+	struct pm_stat_block *stats;
 	unsigned seq = 0;
 	unsigned long nr;
 
@@ -278,24 +319,33 @@ unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned 
 			return 0; /* fork is write-protecting right now */
 	}
 	/*
-	 * Counting inside the read section must not block: make sure this thread's counter block
-	 * exists now (its first use takes machine->lock and allocates).
+	 * A reference given back inside the read section may be a folio's last, and freeing it
+	 * counts events, which must not block there: make sure this thread's counter block exists
+	 * now (its first use takes machine->lock and allocates).
 	 */
-	pm__stat_block(mm->m);
+	stats = pm__stat_block(m);
 	pm_rcu_read_lock();
 	nr = gup_fast_walk(mm, start, end, flags, pages);
 	pm_rcu_read_unlock();
+	if (unlikely(knob(m, PM_KNOB_GUP_FAST_RESTART)) && nr &&
+	    nr != (end - start) >> PAGE_SHIFT)
+		goto give_back;
 
 	/*
 	 * Every pin's count update was a sequentially consistent RMW, and this load is
 	 * sequentially consistent too: no fence is needed between them (see (A) above).
 	 */
 	if ((flags & FOLL_PIN) && nr) {
-		if (unlikely(atomic_load_mb(&mm->xwrite_protect_seq) != seq)) {
-			for (unsigned long i = 0; i < nr; i++)
-				pm__gup_put_folio(page_folio(pages[i]), 1, flags);
-			return 0;
-		}
+		if (unlikely(atomic_load_mb(&mm->xwrite_protect_seq) != seq))
+			goto give_back;
+		count_event_in(m, stats, NR_FOLL_PIN_ACQUIRED, nr);
 	}
+	if (nr)
+		count_event_in(m, stats, GUP_FAST_PAGES, nr);
 	return nr;
+
+give_back:
+	for (unsigned long i = 0; i < nr; i++)
+		ungrab_folio(page_folio(pages[i]), 1, flags);
+	return 0;
 }

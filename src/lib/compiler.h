@@ -15,6 +15,9 @@
 #define __hidden __attribute__((visibility("hidden")))
 #define __maybe_unused __attribute__((unused))
 #define __noinline __attribute__((noinline))
+#ifndef __always_inline /* glibc's <sys/cdefs.h> has one */
+#define __always_inline inline __attribute__((always_inline))
+#endif
 #define __cold __attribute__((cold))
 
 #define container_of(ptr, type, member) \

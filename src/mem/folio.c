@@ -61,6 +61,42 @@ void pm__folio_free(struct pm_folio *folio)
 	pm__free_frames(m, &folio->page, folio_order(folio));
 }
 
+/*
+ * pm__folios_put() - drop one reference on each of @n folios of @m: Linux's folios_put. The
+ * small folios whose reference was the last go back to this CPU's cache together, under one
+ * lock (pm__free_frames_batch); any other goes through pm__folio_free().
+ */
+void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n)
+{
+	struct pm_page *frames[64];
+	unsigned nr = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		struct pm_folio *folio = folios[i];
+		int old = atomic_sub_mb(&folio->page.xrefcount, 1);
+
+		pm_assert_cmp(old, >=, 1);
+		if (old != 1)
+			continue;
+		if (folio_test_large(folio) || folio_test_hugetlb(folio)) {
+			pm__folio_free(folio);
+			continue;
+		}
+		pm_assert(!folio_is_zero(folio));
+		pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
+		pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
+		pm_assert(!folio_test(folio, PG_locked));
+		folio->page.mapping = NULL;
+		frames[nr++] = &folio->page;
+		if (nr == ARRAY_SIZE(frames)) {
+			pm__free_frames_batch(m, frames, nr);
+			nr = 0;
+		}
+	}
+	if (nr)
+		pm__free_frames_batch(m, frames, nr);
+}
+
 /**
  * pm__folio_try_get() - add @refs references unless the refcount is zero (free, or a frame
  * that is not a folio head) or the result would pass @limit. The speculative reference of

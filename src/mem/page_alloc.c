@@ -282,20 +282,24 @@ static struct pm_page *pcp_alloc(struct pm_machine *m)
 	return page;
 }
 
-static void pcp_free(struct pm_machine *m, struct pm_page *page)
+/* Free @n order-0 frames into this CPU's cache, under one lock. */
+static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n)
 {
 	struct pm_pcp *pcp = this_cpu_pcp(m);
+	uint8_t tag = pcp_tag(m, pcp);
 	int count;
 
 	pm_spin_lock(&pcp->lock);
-	atomic_store_relaxed(&page->xflags, PGF(PG_pcp));
-	page->free_cpu = pcp_tag(m, pcp);
-	pm_list_add(&page->lru, &pcp->list);
-	count = atomic_load_relaxed(&pcp->xcount) + 1;
-	if (unlikely(count > pcp->high)) {
-		/* high >= pcp_high_min > PCP_BATCH: there is a batch to give. */
-		pcp_drain(m, pcp, PCP_BATCH);
-		count -= PCP_BATCH;
+	count = atomic_load_relaxed(&pcp->xcount);
+	for (unsigned i = 0; i < n; i++) {
+		atomic_store_relaxed(&pages[i]->xflags, PGF(PG_pcp));
+		pages[i]->free_cpu = tag;
+		pm_list_add(&pages[i]->lru, &pcp->list);
+		if (unlikely(++count > pcp->high)) {
+			/* high >= pcp_high_min > PCP_BATCH: there is a batch to give. */
+			pcp_drain(m, pcp, PCP_BATCH);
+			count -= PCP_BATCH;
+		}
 	}
 	atomic_store_relaxed(&pcp->xcount, count);
 	pm_spin_unlock(&pcp->lock);
@@ -389,7 +393,8 @@ struct pm_page *pm__alloc_boot_frame(struct pm_machine *m)
  * In debug builds the frames are poisoned and their generation counts bumped, so that a
  * stale user (a pin released twice, a walker that kept a pointer) reads garbage it can detect.
  */
-void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
+/* A freed block's descriptors as a free frame's: no folio, no flags, refcount already 0. */
+static void free_frames_prepare(struct pm_machine *m, struct pm_page *page, unsigned order)
 {
 	for (unsigned long i = 0; i < (1UL << order); i++) {
 		pm_assert_cmp(atomic_load_relaxed(&page[i].xrefcount), ==, 0);
@@ -403,13 +408,29 @@ void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
 #if PM_DEBUG >= 1
 	memset(page_address(m, page), PM_POISON_FREE, PAGE_SIZE << order);
 #endif
+}
+
+void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order)
+{
+	free_frames_prepare(m, page, order);
 	if (order == 0) {
-		pcp_free(m, page);
+		pcp_free(m, &page, 1);
 	} else {
 		zone_lock(m);
 		free_one(m, page, order);
 		pm_spin_unlock(&m->zone_lock);
 	}
+}
+
+/*
+ * pm__free_frames_batch() - free @n single frames, as many pm__free_frames(order 0) calls
+ * would, taking this CPU's cache lock once (Linux's free_unref_folios).
+ */
+void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		free_frames_prepare(m, pages[i], 0);
+	pcp_free(m, pages, n);
 }
 
 size_t pm__nr_free_frames(struct pm_machine *m)

@@ -252,16 +252,6 @@ static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned 
 	return found;
 }
 
-static void tree_free_all(struct pm_shmem_node *n)
-{
-	if (!n)
-		return;
-	if (n->shift)
-		for (unsigned i = 0; i < SHMEM_TREE_SLOTS; i++)
-			tree_free_all(atomic_load_relaxed(&n->slots[i]));
-	free(n);
-}
-
 /* ---- the interface ---- */
 
 /* The folio at @index, without a reference. Context: tree_lock or RCU (for the checker). */
@@ -444,19 +434,40 @@ unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct p
 	return n;
 }
 
-/* Empty the cache and free the tree. Context: nobody maps or references the object. */
+/*
+ * Empty the cache and free the tree, in one pass: each folio loses PG_shmem and the cache's
+ * reference (a leaf's folios together: pm__folios_put), each node is freed after its slots. No locks, no RCU: nobody maps or references
+ * the object any more, so nobody can look it up (the last munmap's zap has run, and a fault
+ * holds a reference to the object through its VMA). What is pinned lives on until its unpin.
+ * Context: the object's last reference is gone.
+ */
+static void tree_destroy(struct pm_machine *m, struct pm_shmem_node *n)
+{
+	struct pm_folio *batch[SHMEM_TREE_SLOTS];
+	unsigned nr = 0;
+
+	for (unsigned i = 0; i < SHMEM_TREE_SLOTS; i++) {
+		void *p = atomic_load_relaxed(&n->slots[i]);
+
+		if (!p)
+			continue;
+		if (n->shift) {
+			tree_destroy(m, p);
+		} else {
+			page_clear(&((struct pm_folio *)p)->page, PG_shmem);
+			batch[nr++] = p;
+		}
+	}
+	if (nr)
+		pm__folios_put(m, batch, nr); /* a leaf's folios freed together */
+	free(n);
+}
+
 void pm__shmem_cache_fini(struct pm_shmem *f)
 {
-	struct pm_folio *batch[64];
-	unsigned n;
+	struct pm_shmem_node *root = atomic_load_relaxed(&f->xroot);
 
-	do {
-		n = pm__shmem_remove_from(f, 0, batch, ARRAY_SIZE(batch));
-		for (unsigned i = 0; i < n; i++)
-			folio_put(batch[i]);
-	} while (n == ARRAY_SIZE(batch));
-	pm_spin_lock(&f->tree_lock);
-	tree_free_all(atomic_load_relaxed(&f->xroot));
 	atomic_store_relaxed(&f->xroot, NULL);
-	pm_spin_unlock(&f->tree_lock);
+	if (root)
+		tree_destroy(f->m, root);
 }
