@@ -262,7 +262,22 @@ struct pm_pcp {
 	struct pm_spinlock lock;
 	_Atomic int xcount;	/* frames on the list; written under lock, read by anyone */
 	int high;		/* drain above this; under lock */
+	unsigned home;		/* index of the zone it refills from first; read-only */
 	struct pm_list list;	/* hottest first; under lock */
+} __cacheline_aligned;
+
+/*
+ * A buddy zone: the free blocks of one home, a contiguous, max-order-aligned run of frames
+ * [base, end) (page_alloc.c). The per-CPU caches of the CPUs whose home it is refill from it
+ * first, so that frames used by different CPUs lie far apart in the descriptor array.
+ */
+struct pm_zone {
+	struct pm_spinlock lock;	/* zone_lock: free_area, xnr_free, xfrontier */
+	unsigned long base, end;	/* pfns; read-only after creation */
+	_Atomic unsigned long xfrontier; /* pfn: frames from here to end were never allocated
+					  * and their descriptors never written */
+	struct pm_list free_area[PM_MAX_ORDER + 1];
+	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under lock */
 } __cacheline_aligned;
 
 #define PCP_BATCH_ORDER 6
@@ -319,7 +334,8 @@ struct pm_machine {
 	bool range_mm;			/* new mms use the range design (mm/range.c) */
 	uint16_t slot;			/* index in pm__machines[] */
 	char *arena;			/* nr_pages frames, 2 MiB aligned */
-	struct pm_page *pages;		/* nr_pages descriptors; initialised below xfrontier */
+	struct pm_page *pages;		/* nr_pages descriptors; initialised below the zones'
+					 * frontiers */
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
 	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches */
@@ -329,13 +345,10 @@ struct pm_machine {
 	void *arena_map;		/* the mmap that holds the arena */
 	size_t arena_map_len;
 
-	/* The buddy zone: free_area lists under zone_lock. */
-	struct pm_spinlock zone_lock __cacheline_aligned;
-	struct pm_list free_area[PM_MAX_ORDER + 1];
-	_Atomic unsigned long xnr_free[PM_MAX_ORDER + 1]; /* blocks; written under zone_lock,
-							  * once per batch on the order-0 paths */
-	_Atomic unsigned long xfrontier; /* pfn: frames from here up were never allocated and
-					  * their descriptors never written; under zone_lock */
+	/* The buddy zones (page_alloc.c): one per home, each with its own lock and lists. */
+	struct pm_zone *zones;		/* nr_zones, each __cacheline_aligned */
+	unsigned nr_zones;
+	unsigned long zone_pages;	/* frames per zone (the last takes the rest) */
 	/* Page tables waiting for a grace period to be freed: written per table, so not on
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
@@ -542,6 +555,8 @@ __hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
 __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
+__hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
+__hidden void pm__page_alloc_exit(struct pm_machine *m);
 
 /* // mem/hugetlb.c */
 struct pm_hugetlb_resv;

@@ -259,11 +259,18 @@ static void check_frames(struct check *c)
 
 	for (unsigned long pfn = 0; pfn < c->nr;) {
 		struct pm_page *page = pfn_to_page(m, pfn);
+		unsigned long unused_end = pm__frames_unused_end(m, pfn);
 		struct pm_folio *folio;
 		unsigned order;
 		long maps = 0;
 		int ref;
 
+		if (unused_end != pfn) { /* a zone's never-used frames: free */
+			unused_end = min(unused_end, c->nr);
+			free_found += unused_end - pfn;
+			pfn = unused_end;
+			continue;
+		}
 		if (pm__frame_is_free(page, &order)) {
 			free_found += 1UL << order;
 			pfn += 1UL << order;

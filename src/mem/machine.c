@@ -247,7 +247,6 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	pm_list_init(&m->mms);
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);
-	pm_spin_init(&m->zone_lock);
 
 	/* The arena: 2 MiB aligned so that order-9 blocks are THP-aligned frames. */
 	m->arena_map_len = c.mem_bytes + PMD_SIZE;
@@ -316,6 +315,7 @@ fail_slot:
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 fail_pcp:
+	pm__page_alloc_exit(m);
 	free(m->pcp);
 fail_pages:
 	munmap(m->pages, desc_len);
@@ -352,6 +352,7 @@ void pm_machine_destroy(struct pm_machine *m)
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 
+	pm__page_alloc_exit(m);
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
 	munmap(m->arena_map, m->arena_map_len);

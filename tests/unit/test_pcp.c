@@ -4,7 +4,11 @@
  * between CPUs: frames faulted on one CPU and freed on another go to the freeing CPU's cache,
  * the free count stays exact after pm_rcu_barrier(), every frame cached on another CPU still
  * counts before an allocation fails, and the self-tuning high marks stay within their bounds
- * and fall back to the minimum when an allocation had to drain them.
+ * and fall back to the minimum when an allocation had to drain them. Machines of two homes
+ * or more (page_alloc.c, "Homes"): each CPU's 4 KiB frames come from its own zone, a CPU
+ * whose home is full takes the other zones' frames before anything fails, huge pages come
+ * from the lowest zone whichever CPU asks, and the checker counts the never-used frames
+ * between zones as free.
  *
  * Migration is forced with sched_setaffinity(); on a host with one CPU those checks skip.
  */
@@ -152,20 +156,107 @@ static void test_oom_drains_other_cpu(void)
 	pm_machine_destroy(m);
 }
 
+/* The pfn of the page mapped at @addr (a reference taken and dropped). */
+static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_page *page;
+	unsigned long pfn;
+
+	if (pm_get_user_pages(mm, addr, 1, 0, &page) != 1)
+		return ~0UL;
+	pfn = pm_page_to_pfn(page);
+	pm_put_page(page);
+	return pfn;
+}
+
+/* Every page of [addr, addr + n pages) in zone @zone? */
+static bool all_in_zone(struct pm_machine *m, struct pm_mm *mm, unsigned long addr,
+			unsigned long n, unsigned zone)
+{
+	for (unsigned long i = 0; i < n; i++) {
+		unsigned long pfn = pfn_at(mm, addr + i * PG);
+
+		if (pfn == ~0UL || min(pfn / m->zone_pages, (unsigned long)m->nr_zones - 1) != zone) {
+			diag("page %lu: pfn %lu, not in zone %u", i, pfn, zone);
+			return false;
+		}
+	}
+	return true;
+}
+
+static void test_homes(void)
+{
+	struct pm_config cfg = { .mem_bytes = 128 * MiB };
+	struct pm_machine *m = pm_machine_create(&cfg);
+	unsigned long a0 = 0x10000000UL, a1 = 0x20000000UL, n = 3000, all, got;
+	struct pm_mm *mm;
+	size_t free0;
+
+	ASSERT_TRUE(m);
+	is_int(m->nr_zones, 2, "128 MiB on 2+ CPUs: two homes of 64 MiB");
+	is_int(m->pcp[0].home != m->pcp[1].home, 1, "CPUs 0 and 1 have different homes");
+	free0 = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	ASSERT_TRUE(mm);
+	ASSERT_TRUE(run_on(0));
+	ASSERT_EQ(pm_mmap(mm, a0, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a0);
+	ASSERT_EQ(fault_pages(mm, a0, n), n);
+	ASSERT_TRUE(run_on(1));
+	ASSERT_EQ(pm_mmap(mm, a1, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a1);
+	ASSERT_EQ(fault_pages(mm, a1, n), n);
+	ok(all_in_zone(m, mm, a0, n, m->pcp[0].home), "CPU 0's faults took frames of its home");
+	ok(all_in_zone(m, mm, a1, n, m->pcp[1].home), "CPU 1's faults took frames of its home");
+	is_int(pm_machine_check(m), 0, "pm_machine_check with never-used frames between homes");
+	ASSERT_EQ(pm_munmap(mm, a1, n * PG), 0);
+	ASSERT_TRUE(run_on(0));
+	ASSERT_EQ(pm_munmap(mm, a0, n * PG), 0);
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free0 - 1, "free count exact (the PGD apart)");
+
+	/* A huge page from the lowest zone, whichever CPU asks. */
+	ASSERT_TRUE(run_on(1));
+	ASSERT_EQ(pm_mmap(mm, a1, 2 * MiB, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a1);
+	ASSERT_EQ(pm_madvise(mm, a1, 2 * MiB, PM_MADV_HUGEPAGE), 0);
+	ASSERT_EQ(pm_fault(mm, a1, PM_FAULT_WRITE), 0);
+	ok(pfn_at(mm, a1) < m->zone_pages, "a THP faulted on CPU 1 comes from zone 0");
+	ASSERT_EQ(pm_munmap(mm, a1, 2 * MiB), 0);
+	ASSERT_TRUE(run_on(0));
+	pm_rcu_barrier();
+
+	/* One CPU fills the whole machine: its home first, then the other zone. */
+	all = 128 * MiB / PG;
+	ASSERT_EQ(pm_mmap(mm, a0, all * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a0);
+	got = fault_pages(mm, a0, all);
+	ok(got > m->zone_pages + m->zone_pages / 2,
+	   "a CPU whose home is full takes the other zone's frames (%lu pages of %lu)", got, all);
+	is_int(pm_fault(mm, a0 + got * PG, PM_FAULT_WRITE), -ENOMEM, "then -ENOMEM");
+	is_int(pm_machine_check(m), 0, "pm_machine_check on a full machine");
+	ASSERT_EQ(pm_munmap(mm, a0, all * PG), 0);
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free0 - 1, "free count exact after the fill");
+
+	pm_mm_destroy(mm);
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free0, "free count exact after destroy");
+	is_int(pm_machine_check(m), 0, "pm_machine_check");
+	pm_machine_destroy(m);
+}
+
 int main(void)
 {
 	cpu_set_t saved;
 
-	plan(15);
+	plan(28);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !run_on(1) || !run_on(0)) {
-		skip(15, "needs CPUs 0 and 1");
+		skip(28, "needs CPUs 0 and 1");
 		run_anywhere(&saved);
 		return done_testing();
 	}
 	test_migrate();
 	test_oom_drains_other_cpu();
+	test_homes();
 	run_anywhere(&saved);
 	return done_testing();
 }
