@@ -93,16 +93,21 @@
  *
  *	zap (PTL held, mm/zap.c)		GUP-fast
  *	------------------------		--------
- *	pte = xchg(PTE, 0)			pte = load(PTE)
- *	folio_put(): refcount - 1		try_get: CAS refcount + n unless 0
+ *	pte = load(PTE); store(PTE, 0)		pte = load(PTE)
+ *	folio_put(): refcount - 1 (seq_cst)	try_get: CAS refcount + n unless 0
  *	  the last one frees the folio		re-read PMD and PTE (seq_cst)
  *						  changed: put our refs, stop
  *
- *     If try_get ran after the last put, it sees 0 and fails. If it ran before, our reference
- *     keeps the folio allocated, and the re-read - after the CAS - sees the cleared entry
- *     unless the xchg comes later still; either we give the reference back (freeing the
- *     folio if it was the last: nothing leaks), or the pin is older than the unmap, which is
- *     legal, and the page lives until the unpin.
+ *     The zap clears the entry with a plain store (every PTE writer holds the PTL, which it
+ *     holds) sequenced before its put, a sequentially consistent RMW of the refcount. Our CAS
+ *     is ordered against that put in the refcount's modification order. If it comes after,
+ *     it reads from the put's release sequence and synchronises with it, so the store of 0
+ *     happens before our re-read, which sees the cleared entry (or a newer one): we back off,
+ *     and if the count was zero the CAS failed in the first place. If our CAS comes before
+ *     the put, our reference was counted while the mapping's still was: the folio cannot be
+ *     freed by that put, and whether or not our re-read sees the clear, the pin is older than
+ *     the unmap, which is legal; the page lives until the unpin, and a reference we give
+ *     back may be the last and frees the folio properly (nothing leaks).
  *
  * To summarize:
  *  1) Every table the walk reaches stays valid memory until pm_rcu_read_unlock() (RCU).

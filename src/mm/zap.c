@@ -2,8 +2,10 @@
 /*
  * zap.c - removing mappings: the zap of munmap, MADV_DONTNEED, shmem truncation and teardown.
  *
- * Each PTE is cleared with an atomic exchange under its table's PTL, and the page's mapping
- * reference is dropped right after; the folio is freed when that was its last reference. There
+ * Each PTE is cleared under its table's PTL, with a plain store (every PTE writer holds the
+ * PTL; nothing sets bits in a PTE behind it, as a CPU's page walker would), and the page's
+ * mapping reference is dropped right after; the folio is freed when that was its last
+ * reference. There
  * is no TLB to shoot down: pm_access copies under the PTL, so it finishes before the PTE is
  * cleared or sees it gone, and GUP-fast holds a real reference on anything it returns, taken
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
@@ -34,7 +36,12 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 
 		if (pte_none(pte))
 			continue;
-		pte = ptep_get_and_clear(ptep);
+		/*
+		 * A plain store: PTEs change only under their PTL, which we hold, so the value just
+		 * read is the one we clear. GUP-fast pairs with the folio_put() below, a
+		 * sequentially consistent RMW sequenced after this store (gup_fast.c, (B)).
+		 */
+		pte_clear(ptep);
 		if (!pte_present(pte) || pte_special(pte))
 			continue;
 		page = pfn_to_page(m, pte_pfn(pte));
