@@ -529,17 +529,15 @@ static void rebuild(struct pm_vma_tree *t, struct pm_vt_node *n, const struct vt
 		rebuild_internal(t, n, op, res);
 }
 
-bool pm__vt_span(struct pm_vma_tree *t, unsigned long *first, unsigned long *last)
+/* Copy the root's summary for pm__vt_span(), after the root changed. */
+static void vt_note_span(struct pm_vma_tree *t)
 {
 	struct pm_vt_node *root = atomic_load_relaxed(&t->xroot);
 
-	if (!root || !NR(root))
-		return false;
-	*first = root->first;
-	*last = root->last;
-	return true;
+	t->spanned = root && NR(root);
+	t->first = t->spanned ? root->first : 0;
+	t->last = t->spanned ? root->last : 0;
 }
-
 int pm__vt_prepare(struct pm_vma_tree *t)
 {
 	return vt_reserve(t, VT_SPARE_PER_LEVEL * (t->height + 2));
@@ -561,12 +559,15 @@ int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 		if (vma) {
 			atomic_store_release(&t->xroot, build_leaf(t, &e, 1));
 			t->count = 1;
+			vt_note_span(t);
 		}
 		return 0;
 	}
 	rebuild(t, root, &op, &res);
-	if (res.same)
+	if (res.same) {
+		vt_note_span(t); /* the root may have changed in place */
 		return 0;
+	}
 	if (!res.nr) {
 		atomic_store_release(&t->xroot, NULL);
 		t->height = 0;
@@ -590,6 +591,7 @@ int pm__vt_store(struct pm_vma_tree *t, unsigned long start, unsigned long end,
 		atomic_store_release(&t->xroot, build_internal(t, kids, &res.sep, 2));
 		t->height++;
 	}
+	vt_note_span(t);
 	return 0;
 }
 
@@ -873,10 +875,17 @@ int pm__vt_check(struct pm_vma_tree *t)
 	unsigned long count = 0;
 	int err;
 
-	if (!root || (root->leaf && !NR(root)))
+	if (!root || (root->leaf && !NR(root))) {
+		if (t->spanned)
+			return check_fail("empty tree with a span", t->first, t->last);
 		return t->count ? check_fail("empty tree with a count", t->count, 0) : 0;
+	}
 	err = check_node(root, 0, ULONG_MAX, 0, t->height, &count);
 	if (!err && count != t->count)
 		err = check_fail("count differs", count, t->count);
+	if (!err && (!t->spanned || t->first != root->first))
+		err = check_fail("stale span (first)", t->first, root->first);
+	if (!err && t->last != root->last)
+		err = check_fail("stale span (last)", t->last, root->last);
 	return err;
 }

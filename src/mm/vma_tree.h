@@ -32,6 +32,8 @@ struct pm_vma_tree {
 	unsigned nr_spare;
 	struct pm_vt_node *retired;	  /* unlinked, not yet handed to RCU; writer */
 	unsigned nr_retired;
+	bool spanned;			  /* the root's summary, kept by pm__vt_store for */
+	unsigned long first, last;	  /* pm__vt_span(): the entries' span; writer */
 };
 
 __hidden void pm__vt_init(struct pm_vma_tree *t, struct pm_machine *m);
@@ -80,7 +82,18 @@ __hidden long pm__vt_gap_bottomup(struct pm_vma_tree *t, unsigned long lo, unsig
 
 /* The start of the first entry and the end of the last, from the root's summary: O(1).
  * Context: as pm__vt_find(). Return: false when the tree is empty. */
-__hidden bool pm__vt_span(struct pm_vma_tree *t, unsigned long *first, unsigned long *last);
+/*
+ * pm__vt_span() - where @t's entries begin and end: false when it has none. A copy of the
+ * root's summary that the writer keeps beside the root, so that a range-design writer checks
+ * the edges of its run (range.c) without loading the root. Context: @t's writer.
+ */
+static inline bool pm__vt_span(const struct pm_vma_tree *t, unsigned long *first,
+			       unsigned long *last)
+{
+	*first = t->first;
+	*last = t->last;
+	return t->spanned;
+}
 
 static inline unsigned long pm__vt_count(const struct pm_vma_tree *t)
 {
