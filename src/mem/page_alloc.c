@@ -55,12 +55,14 @@
  * that, frames drain to the buddy lists and come back in batches, and two CPUs that refill
  * from one set of lists at once end up with their frames interleaved a batch at a time. Their
  * descriptors then interleave too: 64 descriptors, one 4 KiB page of the descriptor array,
- * for each CPU in turn. That costs as much as sharing lines. Measured on the 2-CPU
+ * for each CPU in turn. That can cost as much as sharing lines. Measured on the 2-CPU
  * development VMs with a program that does only page_fault3's memory traffic (two atomics on
- * a 64-byte descriptor, a PTE store and a byte of the page, then the zap's atomics), two
- * threads reach 0.98 of twice one thread's rate when each works on its own descriptor array,
- * 0.65-0.70 when the arrays are interleaved in runs of 1 to 512 descriptors, 0.94 with runs
- * of 4096 and 1.0 with 16384. So the machine's frames are cut into homes of at least 64 MiB
+ * a 64-byte descriptor, a PTE store and a byte of the page, then the zap's atomics;
+ * tools/interleave-bench.c), two threads reached 0.98 of twice one thread's rate when each
+ * worked on its own descriptor array, 0.65-0.70 when the arrays were interleaved in runs of 1
+ * to 512 descriptors, 0.94 with runs of 4096 and 1.0 with 16384. Half an hour later the same
+ * VM showed no difference at all (1.0 in every row): whatever the host does with the VM's
+ * CPUs decides it, and a machine should not depend on that. So the frames are cut into homes of at least 64 MiB
  * (16384 descriptors, 1 MiB of them), at most one per CPU, each a buddy zone with its own
  * lock, lists and frontier, like the memory of a NUMA node. A CPU's cache refills from its
  * home first and from the other zones, in turn, only when its home has nothing; frees go
