@@ -118,11 +118,11 @@ static double point(unsigned nthreads, unsigned run, double secs, struct desc *d
 	return (double)total / ((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
 }
 
-static void usage(void)
+static void usage(int rc)
 {
-	fprintf(stderr, "usage: pinmm-interleave-bench [-t SECONDS] [-j THREADS]\n"
-			"  -t seconds per point (1), -j threads (2, 2..%d)\n", MAX_THREADS);
-	exit(1);
+	fprintf(rc ? stderr : stdout, "usage: pinmm-interleave-bench [-t SECONDS] [-j THREADS]\n"
+		"  -t seconds per point (1), -j threads (2, 2..%d)\n", MAX_THREADS);
+	exit(rc);
 }
 
 int main(int argc, char **argv)
@@ -136,20 +136,22 @@ int main(int argc, char **argv)
 	char *frames;
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "t:j:")) != -1) {
+	while ((opt = getopt(argc, argv, "ht:j:")) != -1) {
+		if (opt == 'h')
+			usage(0);
 		if (opt == 't')
 			err = cli_parse_double(optarg, 0.01, 3600, &secs);
 		else if (opt == 'j')
 			err = cli_parse_uint(optarg, 2, MAX_THREADS, &nthreads);
 		else
-			usage();
+			usage(1);
 		if (err) {
 			cli_complain("pinmm-interleave-bench", opt == 't' ? "-t" : "-j", optarg, err);
-			usage();
+			usage(1);
 		}
 	}
 	if (optind != argc)
-		usage();
+		usage(1);
 	frames_len = NR_FRAMES * nthreads * FRAME;
 	descs_len = NR_FRAMES * nthreads * sizeof(struct desc);
 	if (cli_check_working_set("pinmm-interleave-bench", "frames", frames_len + descs_len))

@@ -39,9 +39,10 @@ GT=$O/pinmm-gup-test
 BENCH=$O/pinmm-bench
 MM=$O/pinmm-mm-bench
 GB=$O/pinmm-gup-bench
+IB=$O/pinmm-interleave-bench
 # runtest writes CASE.title where it runs: here, not in the tree.
 cd "$tmp" || exit 1
-for b in "$GT" "$BENCH" "$MM" "$GB"; do
+for b in "$GT" "$BENCH" "$MM" "$GB" "$IB"; do
 	[ -x "$b" ] && continue
 	echo "not ok 1 - $b not built (make SAN=... tests)"
 	echo "1..1"
@@ -76,6 +77,9 @@ expect 1 "-r '0': out of range" "$MM" -r 0 fault
 expect 1 "one benchmark at a time" "$MM" fault shmem
 expect 1 "-t 'abc': not a number" "$GB" -t abc
 expect 1 "-m '3': not a multiple of 2 MiB" "$GB" -m 3
+expect 1 "-t 'abc': not a number" "$IB" -t abc
+expect 1 "-j '1': out of range" "$IB" -j 1
+expect 1 "^usage:" "$IB" extra
 
 # Issue 13 #3: a working set beyond MemAvailable is refused before anything is allocated.
 avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
@@ -106,5 +110,7 @@ expect 0 "^average:" "$BENCH" mmap1 -t 1 -s 1 --warmup 0 --interval-ms 100 --siz
 expect 0 "^average:" "$BENCH" pin_fast -t 1 -s 1 --warmup 0 --interval-ms 100 --knobs 0x1
 expect 0 "^usage:" "$MM" -h
 expect 0 "^usage:" "$GB" -h
+expect 0 "^usage:" "$IB" -h
+expect 0 "interleaved by 16384 .* [0-9.]+$" "$IB" -t 0.01
 
 tap_done
