@@ -262,7 +262,7 @@ struct pm_pcp {
 	struct pm_spinlock lock;
 	_Atomic int xcount;	/* frames on the list; written under lock, read by anyone */
 	int high;		/* drain above this; under lock */
-	unsigned home;		/* index of the zone it refills from first; read-only */
+	unsigned home;		/* the zone whose frames it caches; read-only */
 	struct pm_list list;	/* hottest first; under lock */
 } __cacheline_aligned;
 
@@ -338,7 +338,10 @@ struct pm_machine {
 					 * frontiers */
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
-	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches */
+	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches, each of its CPU's home zone */
+	struct pm_pcp *pcp_away;	/* nr_cpus x nr_zones: a CPU's caches of the other
+					 * zones' frames (its home's entry unused); NULL with
+					 * one zone */
 	int pcp_high_min, pcp_high_max;	/* bounds of each cache's high mark */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */

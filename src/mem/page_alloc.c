@@ -65,8 +65,12 @@
  * CPUs decides it, and a machine should not depend on that. So the frames are cut into homes of at least 64 MiB
  * (16384 descriptors, 1 MiB of them), at most one per CPU, each a buddy zone with its own
  * lock, lists and frontier, like the memory of a NUMA node. A CPU's cache refills from its
- * home first and from the other zones, in turn, only when its home has nothing; frees go
- * back to the zone that holds the frame. Larger blocks (THP, hugetlb, page-table-free
+ * home first, and from the other zones, in turn, only when its home has nothing. As Linux
+ * keeps a pcp list per zone, each CPU has a cache per zone: a frame freed on a CPU goes to
+ * that CPU's cache of the frame's own zone, so a CPU that frees what another faulted (task 0
+ * tearing down an object both filled) does not allocate the other home's frames next, and a
+ * CPU that overflowed into another zone keeps those frames cached for its next overflow.
+ * Larger blocks (THP, hugetlb, page-table-free
  * orders) come from the lowest zone that has one, whichever CPU asks, so that a mapping's
  * huge pages stay one physically contiguous run, as registrations fold them. A machine
  * smaller than two homes has a single zone, and the allocator is the one-zone buddy it was.
@@ -194,6 +198,15 @@ static void free_one(struct pm_machine *m, struct pm_zone *z, struct pm_page *pa
 	add_to_free_area(z, pfn_to_page(m, pfn), order);
 }
 
+static void pcp_init(struct pm_machine *m, struct pm_pcp *pcp, unsigned zone)
+{
+	pm_spin_init(&pcp->lock);
+	atomic_store_relaxed(&pcp->xcount, 0);
+	pcp->high = m->pcp_high_min;
+	pcp->home = zone;
+	pm_list_init(&pcp->list);
+}
+
 int pm__page_alloc_init(struct pm_machine *m)
 {
 	unsigned long nz = min(m->nr_pages / ZONE_MIN_PAGES, (unsigned long)m->nr_cpus);
@@ -228,33 +241,46 @@ int pm__page_alloc_init(struct pm_machine *m)
 	m->pcp_high_max = (int)min(m->nr_pages / (PCP_HIGH_FRACTION * m->nr_cpus),
 				   (unsigned long)INT_MAX / 2);
 	m->pcp_high_max = max(m->pcp_high_max, m->pcp_high_min);
+	if (m->nr_zones > 1 &&
+	    posix_memalign((void **)&m->pcp_away, PM_CACHELINE,
+			   (size_t)m->nr_cpus * m->nr_zones * sizeof(*m->pcp_away))) {
+		free(m->zones);
+		m->zones = NULL;
+		return -ENOMEM;
+	}
 	for (unsigned c = 0; c < m->nr_cpus; c++) {
-		pm_spin_init(&m->pcp[c].lock);
-		atomic_store_relaxed(&m->pcp[c].xcount, 0);
-		m->pcp[c].high = m->pcp_high_min;
-		m->pcp[c].home = c % m->nr_zones;
-		pm_list_init(&m->pcp[c].list);
+		pcp_init(m, &m->pcp[c], c % m->nr_zones);
+		for (unsigned z = 0; m->pcp_away && z < m->nr_zones; z++)
+			pcp_init(m, &m->pcp_away[c * m->nr_zones + z], z);
 	}
 	return 0;
 }
 
 void pm__page_alloc_exit(struct pm_machine *m)
 {
+	free(m->pcp_away);
+	m->pcp_away = NULL;
 	free(m->zones);
 	m->zones = NULL;
 }
 
-static struct pm_pcp *this_cpu_pcp(struct pm_machine *m)
+static unsigned this_cpu(struct pm_machine *m)
 {
 	int cpu = sched_getcpu();
 
-	return &m->pcp[cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0];
+	return cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0;
 }
 
-/* The tag page->free_cpu keeps for this cache: 1..255. */
-static uint8_t pcp_tag(struct pm_machine *m, struct pm_pcp *pcp)
+/* CPU @cpu's cache of zone @zone's frames: its home cache, or one of its away caches. */
+static struct pm_pcp *cpu_zone_pcp(struct pm_machine *m, unsigned cpu, unsigned zone)
 {
-	return (uint8_t)((unsigned long)(pcp - m->pcp) % 255 + 1);
+	return zone == m->pcp[cpu].home ? &m->pcp[cpu] : &m->pcp_away[cpu * m->nr_zones + zone];
+}
+
+/* The tag page->free_cpu keeps for CPU @cpu's caches: 1..255. */
+static uint8_t cpu_tag(unsigned cpu)
+{
+	return (uint8_t)(cpu % 255 + 1);
 }
 
 static void pcp_add_tail(struct pm_pcp *pcp, struct pm_page *page)
@@ -298,16 +324,6 @@ static int pcp_refill_zone(struct pm_machine *m, struct pm_zone *z, struct pm_pc
 	return n;
 }
 
-/* Refill from the cache's home zone, else from the others in turn (a NUMA fallback). */
-static int pcp_refill(struct pm_machine *m, struct pm_pcp *pcp)
-{
-	int n = 0;
-
-	for (unsigned i = 0; i < m->nr_zones && !n; i++)
-		n = pcp_refill_zone(m, &m->zones[(pcp->home + i) % m->nr_zones], pcp);
-	return n;
-}
-
 /*
  * Give the @n coldest frames back to the buddy lists of their zones, holding one zone lock at
  * a time. Caller holds pcp->lock.
@@ -334,21 +350,22 @@ static void pcp_drain(struct pm_machine *m, struct pm_pcp *pcp, int n)
 		zone_unlock(locked);
 }
 
-static struct pm_page *pcp_alloc(struct pm_machine *m)
+/* A frame from @pcp, refilled from its zone if empty; NULL when both are. */
+static struct pm_page *pcp_take(struct pm_machine *m, struct pm_pcp *pcp, uint8_t tag)
 {
-	struct pm_pcp *pcp = this_cpu_pcp(m);
 	struct pm_page *page = NULL;
 	int count;
 
 	pm_spin_lock(&pcp->lock);
 	count = atomic_load_relaxed(&pcp->xcount);
 	if (!count) {
-		count = pcp_refill(m, pcp);
+		count = pcp_refill_zone(m, &m->zones[pcp->home], pcp);
 		/*
 		 * This CPU allocates faster than it frees: let it keep more of what it frees
 		 * next time, up to the machine's bound (Linux 6.7's nr_pcp_alloc).
 		 */
-		pcp->high = min(pcp->high + PCP_BATCH, m->pcp_high_max);
+		if (count)
+			pcp->high = min(pcp->high + PCP_BATCH, m->pcp_high_max);
 	}
 	if (count) {
 		page = pm_list_first_entry(&pcp->list, struct pm_page, lru);
@@ -356,7 +373,7 @@ static struct pm_page *pcp_alloc(struct pm_machine *m)
 		atomic_store_relaxed(&page->xflags, 0);
 		count--;
 		/* Its descriptor and data were last written on another CPU. */
-		if (page->free_cpu && page->free_cpu != pcp_tag(m, pcp))
+		if (page->free_cpu && page->free_cpu != tag)
 			count_event(m, REMOTE_FRAMES, 1);
 	}
 	atomic_store_relaxed(&pcp->xcount, count);
@@ -364,16 +381,48 @@ static struct pm_page *pcp_alloc(struct pm_machine *m)
 	return page;
 }
 
-/* Free @n order-0 frames into this CPU's cache, under one lock. */
+/*
+ * This CPU's home cache and home zone first; then, zone by zone, its cache of that zone's
+ * frames and the zone itself (Linux's zonelist fallback, with its per-zone pcp lists).
+ */
+static struct pm_page *pcp_alloc(struct pm_machine *m)
+{
+	unsigned cpu = this_cpu(m), home = m->pcp[cpu].home;
+	struct pm_page *page = pcp_take(m, &m->pcp[cpu], cpu_tag(cpu));
+
+	for (unsigned i = 1; !page && i < m->nr_zones; i++)
+		page = pcp_take(m, cpu_zone_pcp(m, cpu, (home + i) % m->nr_zones), cpu_tag(cpu));
+	return page;
+}
+
+/*
+ * Free @n order-0 frames into this CPU's caches: each to the cache of its own zone (its home
+ * cache in the common case), so that a CPU never allocates another home's frames while its
+ * own home has some. One lock for a run of frames of one zone.
+ */
 static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n)
 {
-	struct pm_pcp *pcp = this_cpu_pcp(m);
-	uint8_t tag = pcp_tag(m, pcp);
-	int count;
+	unsigned cpu = this_cpu(m);
+	struct pm_pcp *home = &m->pcp[cpu], *locked = NULL;
+	struct pm_zone *hz = &m->zones[home->home];
+	uint8_t tag = cpu_tag(cpu);
+	int count = 0;
 
-	pm_spin_lock(&pcp->lock);
-	count = atomic_load_relaxed(&pcp->xcount);
 	for (unsigned i = 0; i < n; i++) {
+		unsigned long pfn = page_to_pfn(m, pages[i]);
+		struct pm_pcp *pcp = home;
+
+		if (unlikely(pfn < hz->base || pfn >= hz->end))
+			pcp = cpu_zone_pcp(m, cpu, (unsigned)(pfn_zone(m, pfn) - m->zones));
+		if (pcp != locked) {
+			if (locked) {
+				atomic_store_relaxed(&locked->xcount, count);
+				pm_spin_unlock(&locked->lock);
+			}
+			pm_spin_lock(&pcp->lock);
+			count = atomic_load_relaxed(&pcp->xcount);
+			locked = pcp;
+		}
 		atomic_store_relaxed(&pages[i]->xflags, PGF(PG_pcp));
 		pages[i]->free_cpu = tag;
 		pm_list_add(&pages[i]->lru, &pcp->list);
@@ -383,8 +432,10 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n)
 			count -= PCP_BATCH;
 		}
 	}
-	atomic_store_relaxed(&pcp->xcount, count);
-	pm_spin_unlock(&pcp->lock);
+	if (locked) {
+		atomic_store_relaxed(&locked->xcount, count);
+		pm_spin_unlock(&locked->lock);
+	}
 }
 
 /*
@@ -395,15 +446,17 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n)
 static void drain_all_pcp(struct pm_machine *m)
 {
 	for (unsigned c = 0; c < m->nr_cpus; c++) {
-		struct pm_pcp *pcp = &m->pcp[c];
+		for (unsigned z = 0; z < m->nr_zones; z++) {
+			struct pm_pcp *pcp = cpu_zone_pcp(m, c, z);
 
-		pm_spin_lock(&pcp->lock);
-		pcp->high = m->pcp_high_min;
-		if (atomic_load_relaxed(&pcp->xcount)) {
-			pcp_drain(m, pcp, atomic_load_relaxed(&pcp->xcount));
-			atomic_store_relaxed(&pcp->xcount, 0);
+			pm_spin_lock(&pcp->lock);
+			pcp->high = m->pcp_high_min;
+			if (atomic_load_relaxed(&pcp->xcount)) {
+				pcp_drain(m, pcp, atomic_load_relaxed(&pcp->xcount));
+				atomic_store_relaxed(&pcp->xcount, 0);
+			}
+			pm_spin_unlock(&pcp->lock);
 		}
-		pm_spin_unlock(&pcp->lock);
 	}
 }
 
@@ -532,7 +585,8 @@ size_t pm__nr_free_frames(struct pm_machine *m)
 		n += z->end - atomic_load_relaxed(&z->xfrontier);
 	}
 	for (unsigned c = 0; c < m->nr_cpus; c++)
-		n += (size_t)atomic_load_relaxed(&m->pcp[c].xcount);
+		for (unsigned z = 0; z < m->nr_zones; z++)
+			n += (size_t)atomic_load_relaxed(&cpu_zone_pcp(m, c, z)->xcount);
 	return n;
 }
 

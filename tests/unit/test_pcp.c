@@ -6,7 +6,8 @@
  * counts before an allocation fails, and the self-tuning high marks stay within their bounds
  * and fall back to the minimum when an allocation had to drain them. Machines of two homes
  * or more (page_alloc.c, "Homes"): each CPU's 4 KiB frames come from its own zone, a CPU
- * whose home is full takes the other zones' frames before anything fails, huge pages come
+ * whose home is full takes the other zones' frames before anything fails, a frame freed on
+ * another CPU goes to that CPU's cache of the frame's zone, huge pages come
  * from the lowest zone whichever CPU asks, and the checker counts the never-used frames
  * between zones as free.
  *
@@ -207,8 +208,24 @@ static void test_homes(void)
 	ok(all_in_zone(m, mm, a0, n, m->pcp[0].home), "CPU 0's faults took frames of its home");
 	ok(all_in_zone(m, mm, a1, n, m->pcp[1].home), "CPU 1's faults took frames of its home");
 	is_int(pm_machine_check(m), 0, "pm_machine_check with never-used frames between homes");
-	ASSERT_EQ(pm_munmap(mm, a1, n * PG), 0);
+	/* CPU 0 frees what CPU 1 faulted: to its cache of zone 1, not to its home cache. */
 	ASSERT_TRUE(run_on(0));
+	{
+		int home_before = atomic_load_relaxed(&m->pcp[0].xcount);
+		struct pm_pcp *away = &m->pcp_away[0 * m->nr_zones + m->pcp[1].home];
+
+		ASSERT_EQ(pm_munmap(mm, a1, n * PG), 0);
+		ok(atomic_load_relaxed(&m->pcp[0].xcount) <= home_before + 8 &&
+		   atomic_load_relaxed(&away->xcount) > 0,
+		   "frames of CPU 1's home freed on CPU 0 go to CPU 0's cache of that zone "
+		   "(home %d -> %d, away %d)", home_before,
+		   atomic_load_relaxed(&m->pcp[0].xcount), atomic_load_relaxed(&away->xcount));
+		ASSERT_EQ(pm_mmap(mm, a1, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a1);
+		ASSERT_EQ(fault_pages(mm, a1, n), n);
+		ok(all_in_zone(m, mm, a1, n, m->pcp[0].home),
+		   "and CPU 0's next faults still take frames of its own home");
+		ASSERT_EQ(pm_munmap(mm, a1, n * PG), 0);
+	}
 	ASSERT_EQ(pm_munmap(mm, a0, n * PG), 0);
 	pm_rcu_barrier();
 	is_int(pm_machine_free_pages(m), free0 - 1, "free count exact (the PGD apart)");
@@ -246,11 +263,11 @@ int main(void)
 {
 	cpu_set_t saved;
 
-	plan(28);
+	plan(30);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !run_on(1) || !run_on(0)) {
-		skip(28, "needs CPUs 0 and 1");
+		skip(30, "needs CPUs 0 and 1");
 		run_anywhere(&saved);
 		return done_testing();
 	}
