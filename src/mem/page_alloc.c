@@ -325,29 +325,24 @@ static int pcp_refill_zone(struct pm_machine *m, struct pm_zone *z, struct pm_pc
 }
 
 /*
- * Give the @n coldest frames back to the buddy lists of their zones, holding one zone lock at
- * a time. Caller holds pcp->lock.
+ * Give the @n coldest frames back to the buddy lists. Every frame on a cache is of the zone
+ * it caches (refills come from that zone, frees go to the cache of the frame's zone), so one
+ * zone lock covers the batch. Caller holds pcp->lock.
  */
 static void pcp_drain(struct pm_machine *m, struct pm_pcp *pcp, int n)
 {
-	struct pm_zone *locked = NULL;
+	struct pm_zone *z = &m->zones[pcp->home];
 
 	pm_assert_locked(&pcp->lock);
+	zone_lock(m, z);
 	for (int i = 0; i < n; i++) {
 		struct pm_page *p = pm_list_entry(pcp->list.prev, struct pm_page, lru);
-		struct pm_zone *z = pfn_zone(m, page_to_pfn(m, p));
 
-		if (z != locked) {
-			if (locked)
-				zone_unlock(locked);
-			zone_lock(m, z);
-			locked = z;
-		}
+		pm_assert(pfn_zone(m, page_to_pfn(m, p)) == z);
 		pm_list_del(&p->lru);
 		free_one(m, z, p, 0);
 	}
-	if (locked)
-		zone_unlock(locked);
+	zone_unlock(z);
 }
 
 /* A frame from @pcp, refilled from its zone if empty; NULL when both are. */
