@@ -313,12 +313,20 @@ enum pm_stat_item {
 	HUGETLB_FAULTS,
 	ZONE_LOCK_ACQUISITIONS,
 	REMOTE_FRAMES,
+	PM_NR_PUBLIC_ITEMS,
+	/*
+	 * Private items, each an event that several public counters count: the hot path adds to
+	 * one slot and pm_machine_stats() adds it to each of them, so that a one-page pin or
+	 * unpin writes one counter, not two.
+	 */
+	GUP_FAST_PINS = PM_NR_PUBLIC_ITEMS, /* nr_foll_pin_acquired and gup_fast_pages */
+	UNPIN_SMALL_ONE,		    /* nr_foll_pin_released and unpin_folio_updates */
 	PM_NR_STAT_ITEMS
 };
-_Static_assert(PM_NR_STAT_ITEMS == PM_NR_STATS, "enum pm_stat_item matches struct pm_stats");
+_Static_assert(PM_NR_PUBLIC_ITEMS == PM_NR_STATS, "enum pm_stat_item matches struct pm_stats");
 
 struct pm_stat_block {
-	_Atomic unsigned long v[PM_NR_STATS]; /* written only by the owning thread */
+	_Atomic unsigned long v[PM_NR_STAT_ITEMS]; /* written only by the owning thread */
 	struct pm_list link;		      /* on machine->stat_blocks, under machine->lock */
 	bool in_use;			      /* owned by a live thread; under machine->lock */
 } __cacheline_aligned;
@@ -1195,6 +1203,53 @@ __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long
 #define FOLL_PUBLIC_MASK (FOLL_WRITE | FOLL_FORCE | FOLL_NOFAULT | FOLL_LONGTERM)
 
 /* // gup/gup.c */
+/*
+ * The has-pinned flag, tested before it is set (gup.c's top comment). Both GUP entry files use
+ * it.
+ */
+static __always_inline void mm_set_has_pinned(struct pm_mm *mm)
+{
+	if (knob(mm->m, PM_KNOB_HAS_PINNED_ALWAYS_WRITE)) {
+		/* Before 2021: atomic_set(&mm->has_pinned, 1) on every pin call. */
+		atomic_store_relaxed(&mm->xhas_pinned, 1);
+		count_event(mm->m, HAS_PINNED_WRITES, 1);
+		return;
+	}
+	if (likely(atomic_load_relaxed(&mm->xhas_pinned)))
+		return;
+	atomic_store_mb(&mm->xhas_pinned, 1);
+	count_event(mm->m, HAS_PINNED_WRITES, 1);
+}
+
+
+/* Linux's is_valid_gup_args plus the range checks. Return: 0 or -errno. */
+static __always_inline long pm__gup_check_args(struct pm_mm *mm, unsigned long start,
+					   unsigned long nr_pages, unsigned flags,
+					   struct pm_page **pages, bool pin, bool fast)
+{
+	unsigned long len, end;
+
+	if (unlikely(!mm) || (flags & ~FOLL_PUBLIC_MASK))
+		return -EINVAL;
+	if ((flags & FOLL_LONGTERM) && !pin)
+		return -EINVAL;
+	if ((pin || fast) && !pages)
+		return -EINVAL;
+	if (fast && nr_pages > INT_MAX)
+		return -EINVAL;
+	start &= PAGE_MASK;
+	if (nr_pages > (ULONG_MAX >> PAGE_SHIFT))
+		return -EOVERFLOW;
+	len = nr_pages << PAGE_SHIFT;
+	if (start + len < start)
+		return -EOVERFLOW;
+	end = start + len;
+	if (end > PM_TASK_SIZE)
+		return -EFAULT;
+	return 0;
+}
+
+
 __hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			   unsigned flags, struct pm_page **pages);
 __hidden void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags);

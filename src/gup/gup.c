@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * gup.c - get_user_pages and pin_user_pages: argument checks, the has-pinned flag, the slow
- * path under mmap_lock, the fast-path entry (the walk itself is gup_fast.c), and the unpin
- * family with its folio batching.
+ * gup.c - get_user_pages and pin_user_pages: the slow path under mmap_lock and its entry
+ * points, and the unpin family with its folio batching. The argument checks and the
+ * has-pinned flag are inlines in internal.h; the fast entry points and their lockless walk
+ * are gup_fast.c.
  *
  * References. A get adds 1 to the folio's refcount per page. A pin (FOLL_PIN) adds
  * GUP_PIN_COUNTING_BIAS (1024) to a small folio's refcount, and 1 to a large folio's refcount
@@ -20,22 +21,6 @@
  * the unconditional store of the code before that patch.
  */
 #include "internal.h"
-
-/* ---- has-pinned ---- */
-
-static __always_inline void mm_set_has_pinned(struct pm_mm *mm)
-{
-	if (knob(mm->m, PM_KNOB_HAS_PINNED_ALWAYS_WRITE)) {
-		/* Before 2021: atomic_set(&mm->has_pinned, 1) on every pin call. */
-		atomic_store_relaxed(&mm->xhas_pinned, 1);
-		count_event(mm->m, HAS_PINNED_WRITES, 1);
-		return;
-	}
-	if (likely(atomic_load_relaxed(&mm->xhas_pinned)))
-		return;
-	atomic_store_mb(&mm->xhas_pinned, 1);
-	count_event(mm->m, HAS_PINNED_WRITES, 1);
-}
 
 /* ---- taking and dropping references ---- */
 
@@ -344,37 +329,10 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 
 /* ---- argument checks and entry points ---- */
 
-/* Linux's is_valid_gup_args plus the range checks. Return: 0 or -errno. */
-static __always_inline long gup_check_args(struct pm_mm *mm, unsigned long start,
-					   unsigned long nr_pages, unsigned flags,
-					   struct pm_page **pages, bool pin, bool fast)
-{
-	unsigned long len, end;
-
-	if (unlikely(!mm) || (flags & ~FOLL_PUBLIC_MASK))
-		return -EINVAL;
-	if ((flags & FOLL_LONGTERM) && !pin)
-		return -EINVAL;
-	if ((pin || fast) && !pages)
-		return -EINVAL;
-	if (fast && nr_pages > INT_MAX)
-		return -EINVAL;
-	start &= PAGE_MASK;
-	if (nr_pages > (ULONG_MAX >> PAGE_SHIFT))
-		return -EOVERFLOW;
-	len = nr_pages << PAGE_SHIFT;
-	if (start + len < start)
-		return -EOVERFLOW;
-	end = start + len;
-	if (end > PM_TASK_SIZE)
-		return -EFAULT;
-	return 0;
-}
-
 long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, false, false);
+	long err = pm__gup_check_args(mm, start, nr_pages, gup_flags, pages, false, false);
 
 	if (err)
 		return err;
@@ -385,7 +343,7 @@ long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		       unsigned gup_flags, struct pm_page **pages)
 {
-	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, true, false);
+	long err = pm__gup_check_args(mm, start, nr_pages, gup_flags, pages, true, false);
 
 	if (err)
 		return err;
@@ -393,62 +351,6 @@ long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 		return 0;
 	mm_set_has_pinned(mm);
 	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
-}
-
-/*
- * gup_fast_fallback() - the lockless walk, then the slow path for whatever it left.
- * PM_KNOB_NO_GUP_FAST: no lockless walk at all (before 2008). PM_KNOB_GUP_FAST_RESTART (a
- * short walk's pages are dropped and the slow path redoes the whole range) is the walk's.
- * Inlined into the two entry points, as is everything on the way to the walk: a pin of one
- * page is a few dozen instructions besides its two atomic operations, and calls cost as
- * much as they do.
- */
-static __always_inline long gup_fast_fallback(struct pm_mm *mm, unsigned long start,
-					      unsigned long nr_pages, unsigned flags,
-					      struct pm_page **pages)
-{
-	struct pm_machine *m = mm->m;
-	unsigned long nr = 0;
-	long ret;
-
-	if (!nr_pages)
-		return 0;
-	if (flags & FOLL_PIN)
-		mm_set_has_pinned(mm);
-	if (knob(m, PM_KNOB_NO_GUP_FAST))
-		return pm__gup_slow(mm, start, nr_pages, flags, pages);
-
-	nr = pm__gup_fast_walk(mm, start, start + (nr_pages << PAGE_SHIFT), flags, pages);
-	if (likely(nr == nr_pages))
-		return (long)nr;
-	count_event(m, GUP_FAST_FALLBACKS, 1);
-	ret = pm__gup_slow(mm, start + (nr << PAGE_SHIFT), nr_pages - nr, flags, pages + nr);
-	if (ret < 0)
-		return nr ? (long)nr : ret;
-	return (long)nr + ret;
-}
-
-/* The two fast entry points: checks, then the lockless walk and what it leaves to the slow path. */
-static __always_inline long gup_fast_entry(struct pm_mm *mm, unsigned long start,
-					   unsigned long nr_pages, unsigned gup_flags,
-					   struct pm_page **pages, unsigned kind)
-{
-	long err = gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN, true);
-
-	return err ? err : gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | kind,
-					     pages);
-}
-
-long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			    unsigned gup_flags, struct pm_page **pages)
-{
-	return gup_fast_entry(mm, start, nr_pages, gup_flags, pages, FOLL_GET);
-}
-
-long pm_pin_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			    unsigned gup_flags, struct pm_page **pages)
-{
-	return gup_fast_entry(mm, start, nr_pages, gup_flags, pages, FOLL_PIN);
 }
 
 /* ---- release ---- */
@@ -463,7 +365,6 @@ void pm_unpin_user_page(struct pm_page *page)
 {
 	struct pm_folio *folio;
 	struct pm_machine *m;
-	struct pm_stat_block *stats;
 
 	if (!page)
 		return;
@@ -479,9 +380,7 @@ void pm_unpin_user_page(struct pm_page *page)
 		count_event(m, UNPIN_FOLIO_UPDATES, 1);
 		return;
 	}
-	stats = pm__stat_block(m);
-	count_event_in(m, stats, NR_FOLL_PIN_RELEASED, 1);
-	count_event_in(m, stats, UNPIN_FOLIO_UPDATES, 1);
+	count_event(m, UNPIN_SMALL_ONE, 1); /* one pin released in one folio update */
 }
 
 /* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. */

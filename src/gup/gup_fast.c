@@ -265,8 +265,9 @@ static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, p
 }
 
 /* Walk [start, end) from the PGD; stop at the first thing the fast path cannot take. */
-static unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned long end,
-				   unsigned flags, struct pm_page **pages)
+static __always_inline unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start,
+						   unsigned long end, unsigned flags,
+						   struct pm_page **pages)
 {
 	struct pm_machine *m = mm->m;
 	unsigned long addr = start, nr = 0;
@@ -301,7 +302,7 @@ static unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start, unsign
 }
 
 /**
- * pm__gup_fast_walk() - take references on the pages mapped at [@start, @end) without
+ * gup_fast_range() - take references on the pages mapped at [@start, @end) without
  * mmap_lock, stopping at the first page it cannot take.
  * @flags: FOLL_GET or FOLL_PIN, plus FOLL_WRITE / FOLL_LONGTERM.
  *
@@ -310,8 +311,9 @@ static unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start, unsign
  * posted): a walk that stops short gives everything back, so the slow path redoes the range.
  * Return: the number of pages taken from @start (possibly 0).
  */
-unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned long end,
-				unsigned flags, struct pm_page **pages)
+static __always_inline unsigned long gup_fast_range(struct pm_mm *mm, unsigned long start,
+						    unsigned long end, unsigned flags,
+						    struct pm_page **pages)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_stat_block *stats;
@@ -343,14 +345,79 @@ unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned 
 	if ((flags & FOLL_PIN) && nr) {
 		if (unlikely(atomic_load_mb(&mm->xwrite_protect_seq) != seq))
 			goto give_back;
-		count_event_in(m, stats, NR_FOLL_PIN_ACQUIRED, nr);
-	}
-	if (nr)
+		count_event_in(m, stats, GUP_FAST_PINS, nr); /* pins, and fast-path pages */
+	} else if (nr) {
 		count_event_in(m, stats, GUP_FAST_PAGES, nr);
+	}
 	return nr;
 
 give_back:
 	for (unsigned long i = 0; i < nr; i++)
 		ungrab_folio(page_folio(pages[i]), 1, flags);
 	return 0;
+}
+
+/* gup_fast_range(), out of line: for tests that drive the walk alone. */
+unsigned long pm__gup_fast_walk(struct pm_mm *mm, unsigned long start, unsigned long end,
+				unsigned flags, struct pm_page **pages)
+{
+	return gup_fast_range(mm, start, end, flags, pages);
+}
+
+/* ---- the fast entry points ---- */
+
+/*
+ * gup_fast_fallback() - the lockless walk, then the slow path for whatever it left.
+ * PM_KNOB_NO_GUP_FAST: no lockless walk at all (before 2008). PM_KNOB_GUP_FAST_RESTART (a
+ * short walk's pages are dropped and the slow path redoes the whole range) is the walk's.
+ * Inlined into the two entry points, as is everything on the way to the walk and the walk
+ * itself (which is why the entry points live in this file): a pin of one page is a few dozen
+ * instructions besides its two atomic operations, and calls cost as much as they do.
+ */
+static __always_inline long gup_fast_fallback(struct pm_mm *mm, unsigned long start,
+					      unsigned long nr_pages, unsigned flags,
+					      struct pm_page **pages)
+{
+	struct pm_machine *m = mm->m;
+	unsigned long nr = 0;
+	long ret;
+
+	if (!nr_pages)
+		return 0;
+	if (flags & FOLL_PIN)
+		mm_set_has_pinned(mm);
+	if (knob(m, PM_KNOB_NO_GUP_FAST))
+		return pm__gup_slow(mm, start, nr_pages, flags, pages);
+
+	nr = gup_fast_range(mm, start, start + (nr_pages << PAGE_SHIFT), flags, pages);
+	if (likely(nr == nr_pages))
+		return (long)nr;
+	count_event(m, GUP_FAST_FALLBACKS, 1);
+	ret = pm__gup_slow(mm, start + (nr << PAGE_SHIFT), nr_pages - nr, flags, pages + nr);
+	if (ret < 0)
+		return nr ? (long)nr : ret;
+	return (long)nr + ret;
+}
+
+/* The two fast entry points: checks, then the lockless walk and what it leaves to the slow path. */
+static __always_inline long gup_fast_entry(struct pm_mm *mm, unsigned long start,
+					   unsigned long nr_pages, unsigned gup_flags,
+					   struct pm_page **pages, unsigned kind)
+{
+	long err = pm__gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN, true);
+
+	return err ? err : gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | kind,
+					     pages);
+}
+
+long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			    unsigned gup_flags, struct pm_page **pages)
+{
+	return gup_fast_entry(mm, start, nr_pages, gup_flags, pages, FOLL_GET);
+}
+
+long pm_pin_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			    unsigned gup_flags, struct pm_page **pages)
+{
+	return gup_fast_entry(mm, start, nr_pages, gup_flags, pages, FOLL_PIN);
 }

@@ -165,7 +165,7 @@ struct pm_stat_block *pm__stat_block_slow(struct pm_machine *m)
 
 void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
 {
-	unsigned long sum[PM_NR_STATS];
+	unsigned long sum[PM_NR_STAT_ITEMS];
 	struct pm_list *pos;
 
 	if (unlikely(!m || !out)) {
@@ -173,16 +173,21 @@ void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
 			memset(out, 0, sizeof(*out));
 		return;
 	}
-	for (unsigned i = 0; i < PM_NR_STATS; i++)
+	for (unsigned i = 0; i < PM_NR_STAT_ITEMS; i++)
 		sum[i] = atomic_load_relaxed(&m->shared_stats.v[i]);
 	pthread_mutex_lock(&m->lock);
 	pm_list_for_each(pos, &m->stat_blocks) {
 		struct pm_stat_block *b = pm_list_entry(pos, struct pm_stat_block, link);
 
-		for (unsigned i = 0; i < PM_NR_STATS; i++)
+		for (unsigned i = 0; i < PM_NR_STAT_ITEMS; i++)
 			sum[i] += atomic_load_relaxed(&b->v[i]);
 	}
 	pthread_mutex_unlock(&m->lock);
+	/* The private items, into each public counter that counts their event. */
+	sum[NR_FOLL_PIN_ACQUIRED] += sum[GUP_FAST_PINS];
+	sum[GUP_FAST_PAGES] += sum[GUP_FAST_PINS];
+	sum[NR_FOLL_PIN_RELEASED] += sum[UNPIN_SMALL_ONE];
+	sum[UNPIN_FOLIO_UPDATES] += sum[UNPIN_SMALL_ONE];
 	memcpy(out, sum, sizeof(*out));
 }
 
