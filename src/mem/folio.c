@@ -62,23 +62,34 @@ void pm__folio_free(struct pm_folio *folio)
 }
 
 /*
- * pm__folios_put() - drop one reference on each of @n folios of @m: Linux's folios_put. The
- * small folios whose reference was the last go back to this CPU's cache together, under one
- * lock (pm__free_frames_batch); any other goes through pm__folio_free().
+ * Drop one reference on each of @n folios of @m. The small folios whose reference was the
+ * last go back to this CPU's cache together, under one lock (pm__free_frames_batch); any
+ * other goes through pm__folio_free(). With @clear (a page flag's mask), each folio loses
+ * those flags before its reference, unless that reference is its last: then a compare-and-
+ * swap from 1 to 0 takes it, in one atomic instead of two, since a zero count refuses every
+ * new reference (pm__folio_try_get) and the free clears every flag.
  */
-void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n)
+static void folios_put_clear(struct pm_machine *m, struct pm_folio **folios, unsigned n,
+			     unsigned long clear)
 {
 	struct pm_page *frames[64];
 	unsigned nr = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		struct pm_folio *folio = folios[i];
-		int old = atomic_sub_mb(&folio->page.xrefcount, 1);
+		bool small = !folio_test_large(folio) && !folio_test_hugetlb(folio);
+		int old = 1;
 
+		if (!clear || !small || atomic_load_relaxed(&folio->page.xrefcount) != 1 ||
+		    !atomic_cas_mb(&folio->page.xrefcount, &old, 0)) {
+			if (clear)
+				atomic_and_relaxed(&folio->page.xflags, ~clear);
+			old = atomic_sub_mb(&folio->page.xrefcount, 1);
+		}
 		pm_assert_cmp(old, >=, 1);
 		if (old != 1)
 			continue;
-		if (folio_test_large(folio) || folio_test_hugetlb(folio)) {
+		if (!small) {
 			pm__folio_free(folio);
 			continue;
 		}
@@ -95,6 +106,21 @@ void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n)
 	}
 	if (nr)
 		pm__free_frames_batch(m, frames, nr);
+}
+
+/* pm__folios_put() - drop one reference on each of @n folios of @m: Linux's folios_put. */
+void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n)
+{
+	folios_put_clear(m, folios, n, 0);
+}
+
+/*
+ * pm__folios_put_cache() - drop the page cache's reference on each of @n folios that left a
+ * shmem cache nobody can look up any more (its teardown), with their PG_shmem.
+ */
+void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n)
+{
+	folios_put_clear(m, folios, n, PGF(PG_shmem));
 }
 
 /**

@@ -436,9 +436,11 @@ unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct p
 
 /*
  * Empty the cache and free the tree, in one pass: each folio loses PG_shmem and the cache's
- * reference (a leaf's folios together: pm__folios_put), each node is freed after its slots. No locks, no RCU: nobody maps or references
- * the object any more, so nobody can look it up (the last munmap's zap has run, and a fault
- * holds a reference to the object through its VMA). What is pinned lives on until its unpin.
+ * reference (a leaf's folios together: pm__folios_put_cache, which takes a last reference and
+ * the flag in one atomic), each node is freed after its slots. No locks, no RCU: nobody maps
+ * or references the object any more, so nobody can look it up (the last munmap's zap has
+ * run, and a fault holds a reference to the object through its VMA). What is pinned lives on
+ * until its unpin.
  * Context: the object's last reference is gone.
  */
 static void tree_destroy(struct pm_machine *m, struct pm_shmem_node *n)
@@ -454,12 +456,11 @@ static void tree_destroy(struct pm_machine *m, struct pm_shmem_node *n)
 		if (n->shift) {
 			tree_destroy(m, p);
 		} else {
-			page_clear(&((struct pm_folio *)p)->page, PG_shmem);
 			batch[nr++] = p;
 		}
 	}
 	if (nr)
-		pm__folios_put(m, batch, nr); /* a leaf's folios freed together */
+		pm__folios_put_cache(m, batch, nr); /* a leaf's folios, and their PG_shmem */
 	free(n);
 }
 
