@@ -43,6 +43,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -332,6 +333,20 @@ struct pm_stat_block {
 } __cacheline_aligned;
 
 /*
+ * A cache of free shmem tree nodes (shmem/cache.c), as Linux's slab keeps its per-CPU ones:
+ * one per CPU, and the machine's depot behind them.
+ */
+struct pm_node_cache {
+	struct pm_spinlock lock;
+	unsigned count;			/* nodes on head; under lock */
+	struct pm_shmem_node *head;	/* linked through their parent pointer; under lock */
+} __cacheline_aligned;
+
+#define NODE_CACHE_BATCH 32	/* nodes moved between a CPU's cache and the depot at once */
+#define NODE_CACHE_HIGH 128	/* a CPU's cache gives a batch back to the depot above this */
+#define NODE_DEPOT_MAX 4096	/* the depot frees to malloc above this (2.3 MiB of nodes) */
+
+/*
  * struct pm_machine - physical memory and everything global to it.
  */
 struct pm_machine {
@@ -351,6 +366,8 @@ struct pm_machine {
 					 * zones' frames (its home's entry unused); NULL with
 					 * one zone */
 	int pcp_high_min, pcp_high_max;	/* bounds of each cache's high mark */
+	struct pm_node_cache *node_caches; /* nr_cpus free shmem tree nodes per CPU, then the
+					    * depot (shmem/cache.c) */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
 	void *arena_map;		/* the mmap that holds the arena */
@@ -546,6 +563,14 @@ static inline void count_event_in(struct pm_machine *m, struct pm_stat_block *b,
 static inline void count_event(struct pm_machine *m, enum pm_stat_item item, unsigned long n)
 {
 	count_event_in(m, pm__stat_block(m), item, n);
+}
+
+/* The CPU this thread runs on now, as an index of the machine's per-CPU arrays. */
+static inline unsigned pm__this_cpu(const struct pm_machine *m)
+{
+	int cpu = sched_getcpu();
+
+	return cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0;
 }
 
 static inline bool knob(const struct pm_machine *m, unsigned k)
@@ -1139,6 +1164,8 @@ __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct p
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
 					struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);
+__hidden int pm__shmem_nodes_init(struct pm_machine *m);
+__hidden void pm__shmem_nodes_exit(struct pm_machine *m);
 
 /* // shmem/limit.c */
 __hidden int pm__shmem_limit_init(struct pm_shmem *f);

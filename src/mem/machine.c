@@ -286,7 +286,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	if (err)
 		goto fail_pcp;
 
-	if (pm__page_alloc_init(m))
+	if (pm__page_alloc_init(m) || pm__shmem_nodes_init(m))
 		goto fail_slot;
 
 	/*
@@ -320,6 +320,7 @@ fail_slot:
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 fail_pcp:
+	pm__shmem_nodes_exit(m);
 	pm__page_alloc_exit(m);
 	free(m->pcp);
 fail_pages:
@@ -357,6 +358,7 @@ void pm_machine_destroy(struct pm_machine *m)
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 
+	pm__shmem_nodes_exit(m);
 	pm__page_alloc_exit(m);
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));

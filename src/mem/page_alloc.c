@@ -264,13 +264,6 @@ void pm__page_alloc_exit(struct pm_machine *m)
 	m->zones = NULL;
 }
 
-static unsigned this_cpu(struct pm_machine *m)
-{
-	int cpu = sched_getcpu();
-
-	return cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0;
-}
-
 /* CPU @cpu's cache of zone @zone's frames: its home cache, or one of its away caches. */
 static struct pm_pcp *cpu_zone_pcp(struct pm_machine *m, unsigned cpu, unsigned zone)
 {
@@ -382,7 +375,7 @@ static struct pm_page *pcp_take(struct pm_machine *m, struct pm_pcp *pcp, uint8_
  */
 static struct pm_page *pcp_alloc(struct pm_machine *m)
 {
-	unsigned cpu = this_cpu(m), home = m->pcp[cpu].home;
+	unsigned cpu = pm__this_cpu(m), home = m->pcp[cpu].home;
 	struct pm_page *page = pcp_take(m, &m->pcp[cpu], cpu_tag(cpu));
 
 	for (unsigned i = 1; !page && i < m->nr_zones; i++)
@@ -397,7 +390,7 @@ static struct pm_page *pcp_alloc(struct pm_machine *m)
  */
 static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n)
 {
-	unsigned cpu = this_cpu(m);
+	unsigned cpu = pm__this_cpu(m);
 	struct pm_pcp *home = &m->pcp[cpu], *locked = NULL;
 	struct pm_zone *hz = &m->zones[home->home];
 	uint8_t tag = cpu_tag(cpu);
