@@ -9,6 +9,10 @@
  * through a four-entry thread-local cache keyed by the machine's id, which is never reused,
  * so a stale entry for a destroyed machine can never match a new one. When a thread exits its
  * blocks are marked free (their counts stay, they are sums) and a later thread reuses them.
+ * A few private counters each stand for an event that two public counters count (a fast pin:
+ * a pin acquired and a page taken by the lockless walk); the hot path adds to the one slot,
+ * and pm_machine_stats() adds it to both, so GUP-fast's pin+unpin of one page writes two
+ * counters instead of four.
  *
  * Machine lookup from a page. pm_put_page() and the unpin family get a bare page; the page's
  * descriptor carries the machine's slot in pm__machines[], so the lookup is one load.

@@ -379,6 +379,12 @@ static void test_counts_small(void)
 	ok(!pm_folio_maybe_dma_pinned(f), "not pinned any more");
 	s1 = pmt_stats(m);
 	is_int(s1.nr_foll_pin_released - s0.nr_foll_pin_released, 2, "nr_foll_pin_released +2");
+	/* The fast pin and the one-page unpins each count in one private slot that stands for
+	 * two public counters: both must read it. */
+	is_int(s1.gup_fast_pages - s0.gup_fast_pages, 1, "the fast pin: gup_fast_pages +1");
+	is_int(s1.gup_slow_pages - s0.gup_slow_pages, 1, "the slow pin: gup_slow_pages +1");
+	is_int(s1.unpin_folio_updates - s0.unpin_folio_updates, 2,
+	       "two one-page unpins: unpin_folio_updates +2");
 
 	/* Gets: +1 each; 1023 references read as "maybe pinned", as in Linux. */
 	is_int(pm_get_user_pages(mm, x, 1, 0, &p), 1, "get");
