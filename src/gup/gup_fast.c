@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * gup_fast.c - the lockless page-table walk of get_user_pages_fast / pin_user_pages_fast.
+ * gup_fast.c - get_user_pages_fast / pin_user_pages_fast: their entry points and the lockless
+ * page-table walk, inlined into them.
  *
  * The 2008 fast_gup takes references on the pages of the caller's address space without
  * mmap_lock, the way the CPU's own page walker reaches them: entries are read with single
@@ -399,12 +400,13 @@ static __always_inline long gup_fast_fallback(struct pm_mm *mm, unsigned long st
 	return (long)nr + ret;
 }
 
-/* The two fast entry points: checks, then the lockless walk and what it leaves to the slow path. */
+/* The two fast entry points: checks, the lockless walk, and the slow path for what it left. */
 static __always_inline long gup_fast_entry(struct pm_mm *mm, unsigned long start,
 					   unsigned long nr_pages, unsigned gup_flags,
 					   struct pm_page **pages, unsigned kind)
 {
-	long err = pm__gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN, true);
+	long err = pm__gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN,
+				      true);
 
 	return err ? err : gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | kind,
 					     pages);

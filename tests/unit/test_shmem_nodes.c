@@ -26,6 +26,11 @@ static bool run_on(int cpu)
 	return sched_getcpu() == cpu;
 }
 
+static int fault_at(struct pm_mm *mm, long base, unsigned long page)
+{
+	return pm_fault(mm, (unsigned long)base + page * PG, PM_FAULT_WRITE);
+}
+
 static unsigned cached(struct pm_machine *m, unsigned i)
 {
 	struct pm_node_cache *c = &m->node_caches[i];
@@ -97,12 +102,13 @@ static void test_reuse(bool two_cpus)
 
 		ASSERT_TRUE(f && addr >= 0);
 		for (unsigned long i = 0; i < 16; i++)
-			ASSERT_EQ(pm_fault(mm, (unsigned long)addr + i * 64 * PG, PM_FAULT_WRITE), 0);
+			ASSERT_EQ(fault_at(mm, addr, i * 64), 0);
 		if (two_cpus)
 			is_int(cached_total(m), before,
-			       "CPU 1's cache is empty and the depot too: CPU 1 takes from malloc");
+			       "CPU 1's cache and the depot are empty: CPU 1 takes from malloc");
 		else
-			is_int(cached_total(m), before - 17, "a new tree takes its 17 nodes from the cache");
+			is_int(cached_total(m), before - 17,
+			       "a new tree takes its 17 nodes from the cache");
 		pm_munmap(mm, (unsigned long)addr, 1024 * PG);
 		pm_shmem_put(f);
 		pm_rcu_barrier();
@@ -144,7 +150,7 @@ static void test_depot(void)
 
 		ASSERT_TRUE(f && addr >= 0);
 		for (unsigned long i = 0; i < 16; i++)
-			ASSERT_EQ(pm_fault(mm, (unsigned long)addr + i * 64 * PG, PM_FAULT_WRITE), 0);
+			ASSERT_EQ(fault_at(mm, addr, i * 64), 0);
 		is_int(cached_total(m), total - 17, "CPU 1's 17 nodes came from the depot");
 		is_int(cached(m, m->nr_cpus), NODE_DEPOT_MAX - NODE_CACHE_BATCH,
 		       "in one batch");
