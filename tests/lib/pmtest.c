@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 
 #include "pmtest.h"
 
@@ -51,6 +52,18 @@ struct pm_stats pmt_stats(struct pm_machine *m)
 
 	pm_machine_stats(m, &s);
 	return s;
+}
+
+bool pmt_run_on(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		return false;
+	sched_yield();
+	return sched_getcpu() == cpu;
 }
 
 size_t pmt_free_pages(struct pm_machine *m)

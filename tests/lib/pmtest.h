@@ -55,6 +55,12 @@ struct pm_mm *pmt_fork(struct pm_mm *mm);
  */
 size_t pmt_setup(struct pm_machine **m, struct pm_mm **mm, size_t mib, unsigned knobs);
 
+/*
+ * Move this thread to CPU @cpu (sched_setaffinity) and yield, so that it runs there before
+ * returning: false if the CPU cannot be had. pinmm's per-CPU caches follow sched_getcpu().
+ */
+bool pmt_run_on(int cpu);
+
 /* ---- counters ---- */
 
 struct pm_stats pmt_stats(struct pm_machine *m);

@@ -17,24 +17,13 @@
 #include <sched.h>
 
 #include "internal.h"
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
 #define MiB (1UL << 20)
 #define PG 4096UL
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
-
-static bool run_on(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		return false;
-	sched_yield();
-	return sched_getcpu() == cpu;
-}
 
 static void run_anywhere(cpu_set_t *saved)
 {
@@ -87,10 +76,10 @@ static void test_migrate(void)
 		int from = round & 1, to = !from;
 		int cached;
 
-		ASSERT_TRUE(run_on(from));
+		ASSERT_TRUE(pmt_run_on(from));
 		ASSERT_EQ(pm_mmap(mm, addr, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)addr);
 		faulted &= fault_pages(mm, addr, n) == n;
-		ASSERT_TRUE(run_on(to));
+		ASSERT_TRUE(pmt_run_on(to));
 		cached = atomic_load_relaxed(&m->pcp[to].xcount);
 		ASSERT_EQ(pm_munmap(mm, addr, n * PG), 0);
 		pm_rcu_barrier();
@@ -132,14 +121,14 @@ static void test_oom_drains_other_cpu(void)
 	mm = pm_mm_create(m);
 	ASSERT_TRUE(mm);
 	for (int round = 0; round < 2; round++) {
-		ASSERT_TRUE(run_on(0));
+		ASSERT_TRUE(pmt_run_on(0));
 		ASSERT_EQ(pm_mmap(mm, addr, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)addr);
 		got[round] = fault_pages(mm, addr, n);
 		ASSERT_EQ(pm_fault(mm, addr + got[round] * PG, PM_FAULT_WRITE), -ENOMEM);
 		/* The failing allocation drained every cache and set the marks back. */
 		for (unsigned c = 0; c < m->nr_cpus; c++)
 			minimal &= m->pcp[c].high == m->pcp_high_min;
-		ASSERT_TRUE(run_on(1));
+		ASSERT_TRUE(pmt_run_on(1));
 		ASSERT_EQ(pm_munmap(mm, addr, n * PG), 0);
 		pm_rcu_barrier();
 		ok(atomic_load_relaxed(&m->pcp[1].xcount) > 0,
@@ -199,17 +188,17 @@ static void test_homes(void)
 	free0 = pm_machine_free_pages(m);
 	mm = pm_mm_create(m);
 	ASSERT_TRUE(mm);
-	ASSERT_TRUE(run_on(0));
+	ASSERT_TRUE(pmt_run_on(0));
 	ASSERT_EQ(pm_mmap(mm, a0, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a0);
 	ASSERT_EQ(fault_pages(mm, a0, n), n);
-	ASSERT_TRUE(run_on(1));
+	ASSERT_TRUE(pmt_run_on(1));
 	ASSERT_EQ(pm_mmap(mm, a1, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a1);
 	ASSERT_EQ(fault_pages(mm, a1, n), n);
 	ok(all_in_zone(m, mm, a0, n, m->pcp[0].home), "CPU 0's faults took frames of its home");
 	ok(all_in_zone(m, mm, a1, n, m->pcp[1].home), "CPU 1's faults took frames of its home");
 	is_int(pm_machine_check(m), 0, "pm_machine_check with never-used frames between homes");
 	/* CPU 0 frees what CPU 1 faulted: to its cache of zone 1, not to its home cache. */
-	ASSERT_TRUE(run_on(0));
+	ASSERT_TRUE(pmt_run_on(0));
 	{
 		int home_before = atomic_load_relaxed(&m->pcp[0].xcount);
 		struct pm_pcp *away = &m->pcp_away[0 * m->nr_zones + m->pcp[1].home];
@@ -231,13 +220,13 @@ static void test_homes(void)
 	is_int(pm_machine_free_pages(m), free0 - 1, "free count exact (the PGD apart)");
 
 	/* A huge page from the lowest zone, whichever CPU asks. */
-	ASSERT_TRUE(run_on(1));
+	ASSERT_TRUE(pmt_run_on(1));
 	ASSERT_EQ(pm_mmap(mm, a1, 2 * MiB, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a1);
 	ASSERT_EQ(pm_madvise(mm, a1, 2 * MiB, PM_MADV_HUGEPAGE), 0);
 	ASSERT_EQ(pm_fault(mm, a1, PM_FAULT_WRITE), 0);
 	ok(pfn_at(mm, a1) < m->zone_pages, "a THP faulted on CPU 1 comes from zone 0");
 	ASSERT_EQ(pm_munmap(mm, a1, 2 * MiB), 0);
-	ASSERT_TRUE(run_on(0));
+	ASSERT_TRUE(pmt_run_on(0));
 	pm_rcu_barrier();
 
 	/* One CPU fills the whole machine: its home first, then the other zone. */
@@ -266,7 +255,7 @@ int main(void)
 	plan(30);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
-	    !run_on(1) || !run_on(0)) {
+	    !pmt_run_on(1) || !pmt_run_on(0)) {
 		skip(30, "needs CPUs 0 and 1");
 		run_anywhere(&saved);
 		return done_testing();

@@ -8,30 +8,22 @@
 #include <sched.h>
 
 #include "internal.h"
+#include "lib/pmtest.h"
 #include "lib/tap.h"
 
-#define MiB (1UL << 20)
 #define PG 4096UL
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 
-static bool run_on(int cpu)
-{
-	cpu_set_t set;
+static struct pm_machine *m;
+static struct pm_mm *mm;
+static size_t free0;
 
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	if (sched_setaffinity(0, sizeof(set), &set))
-		return false;
-	sched_yield();
-	return sched_getcpu() == cpu;
-}
-
-static int fault_at(struct pm_mm *mm, long base, unsigned long page)
+static int fault_at(long base, unsigned long page)
 {
 	return pm_fault(mm, (unsigned long)base + page * PG, PM_FAULT_WRITE);
 }
 
-static unsigned cached(struct pm_machine *m, unsigned i)
+static unsigned cached(unsigned i)
 {
 	struct pm_node_cache *c = &m->node_caches[i];
 	unsigned n;
@@ -42,80 +34,89 @@ static unsigned cached(struct pm_machine *m, unsigned i)
 	return n;
 }
 
-static unsigned cached_total(struct pm_machine *m)
+static unsigned cached_total(void)
 {
 	unsigned n = 0;
 
 	for (unsigned i = 0; i <= m->nr_cpus; i++)
-		n += cached(m, i);
+		n += cached(i);
 	return n;
 }
 
-/*
- * Fault one page in each of @leaves 64-page leaves of a new object of @pages pages on the
- * current CPU, then tear it down (munmap, last put). Return: false if a fault failed.
- */
-static bool fill_and_tear_down(struct pm_machine *m, struct pm_mm *mm, unsigned long pages,
-			       unsigned long leaves)
-{
-	struct pm_shmem *f = pm_shmem_create(m, pages * PG, 0);
-	bool ok_all = true;
+/* An object mapped shared in an mm, and how to make, fault and tear it down. */
+struct obj {
+	struct pm_shmem *f;
 	long addr;
+	unsigned long pages;
+};
 
-	if (!f)
+static bool obj_map(struct obj *o, unsigned long pages)
+{
+	o->pages = pages;
+	o->f = pm_shmem_create(m, pages * PG, 0);
+	if (!o->f)
 		return false;
-	addr = pm_mmap(mm, 0, pages * PG, RW, PM_MAP_SHARED, f, 0);
-	if (addr < 0) {
-		pm_shmem_put(f);
-		return false;
-	}
+	o->addr = pm_mmap(mm, 0, pages * PG, RW, PM_MAP_SHARED, o->f, 0);
+	if (o->addr >= 0)
+		return true;
+	pm_shmem_put(o->f);
+	return false;
+}
+
+/* Fault one page in each of the first @leaves 64-page leaves. Return: false if one failed. */
+static bool obj_fault_leaves(struct obj *o, unsigned long leaves)
+{
+	bool ok_all = true;
+
 	for (unsigned long i = 0; i < leaves; i++)
-		ok_all &= pm_fault(mm, (unsigned long)addr + i * 64 * PG, PM_FAULT_WRITE) == 0;
-	pm_munmap(mm, (unsigned long)addr, pages * PG);
-	pm_shmem_put(f);
+		ok_all &= fault_at(o->addr, i * 64) == 0;
+	return ok_all;
+}
+
+/* Unmap and put the object: its tree is torn down on this CPU (and RCU has run). */
+static void obj_tear_down(struct obj *o)
+{
+	pm_munmap(mm, (unsigned long)o->addr, o->pages * PG);
+	pm_shmem_put(o->f);
 	pm_rcu_barrier();
+}
+
+static bool fill_and_tear_down(unsigned long pages, unsigned long leaves)
+{
+	struct obj o;
+	bool ok_all;
+
+	if (!obj_map(&o, pages))
+		return false;
+	ok_all = obj_fault_leaves(&o, leaves);
+	obj_tear_down(&o);
 	return ok_all;
 }
 
 /* 1024 pages: 16 leaves under one root, 17 nodes. */
 static void test_reuse(bool two_cpus)
 {
-	struct pm_config cfg = { .mem_bytes = 64 * MiB };
-	struct pm_machine *m = pm_machine_create(&cfg);
-	struct pm_mm *mm;
 	unsigned before;
+	struct obj o;
 
-	ASSERT_TRUE(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
-	ASSERT_TRUE(run_on(0));
-	is_int(cached_total(m), 0, "a new machine caches no node");
-	ok(fill_and_tear_down(m, mm, 1024, 16), "16 leaves faulted");
-	is_int(cached(m, 0), 17, "the 17 nodes of the torn-down tree are on CPU 0's cache");
-	is_int(cached(m, m->nr_cpus), 0, "below the high mark, none went to the depot");
+	free0 = pmt_setup(&m, &mm, 64, 0);
+	ASSERT_TRUE(pmt_run_on(0));
+	is_int(cached_total(), 0, "a new machine caches no node");
+	ok(fill_and_tear_down(1024, 16), "16 leaves faulted");
+	is_int(cached(0), 17, "the 17 nodes of the torn-down tree are on CPU 0's cache");
+	is_int(cached(m->nr_cpus), 0, "below the high mark, none went to the depot");
 	if (two_cpus)
-		ASSERT_TRUE(run_on(1));
-	before = cached_total(m);
-	{
-		struct pm_shmem *f = pm_shmem_create(m, 1024 * PG, 0);
-		long addr = pm_mmap(mm, 0, 1024 * PG, RW, PM_MAP_SHARED, f, 0);
-
-		ASSERT_TRUE(f && addr >= 0);
-		for (unsigned long i = 0; i < 16; i++)
-			ASSERT_EQ(fault_at(mm, addr, i * 64), 0);
-		if (two_cpus)
-			is_int(cached_total(m), before,
-			       "CPU 1's cache and the depot are empty: CPU 1 takes from malloc");
-		else
-			is_int(cached_total(m), before - 17,
-			       "a new tree takes its 17 nodes from the cache");
-		pm_munmap(mm, (unsigned long)addr, 1024 * PG);
-		pm_shmem_put(f);
-		pm_rcu_barrier();
-	}
-	is_int(pm_machine_check(m), 0, "pm_machine_check");
-	pm_mm_destroy(mm);
-	pm_machine_destroy(m);
+		ASSERT_TRUE(pmt_run_on(1));
+	before = cached_total();
+	ASSERT_TRUE(obj_map(&o, 1024));
+	ASSERT_TRUE(obj_fault_leaves(&o, 16));
+	if (two_cpus)
+		is_int(cached_total(), before,
+		       "CPU 1's cache and the depot are empty: CPU 1 takes from malloc");
+	else
+		is_int(cached_total(), before - 17, "a new tree takes its 17 nodes from the cache");
+	obj_tear_down(&o);
+	pmt_teardown(&m, &mm, free0, two_cpus ? "reuse on CPU 1" : "reuse");
 }
 
 /*
@@ -124,43 +125,28 @@ static void test_reuse(bool two_cpus)
  */
 static void test_depot(void)
 {
-	struct pm_config cfg = { .mem_bytes = 64 * MiB };
-	struct pm_machine *m = pm_machine_create(&cfg);
 	const unsigned long leaves = NODE_DEPOT_MAX + 300;
 	unsigned c0, depot, total;
-	struct pm_mm *mm;
+	struct obj o;
 
-	ASSERT_TRUE(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
-	ASSERT_TRUE(run_on(0));
-	ok(fill_and_tear_down(m, mm, leaves * 64, leaves), "one page in each of 4396 leaves");
-	c0 = cached(m, 0);
-	depot = cached(m, m->nr_cpus);
+	free0 = pmt_setup(&m, &mm, 64, 0);
+	ASSERT_TRUE(pmt_run_on(0));
+	ok(fill_and_tear_down(leaves * 64, leaves), "one page in each of 4396 leaves");
+	c0 = cached(0);
+	depot = cached(m->nr_cpus);
 	ok(c0 > NODE_CACHE_HIGH - NODE_CACHE_BATCH && c0 <= NODE_CACHE_HIGH,
 	   "CPU 0's cache ends within a batch of its high mark (%u)", c0);
 	is_int(depot, NODE_DEPOT_MAX, "the depot is full; what was beyond it went to malloc");
 
 	/* CPU 1: 1024 pages, 17 nodes, from the depot in batches. */
-	ASSERT_TRUE(run_on(1));
-	total = cached_total(m);
-	{
-		struct pm_shmem *f = pm_shmem_create(m, 1024 * PG, 0);
-		long addr = pm_mmap(mm, 0, 1024 * PG, RW, PM_MAP_SHARED, f, 0);
-
-		ASSERT_TRUE(f && addr >= 0);
-		for (unsigned long i = 0; i < 16; i++)
-			ASSERT_EQ(fault_at(mm, addr, i * 64), 0);
-		is_int(cached_total(m), total - 17, "CPU 1's 17 nodes came from the depot");
-		is_int(cached(m, m->nr_cpus), NODE_DEPOT_MAX - NODE_CACHE_BATCH,
-		       "in one batch");
-		pm_munmap(mm, (unsigned long)addr, 1024 * PG);
-		pm_shmem_put(f);
-		pm_rcu_barrier();
-	}
-	is_int(pm_machine_check(m), 0, "pm_machine_check");
-	pm_mm_destroy(mm);
-	pm_machine_destroy(m); /* LeakSanitizer: every cached node is freed */
+	ASSERT_TRUE(pmt_run_on(1));
+	total = cached_total();
+	ASSERT_TRUE(obj_map(&o, 1024));
+	ASSERT_TRUE(obj_fault_leaves(&o, 16));
+	is_int(cached_total(), total - 17, "CPU 1's 17 nodes came from the depot");
+	is_int(cached(m->nr_cpus), NODE_DEPOT_MAX - NODE_CACHE_BATCH, "in one batch");
+	obj_tear_down(&o);
+	pmt_teardown(&m, &mm, free0, "depot"); /* LeakSanitizer: every cached node is freed */
 }
 
 /*
@@ -169,49 +155,36 @@ static void test_depot(void)
  */
 static void test_injected_failure(void)
 {
-	struct pm_config cfg = { .mem_bytes = 64 * MiB };
-	struct pm_machine *m = pm_machine_create(&cfg);
-	struct pm_shmem *f;
-	struct pm_mm *mm;
 	unsigned before;
-	long addr;
+	struct obj o;
 
-	ASSERT_TRUE(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
-	ASSERT_TRUE(run_on(0));
-	ok(fill_and_tear_down(m, mm, 1024, 16), "16 leaves faulted");
-	f = pm_shmem_create(m, 1024 * PG, 0);
-	addr = pm_mmap(mm, 0, 1024 * PG, RW, PM_MAP_SHARED, f, 0);
-	ASSERT_TRUE(f && addr >= 0);
+	free0 = pmt_setup(&m, &mm, 64, 0);
+	ASSERT_TRUE(pmt_run_on(0));
+	ok(fill_and_tear_down(1024, 16), "16 leaves faulted");
+	ASSERT_TRUE(obj_map(&o, 1024));
 	/* Index 0: a leaf that is the root. Index 64 then needs a new root and a leaf. */
-	ASSERT_EQ(pm_fault(mm, (unsigned long)addr, PM_FAULT_WRITE), 0);
-	before = cached_total(m);
+	ASSERT_EQ(fault_at(o.addr, 0), 0);
+	before = cached_total();
 	pm_fail_nth(m, 2);
-	is_int(pm_fault(mm, (unsigned long)addr + 64 * PG, PM_FAULT_WRITE), -ENOMEM,
+	is_int(fault_at(o.addr, 64), -ENOMEM,
 	       "the first node's allocation fails as injected: -ENOMEM");
-	is_int(cached_total(m), before, "and took no node from the cache");
+	is_int(cached_total(), before, "and took no node from the cache");
 	pm_fail_nth(m, 0);
-	is_int(pm_fault(mm, (unsigned long)addr + 64 * PG, PM_FAULT_WRITE), 0,
-	       "the retry succeeds");
-	is_int(cached_total(m), before - 2, "with two cached nodes, the new root and the leaf");
-	pm_munmap(mm, (unsigned long)addr, 1024 * PG);
-	pm_shmem_put(f);
-	pm_rcu_barrier();
-	is_int(pm_machine_check(m), 0, "pm_machine_check");
-	pm_mm_destroy(mm);
-	pm_machine_destroy(m);
+	is_int(fault_at(o.addr, 64), 0, "the retry succeeds");
+	is_int(cached_total(), before - 2, "with two cached nodes, the new root and the leaf");
+	obj_tear_down(&o);
+	pmt_teardown(&m, &mm, free0, "injected failure");
 }
 
 int main(void)
 {
 	cpu_set_t saved;
 
-	plan(24);
+	plan(28);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
-	    !run_on(1) || !run_on(0)) {
-		skip(24, "needs CPUs 0 and 1");
+	    !pmt_run_on(1) || !pmt_run_on(0)) {
+		skip(28, "needs CPUs 0 and 1");
 		return done_testing();
 	}
 	test_reuse(false);
