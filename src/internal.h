@@ -333,18 +333,18 @@ struct pm_stat_block {
 } __cacheline_aligned;
 
 /*
- * A cache of free shmem tree nodes (shmem/cache.c), as Linux's slab keeps its per-CPU ones:
- * one per CPU, and the machine's depot behind them.
+ * Free fixed-size objects of one kind (mem/objcache.c), as Linux's slab keeps them: a cache
+ * per CPU, and the machine's depot behind them (the last entry of the array).
  */
-struct pm_node_cache {
+struct pm_obj_cache {
 	struct pm_spinlock lock;
-	unsigned count;			/* nodes on head; under lock */
-	struct pm_shmem_node *head;	/* linked through their parent pointer; under lock */
+	unsigned count;			/* objects on head; under lock */
+	void *head;			/* linked through their first word; under lock */
 } __cacheline_aligned;
 
-#define NODE_CACHE_BATCH 32	/* nodes moved between a CPU's cache and the depot at once */
-#define NODE_CACHE_HIGH 128	/* a CPU's cache gives a batch back to the depot above this */
-#define NODE_DEPOT_MAX 4096	/* the depot frees to malloc above this (2.3 MiB of nodes) */
+#define OBJ_CACHE_BATCH 32	/* objects moved between a CPU's cache and the depot at once */
+#define OBJ_CACHE_HIGH 128	/* a CPU's cache gives a batch back to the depot above this */
+#define OBJ_DEPOT_MAX 4096	/* the depot frees to malloc above this */
 
 /*
  * struct pm_machine - physical memory and everything global to it.
@@ -366,8 +366,8 @@ struct pm_machine {
 					 * zones' frames (its home's entry unused); NULL with
 					 * one zone */
 	int pcp_high_min, pcp_high_max;	/* bounds of each cache's high mark */
-	struct pm_node_cache *node_caches; /* nr_cpus free shmem tree nodes per CPU, then the
-					    * depot (shmem/cache.c) */
+	struct pm_obj_cache *shmem_nodes; /* free shmem tree nodes: nr_cpus caches and the
+					   * depot (mem/objcache.c, shmem/cache.c) */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
 	void *arena_map;		/* the mmap that holds the arena */
@@ -580,6 +580,12 @@ static inline bool knob(const struct pm_machine *m, unsigned k)
 
 __hidden void *pm__kzalloc(struct pm_machine *m, size_t size); /* failure-injectable */
 __hidden bool pm__should_fail(struct pm_machine *m);
+
+/* // mem/objcache.c */
+__hidden struct pm_obj_cache *pm__obj_cache_create(struct pm_machine *m);
+__hidden void pm__obj_cache_destroy(struct pm_machine *m, struct pm_obj_cache *c);
+__hidden void *pm__obj_cache_get(struct pm_machine *m, struct pm_obj_cache *c);
+__hidden void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, void *obj);
 
 /* // mem/page_alloc.c */
 #define PM_ALLOC_ZERO 0x1 /* zero the frames */
@@ -1164,8 +1170,6 @@ __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct p
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
 					struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);
-__hidden int pm__shmem_nodes_init(struct pm_machine *m);
-__hidden void pm__shmem_nodes_exit(struct pm_machine *m);
 
 /* // shmem/limit.c */
 __hidden int pm__shmem_limit_init(struct pm_shmem *f);

@@ -290,7 +290,10 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	if (err)
 		goto fail_pcp;
 
-	if (pm__page_alloc_init(m) || pm__shmem_nodes_init(m))
+	if (pm__page_alloc_init(m))
+		goto fail_slot;
+	m->shmem_nodes = pm__obj_cache_create(m);
+	if (!m->shmem_nodes)
 		goto fail_slot;
 
 	/*
@@ -324,7 +327,7 @@ fail_slot:
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 fail_pcp:
-	pm__shmem_nodes_exit(m);
+	pm__obj_cache_destroy(m, m->shmem_nodes);
 	pm__page_alloc_exit(m);
 	free(m->pcp);
 fail_pages:
@@ -362,7 +365,7 @@ void pm_machine_destroy(struct pm_machine *m)
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 
-	pm__shmem_nodes_exit(m);
+	pm__obj_cache_destroy(m, m->shmem_nodes); /* after the RCU barrier: no node is pending */
 	pm__page_alloc_exit(m);
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));

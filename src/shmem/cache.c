@@ -22,20 +22,17 @@
  * pages is the sum of the leaves' counts (pm__shmem_nr_pages), so no insert writes an
  * object-wide counter either.
  *
- * Nodes come from the machine's node caches, as Linux's come from a slab cache with per-CPU
- * parts: a freed node goes to the freeing CPU's cache, a batch of 32 on to the machine's depot
- * above 128, and to malloc only past the depot's 4096; an allocation takes from its CPU's
- * cache, refilled from the depot, and calls malloc only when both are empty. Without them a
- * 256 MiB object's 1041 nodes went back to malloc at every teardown and came from it again,
- * with the allocator trimming and growing its heaps in between (madvise, page faults, the
- * TLB-shootdown IPIs of both, and mostly under tree_lock): shmem_fault disjoint at 2 threads
- * ran 3% slower, in alternating runs.
+ * Nodes come from the machine's cache of free nodes (m->shmem_nodes, mem/objcache.c), as
+ * Linux's come from a slab cache, and go back to it: malloc only when it is empty, free only
+ * past its bounds. Without it a 256 MiB object's 1041 nodes went back to malloc at every
+ * teardown and came from it again, with the allocator trimming and growing its heaps in
+ * between (madvise, page faults, the TLB-shootdown IPIs of both, and mostly under tree_lock):
+ * shmem_fault disjoint at 2 threads ran 3% slower, in alternating runs.
  *
  * Locks: tree_lock is taken inside a PTL and inside info_lock (knob LOCK_TWICE); a leaf lock
  * inside tree_lock or alone; limit.lock innermost (an insert charges the exact limit under the
  * leaf lock, limit.c). tree_lock is held while tree nodes are allocated; unlinked nodes go to
- * RCU only after it is dropped. A CPU's node cache lock is taken inside tree_lock or alone,
- * the depot's inside a CPU cache's or alone.
+ * RCU only after it is dropped. The node cache's locks are taken inside tree_lock or alone.
  *
  * This file, limit.c and object.c sit below the address-space layer (a file sits below the
  * VMA that maps it): they use folios and RCU only. The fault and truncate paths that use the
@@ -51,7 +48,7 @@
 #define tree_assert_held(f) pm_assert(pm_spin_held(&(f)->tree_lock) || pm_rcu_read_ongoing())
 
 struct pm_shmem_node {
-	struct pm_machine *m;		/* whose node caches it goes back to */
+	struct pm_machine *m;		/* whose node cache it goes back to */
 	unsigned shift;			/* index bits below this node; 0 for a leaf */
 	unsigned count;			/* non-empty slots; a leaf's under its lock, others' under
 					 * tree_lock */
@@ -96,112 +93,8 @@ static struct pm_folio *tree_load(struct pm_shmem *f, unsigned long index,
 	}
 }
 
-/* ---- node caches ---- */
-
-static struct pm_node_cache *node_depot(struct pm_machine *m)
-{
-	return &m->node_caches[m->nr_cpus];
-}
-
-/* A free node from this CPU's cache, refilled from the depot when empty; NULL if none. */
-static struct pm_shmem_node *node_cache_get(struct pm_machine *m)
-{
-	struct pm_node_cache *c = &m->node_caches[pm__this_cpu(m)], *depot = node_depot(m);
-	struct pm_shmem_node *n;
-
-	pm_spin_lock(&c->lock);
-	if (!c->count && depot->count) {
-		pm_spin_lock(&depot->lock);
-		while (depot->count && c->count < NODE_CACHE_BATCH) {
-			n = depot->head;
-			depot->head = n->parent;
-			depot->count--;
-			n->parent = c->head;
-			c->head = n;
-			c->count++;
-		}
-		pm_spin_unlock(&depot->lock);
-	}
-	n = c->head;
-	if (n) {
-		c->head = n->parent;
-		c->count--;
-	}
-	pm_spin_unlock(&c->lock);
-	return n;
-}
-
-/* Give @n back to this CPU's cache; a batch goes on to the depot, and past it to malloc. */
-static void node_cache_put(struct pm_machine *m, struct pm_shmem_node *n)
-{
-	struct pm_node_cache *c = &m->node_caches[pm__this_cpu(m)], *depot = node_depot(m);
-	struct pm_shmem_node *batch = NULL;
-
-	pm_spin_lock(&c->lock);
-	n->parent = c->head;
-	c->head = n;
-	if (++c->count > NODE_CACHE_HIGH) {
-		for (unsigned i = 0; i < NODE_CACHE_BATCH; i++) {
-			n = c->head;
-			c->head = n->parent;
-			n->parent = batch;
-			batch = n;
-		}
-		c->count -= NODE_CACHE_BATCH;
-	}
-	pm_spin_unlock(&c->lock);
-	if (!batch)
-		return;
-	pm_spin_lock(&depot->lock);
-	while (batch && depot->count < NODE_DEPOT_MAX) {
-		n = batch;
-		batch = n->parent;
-		n->parent = depot->head;
-		depot->head = n;
-		depot->count++;
-	}
-	pm_spin_unlock(&depot->lock);
-	while (batch) {
-		n = batch;
-		batch = n->parent;
-		free(n);
-	}
-}
-
-int pm__shmem_nodes_init(struct pm_machine *m)
-{
-	if (posix_memalign((void **)&m->node_caches, PM_CACHELINE,
-			   (m->nr_cpus + 1) * sizeof(*m->node_caches)))
-		return -ENOMEM;
-	for (unsigned i = 0; i <= m->nr_cpus; i++) {
-		pm_spin_init(&m->node_caches[i].lock);
-		m->node_caches[i].count = 0;
-		m->node_caches[i].head = NULL;
-	}
-	return 0;
-}
-
-/* Free every cached node. Context: the machine is going; no RCU callback is pending. */
-void pm__shmem_nodes_exit(struct pm_machine *m)
-{
-	if (!m->node_caches)
-		return;
-	for (unsigned i = 0; i <= m->nr_cpus; i++) {
-		struct pm_shmem_node *n = m->node_caches[i].head;
-
-		while (n) {
-			struct pm_shmem_node *next = n->parent;
-
-			free(n);
-			n = next;
-		}
-	}
-	free(m->node_caches);
-	m->node_caches = NULL;
-}
-
 /*
- * A zeroed node: from the node caches, or malloc. Failure-injectable, as every allocation of
+ * A zeroed node: from the node cache, or malloc. Failure-injectable, as every allocation of
  * the machine is.
  */
 static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
@@ -210,7 +103,7 @@ static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
 
 	if (pm__should_fail(f->m))
 		return NULL;
-	n = node_cache_get(f->m);
+	n = pm__obj_cache_get(f->m, f->m->shmem_nodes);
 	if (n)
 		memset(n, 0, sizeof(*n));
 	else
@@ -273,7 +166,7 @@ static void node_free_rcu(struct pm_rcu_head *head)
 {
 	struct pm_shmem_node *n = container_of(head, struct pm_shmem_node, rcu);
 
-	node_cache_put(n->m, n);
+	pm__obj_cache_put(n->m, n->m->shmem_nodes, n);
 }
 
 /*
@@ -590,7 +483,7 @@ static void tree_destroy(struct pm_machine *m, struct pm_shmem_node *n)
 	}
 	if (nr)
 		pm__folios_put_cache(m, batch, nr); /* a leaf's folios, and their PG_shmem */
-	node_cache_put(m, n);
+	pm__obj_cache_put(m, m->shmem_nodes, n);
 }
 
 void pm__shmem_cache_fini(struct pm_shmem *f)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_shmem_nodes.c - the shmem page cache's node caches (shmem/cache.c): a torn-down
+ * test_shmem_nodes.c - the shmem page cache's node cache (mem/objcache.c): a torn-down
  * object's tree nodes go to the freeing CPU's cache and on to the machine's depot, within
  * their bounds; the next object's nodes come from there, on either CPU, before malloc.
  */
@@ -25,7 +25,7 @@ static int fault_at(long base, unsigned long page)
 
 static unsigned cached(unsigned i)
 {
-	struct pm_node_cache *c = &m->node_caches[i];
+	struct pm_obj_cache *c = &m->shmem_nodes[i];
 	unsigned n;
 
 	pm_spin_lock(&c->lock);
@@ -125,7 +125,7 @@ static void test_reuse(bool two_cpus)
  */
 static void test_depot(void)
 {
-	const unsigned long leaves = NODE_DEPOT_MAX + 300;
+	const unsigned long leaves = OBJ_DEPOT_MAX + 300;
 	unsigned c0, depot, total;
 	struct obj o;
 
@@ -134,9 +134,9 @@ static void test_depot(void)
 	ok(fill_and_tear_down(leaves * 64, leaves), "one page in each of 4396 leaves");
 	c0 = cached(0);
 	depot = cached(m->nr_cpus);
-	ok(c0 > NODE_CACHE_HIGH - NODE_CACHE_BATCH && c0 <= NODE_CACHE_HIGH,
+	ok(c0 > OBJ_CACHE_HIGH - OBJ_CACHE_BATCH && c0 <= OBJ_CACHE_HIGH,
 	   "CPU 0's cache ends within a batch of its high mark (%u)", c0);
-	is_int(depot, NODE_DEPOT_MAX, "the depot is full; what was beyond it went to malloc");
+	is_int(depot, OBJ_DEPOT_MAX, "the depot is full; what was beyond it went to malloc");
 
 	/* CPU 1: 1024 pages, 17 nodes, from the depot in batches. */
 	ASSERT_TRUE(pmt_run_on(1));
@@ -144,7 +144,7 @@ static void test_depot(void)
 	ASSERT_TRUE(obj_map(&o, 1024));
 	ASSERT_TRUE(obj_fault_leaves(&o, 16));
 	is_int(cached_total(), total - 17, "CPU 1's 17 nodes came from the depot");
-	is_int(cached(m->nr_cpus), NODE_DEPOT_MAX - NODE_CACHE_BATCH, "in one batch");
+	is_int(cached(m->nr_cpus), OBJ_DEPOT_MAX - OBJ_CACHE_BATCH, "in one batch");
 	obj_tear_down(&o);
 	pmt_teardown(&m, &mm, free0, "depot"); /* LeakSanitizer: every cached node is freed */
 }
