@@ -338,7 +338,8 @@ struct pm_stat_block {
  */
 struct pm_obj_cache {
 	struct pm_spinlock lock;
-	unsigned count;			/* objects on head; under lock */
+	_Atomic unsigned xcount;	/* objects on head; written under lock, peeked at
+					 * without it */
 	void *head;			/* linked through their first word; under lock */
 } __cacheline_aligned;
 

@@ -46,7 +46,7 @@ static void *pop(struct pm_obj_cache *c)
 	pm_assert_locked(&c->lock);
 	if (obj) {
 		c->head = obj_next(obj);
-		c->count--;
+		atomic_store_relaxed(&c->xcount, atomic_load_relaxed(&c->xcount) - 1);
 	}
 	return obj;
 }
@@ -57,7 +57,7 @@ static void push(struct pm_obj_cache *c, void *obj)
 	pm_assert_locked(&c->lock);
 	obj_set_next(obj, c->head);
 	c->head = obj;
-	c->count++;
+	atomic_store_relaxed(&c->xcount, atomic_load_relaxed(&c->xcount) + 1);
 }
 
 void *pm__obj_cache_get(struct pm_machine *m, struct pm_obj_cache *c)
@@ -66,7 +66,8 @@ void *pm__obj_cache_get(struct pm_machine *m, struct pm_obj_cache *c)
 	void *obj;
 
 	pm_spin_lock(&cpu->lock);
-	if (!cpu->count) {
+	/* An empty depot is seen without its lock: a miss writes no shared line. */
+	if (!cpu->head && atomic_load_relaxed(&depot->xcount)) {
 		pm_spin_lock(&depot->lock);
 		for (unsigned i = 0; i < OBJ_CACHE_BATCH && (obj = pop(depot)); i++)
 			push(cpu, obj);
@@ -84,7 +85,7 @@ void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, void *obj)
 
 	pm_spin_lock(&cpu->lock);
 	push(cpu, obj);
-	if (cpu->count > OBJ_CACHE_HIGH) {
+	if (atomic_load_relaxed(&cpu->xcount) > OBJ_CACHE_HIGH) {
 		for (unsigned i = 0; i < OBJ_CACHE_BATCH; i++) {
 			obj = pop(cpu);
 			obj_set_next(obj, batch);
@@ -95,7 +96,7 @@ void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, void *obj)
 	if (!batch)
 		return;
 	pm_spin_lock(&depot->lock);
-	while (batch && depot->count < OBJ_DEPOT_MAX) {
+	while (batch && atomic_load_relaxed(&depot->xcount) < OBJ_DEPOT_MAX) {
 		obj = batch;
 		batch = obj_next(obj);
 		push(depot, obj);
@@ -117,7 +118,7 @@ struct pm_obj_cache *pm__obj_cache_create(struct pm_machine *m)
 		return NULL;
 	for (unsigned i = 0; i <= m->nr_cpus; i++) {
 		pm_spin_init(&c[i].lock);
-		c[i].count = 0;
+		atomic_store_relaxed(&c[i].xcount, 0);
 		c[i].head = NULL;
 	}
 	return c;

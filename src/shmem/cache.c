@@ -475,11 +475,10 @@ static void tree_destroy(struct pm_machine *m, struct pm_shmem_node *n)
 
 		if (!p)
 			continue;
-		if (n->shift) {
+		if (n->shift)
 			tree_destroy(m, p);
-		} else {
+		else
 			batch[nr++] = p;
-		}
 	}
 	if (nr)
 		pm__folios_put_cache(m, batch, nr); /* a leaf's folios, and their PG_shmem */

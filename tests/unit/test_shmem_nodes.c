@@ -29,7 +29,7 @@ static unsigned cached(unsigned i)
 	unsigned n;
 
 	pm_spin_lock(&c->lock);
-	n = c->count;
+	n = atomic_load_relaxed(&c->xcount);
 	pm_spin_unlock(&c->lock);
 	return n;
 }
