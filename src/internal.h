@@ -253,18 +253,26 @@ struct pm_folio {
 };
 
 /*
- * Per-CPU free-frame cache (order 0), the pcp lists of Linux: refilled one PCP_BATCH block at
- * a time, drained PCP_BATCH frames at a time above @high, which tunes itself between the
+ * Per-CPU free-frame cache (order 0), the pcp lists of Linux: a list per kind of memory
+ * (page_alloc.c, "Two kinds"), each refilled one PCP_BATCH block at a time, drained
+ * PCP_BATCH frames at a time when both together pass @high, which tunes itself between the
  * machine's pcp_high_min and pcp_high_max (page_alloc.c). Only its CPU's threads use it in
  * the common case; a thread that migrated, and the drain before an allocation fails, take its
  * lock like anyone else.
  */
+enum pcp_list {
+	PCP_MOVABLE,	/* user memory: anonymous, shmem and COW pages */
+	PCP_UNMOVABLE,	/* the machine's own: page tables (PM_ALLOC_UNMOVABLE) */
+	PCP_NR_LISTS
+};
+
 struct pm_pcp {
 	struct pm_spinlock lock;
-	_Atomic int xcount;	/* frames on the list; written under lock, read by anyone */
+	_Atomic int xcount;	/* frames on both lists; written under lock, read by anyone */
 	int high;		/* drain above this; under lock */
 	unsigned home;		/* the zone whose frames it caches; read-only */
-	struct pm_list list;	/* hottest first; under lock */
+	int nr[PCP_NR_LISTS];	/* frames on each list; under lock */
+	struct pm_list lists[PCP_NR_LISTS]; /* hottest first; under lock */
 } __cacheline_aligned;
 
 /*
@@ -589,9 +597,11 @@ __hidden void *pm__obj_cache_get(struct pm_machine *m, struct pm_obj_cache *c);
 __hidden void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, void *obj);
 
 /* // mem/page_alloc.c */
-#define PM_ALLOC_ZERO 0x1 /* zero the frames */
+#define PM_ALLOC_ZERO 0x1	/* zero the frames */
+#define PM_ALLOC_UNMOVABLE 0x2	/* a page table, not user memory: its own per-CPU lists */
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
-__hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order);
+__hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order,
+			      unsigned flags);
 __hidden void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages, unsigned n);
 __hidden int pm__page_alloc_init(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);

@@ -84,11 +84,17 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	pm_entry_t *deposit;
 
 	assert_fault_locked(vma);
-	deposit = pm__pte_alloc_one(m); /* for a later split: see pgtable/huge_memory.c */
-	folio = deposit ? pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO) : NULL;
-	if (!folio) {
-		if (deposit)
-			pm__pte_free_now(m, deposit);
+	/*
+	 * The folio first, then the table deposited for a later split (pgtable/huge_memory.c),
+	 * as Linux does: when the block must first be put together from frames the per-CPU
+	 * caches hold, that drain also gives back the table frame a zapped THP left on a cache's
+	 * page-table list, and the deposit then takes that frame instead of a piece of a block.
+	 */
+	folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO);
+	deposit = folio ? pm__pte_alloc_one(m) : NULL;
+	if (!deposit) {
+		if (folio)
+			folio_put(folio);
 		count_event(m, THP_FALLBACKS, 1);
 		return VM_FAULT_FALLBACK;
 	}

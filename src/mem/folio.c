@@ -58,7 +58,7 @@ void pm__folio_free(struct pm_folio *folio)
 		pm__hugetlb_free_folio(folio);
 		return;
 	}
-	pm__free_frames(m, &folio->page, folio_order(folio));
+	pm__free_frames(m, &folio->page, folio_order(folio), 0);
 }
 
 /*

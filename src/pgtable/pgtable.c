@@ -48,7 +48,7 @@ static void table_init(struct pm_page *page, int level)
 
 static pm_entry_t *table_alloc(struct pm_machine *m, int level)
 {
-	struct pm_page *page = pm__alloc_frames(m, 0, PM_ALLOC_ZERO);
+	struct pm_page *page = pm__alloc_frames(m, 0, PM_ALLOC_ZERO | PM_ALLOC_UNMOVABLE);
 
 	if (!page)
 		return NULL;
@@ -63,7 +63,7 @@ static void table_free_now(struct pm_machine *m, pm_entry_t *table)
 	struct pm_page *page = table_page(m, table);
 
 	atomic_store_relaxed(&page->xflags, 0);
-	pm__free_frames(m, page, 0);
+	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
 }
 
 static void table_free_rcu_cb(struct pm_rcu_head *head)
@@ -72,7 +72,7 @@ static void table_free_rcu_cb(struct pm_rcu_head *head)
 	struct pm_machine *m = page_machine(page);
 
 	atomic_store_relaxed(&page->xflags, 0);
-	pm__free_frames(m, page, 0);
+	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
 	atomic_sub_relaxed(&m->xrcu_pending, 1);
 }
 

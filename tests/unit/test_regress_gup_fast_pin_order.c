@@ -27,9 +27,11 @@
  * Set-up, on a 4 MiB machine (two 2 MiB blocks): all of the first block is used up by a filler
  * mapping, so the second block B alternates, under a mutator thread, between a 4 KiB page
  * mapped at X (B's first frame: the pcp refill splits B and hands out its lowest frame) and a
- * THP mapped at Y (drain_all_pcp merges B back). A THP also takes one page for its deposited
- * page table: a page at Z takes that frame whenever the THP is gone and hands it back just
- * before the THP is faulted again, so B itself goes whole to X's page or to the THP. Walker threads pin X and Y with the lockless
+ * THP mapped at Y (drain_all_pcp merges B back). A THP also takes one frame for its deposited
+ * page table; zapping the THP frees that frame to a per-CPU cache's page-table list, where
+ * X's page (user memory, the other list) never takes it, and the next THP, allocated before its
+ * deposit as in Linux, drains it back with B's frames, so the deposit takes it again and B
+ * itself goes whole to X's page or to the THP. Walker threads pin X and Y with the lockless
  * walk (pm__gup_fast_walk, FOLL_PIN) and unpin at once. The mutator sleeps between steps, so
  * its wake-ups preempt walkers at random points - sometimes inside the window above. At the end
  * every frame must come back.
@@ -50,7 +52,6 @@
 #define X 0x100000000UL	     /* one 4 KiB page (its own PTE table) */
 #define FILL 0x100200000UL   /* 512 pages that use up the first block */
 #define Y 0x100400000UL	     /* one THP */
-#define Z 0x100600000UL	     /* one 4 KiB page that soaks up the THP's deposited table */
 
 static struct pm_mm *mm;
 static _Atomic int stop;
@@ -134,8 +135,6 @@ int main(void)
 	ASSERT_TRUE(mm);
 	ASSERT_EQ(pm_mmap(mm, X, PG, PM_PROT_READ | PM_PROT_WRITE,
 			  PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0), (long)X);
-	ASSERT_EQ(pm_mmap(mm, Z, PG, PM_PROT_READ | PM_PROT_WRITE,
-			  PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0), (long)Z);
 	ASSERT_EQ(pm_mmap(mm, FILL, PMD_SIZE, PM_PROT_READ | PM_PROT_WRITE,
 			  PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0), (long)FILL);
 	map_y();
@@ -145,8 +144,6 @@ int main(void)
 	ASSERT_TRUE(y_is_thp());
 	ASSERT_EQ(pm_fault(mm, X, PM_FAULT_WRITE), 0);
 	ASSERT_EQ(pm_madvise(mm, X, PG, PM_MADV_DONTNEED), 0);
-	ASSERT_EQ(pm_fault(mm, Z, PM_FAULT_WRITE), 0);
-	ASSERT_EQ(pm_madvise(mm, Z, PG, PM_MADV_DONTNEED), 0);
 	for (unsigned long a = FILL; a < FILL + PMD_SIZE; a += PG)
 		if ((err = pm_fault(mm, a, PM_FAULT_WRITE)) != 0)
 			break;
@@ -162,7 +159,7 @@ int main(void)
 
 		/* Step A: the block becomes a 4 KiB page at X (Y's THP may still be pinned). */
 		ASSERT_EQ(pm_madvise(mm, Y, PMD_SIZE, PM_MADV_DONTNEED), 0);
-		if (!fault_retry(Z) || !fault_retry(X)) {
+		if (!fault_retry(X)) {
 			stuck = true;
 			break;
 		}
@@ -174,7 +171,6 @@ int main(void)
 
 		/* Step B: the block becomes a THP at Y (unless X's page is pinned right now). */
 		ASSERT_EQ(pm_madvise(mm, X, PG, PM_MADV_DONTNEED), 0);
-		ASSERT_EQ(pm_madvise(mm, Z, PG, PM_MADV_DONTNEED), 0);
 		if (!fault_retry(Y)) {
 			stuck = true;
 			break;
