@@ -34,8 +34,8 @@
  * adjacent frames, and a fault cost 400 ns instead of 300: zeroing frames scattered over
  * 128 MiB costs a quarter to a half more than zeroing adjacent ones on the development VMs
  * (DRAM pages and the host's huge-page TLB entries are reused less). With a list for each
- * kind, the user run keeps its order: 1-task shmem_fault and page_fault1 ran 30% and 23%
- * faster. An allocation of one kind refills its own list only; a drain gives back the coldest
+ * kind, the user run keeps its order: 1-task shmem_fault and page_fault1 ran 20-30% and 23%
+ * faster, 2-task shmem_fault 13% (docs/benchmarks.md, section 5). An allocation of one kind refills its own list only; a drain gives back the coldest
  * frames of the longer list, so neither kind keeps the cache to itself.
  *
  * An allocation that finds nothing drains every CPU's cache into the buddy lists, sets
