@@ -95,12 +95,15 @@
  *	zap (PTL held, mm/zap.c)		GUP-fast
  *	------------------------		--------
  *	pte = load(PTE); store(PTE, 0)		pte = load(PTE)
- *	folio_put(): refcount - 1 (seq_cst)	try_get: CAS refcount + n unless 0
- *	  the last one frees the folio		re-read PMD and PTE (seq_cst)
+ *	(up to 63 PTEs later, maybe after	try_get: CAS refcount + n unless 0
+ *	 the PTL's release: a gather)		re-read PMD and PTE (seq_cst)
+ *	put: refcount - 1 (seq_cst)
+ *	  the last one frees the folio
  *						  changed: put our refs, stop
  *
  *     The zap clears the entry with a plain store (every PTE writer holds the PTL, which it
- *     holds) sequenced before its put, a sequentially consistent RMW of the refcount. Our CAS
+ *     holds) sequenced before its put, a sequentially consistent RMW of the refcount, however
+ *     late the gather makes that put. Our CAS
  *     is ordered against that put in the refcount's modification order. If it comes after,
  *     it reads from the put's release sequence and synchronises with it, so the store of 0
  *     happens before our re-read, which sees the cleared entry (or a newer one): we back off,

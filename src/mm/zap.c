@@ -4,8 +4,11 @@
  *
  * Each PTE is cleared under its table's PTL, with a plain store (every PTE writer holds the
  * PTL; nothing sets bits in a PTE behind it, as a CPU's page walker would), and the page's
- * mapping reference is dropped right after; the folio is freed when that was its last
- * reference. There
+ * mapcount drops with it. The mapping's references are gathered, as Linux's mmu_gather
+ * gathers them, and dropped 64 at a time, the last of a table's after its PTL is released
+ * (pm__folios_put): the folios whose last reference that was go back to the per-CPU
+ * cache together, under one lock instead of one each (page_fault1 at 1 task: +3-5% in
+ * alternating runs). There
  * is no TLB to shoot down: pm_access copies under the PTL, so it finishes before the PTE is
  * cleared or sees it gone, and GUP-fast holds a real reference on anything it returns, taken
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
@@ -21,12 +24,16 @@
  */
 #include "internal.h"
 
+#define ZAP_GATHER 64
+
 static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
 			  unsigned long end)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
+	struct pm_folio *gather[ZAP_GATHER];
+	unsigned nr = 0;
 
 	if (!ptep)
 		return;
@@ -38,7 +45,7 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 			continue;
 		/*
 		 * A plain store: PTEs change only under their PTL, which we hold, so the value just
-		 * read is the one we clear. GUP-fast pairs with the folio_put() below, a
+		 * read is the one we clear. GUP-fast pairs with the gathered put that follows, a
 		 * sequentially consistent RMW sequenced after this store (gup_fast.c, (B)).
 		 */
 		pte_clear(ptep);
@@ -48,9 +55,15 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 		if (pte_dirty(pte))
 			pm__folio_mark_dirty(page_folio(page));
 		atomic_sub_relaxed(&page->xmapcount, 1);
-		folio_put(page_folio(page));
+		gather[nr++] = page_folio(page);
+		if (nr == ZAP_GATHER) {
+			pm__folios_put(m, gather, nr);
+			nr = 0;
+		}
 	}
 	pm_spin_unlock(ptl);
+	if (nr)
+		pm__folios_put(m, gather, nr);
 }
 
 /* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
