@@ -35,8 +35,9 @@
  * 128 MiB costs a quarter to a half more than zeroing adjacent ones on the development VMs
  * (DRAM pages and the host's huge-page TLB entries are reused less). With a list for each
  * kind, the user run keeps its order: 1-task shmem_fault and page_fault1 ran 20-30% and 23%
- * faster, 2-task shmem_fault 13% (docs/benchmarks.md, section 5). An allocation of one kind refills its own list only; a drain gives back the coldest
- * frames of the longer list, so neither kind keeps the cache to itself.
+ * faster, 2-task shmem_fault 13% (docs/benchmarks.md, section 5). An allocation of one kind
+ * refills its own list only; a drain gives back the coldest frames of the longer list, so
+ * neither kind keeps the cache to itself.
  *
  * An allocation that finds nothing drains every CPU's cache into the buddy lists, sets
  * the high marks back to pcp_high_min, and tries once more (drain_all_pcp), so frames cached
@@ -296,6 +297,12 @@ static uint8_t cpu_tag(unsigned cpu)
 	return (uint8_t)(cpu % 255 + 1);
 }
 
+/* Frames on both lists of @pcp (xcount publishes it for readers without the lock). */
+static int pcp_count(const struct pm_pcp *pcp)
+{
+	return pcp->nr[PCP_MOVABLE] + pcp->nr[PCP_UNMOVABLE];
+}
+
 static void pcp_add_tail(struct pm_pcp *pcp, struct pm_page *page, enum pcp_list l)
 {
 	atomic_store_relaxed(&page->xorder, 0);
@@ -343,14 +350,14 @@ static int pcp_refill_zone(struct pm_machine *m, struct pm_zone *z, struct pm_pc
  * Give @n frames back to the buddy lists, the coldest of the longer list each time, so that
  * neither kind of memory keeps the cache to itself. Every frame on a cache is of the zone it
  * caches (refills come from that zone, frees go to the cache of the frame's zone), so one zone
- * lock covers the batch. Caller holds pcp->lock; the caller fixes xcount.
+ * lock covers the batch. Caller holds pcp->lock and publishes xcount after.
  */
 static void pcp_drain(struct pm_machine *m, struct pm_pcp *pcp, int n)
 {
 	struct pm_zone *z = &m->zones[pcp->home];
 
 	pm_assert_locked(&pcp->lock);
-	pm_assert_cmp(n, <=, pcp->nr[PCP_MOVABLE] + pcp->nr[PCP_UNMOVABLE]);
+	pm_assert_cmp(n, <=, pcp_count(pcp));
 	zone_lock(m, z);
 	for (int i = 0; i < n; i++) {
 		enum pcp_list l = pcp->nr[PCP_UNMOVABLE] > pcp->nr[PCP_MOVABLE] ?
@@ -370,36 +377,28 @@ static struct pm_page *pcp_take(struct pm_machine *m, struct pm_pcp *pcp, enum p
 				uint8_t tag)
 {
 	struct pm_page *page = NULL;
-	int count, got = 1;
 
 	pm_spin_lock(&pcp->lock);
-	count = atomic_load_relaxed(&pcp->xcount);
-	if (!pcp->nr[l]) {
-		got = pcp_refill_zone(m, &m->zones[pcp->home], pcp, l);
-		count += got;
-		/*
-		 * This CPU allocates faster than it frees: let it keep more of what it frees
-		 * next time, up to the machine's bound (Linux 6.7's nr_pcp_alloc).
-		 */
-		if (got)
-			pcp->high = min(pcp->high + PCP_BATCH, m->pcp_high_max);
-	}
-	if (got) {
+	/*
+	 * An empty list refills from the zone. This CPU allocates faster than it frees: let it
+	 * keep more of what it frees next time, up to the machine's bound (Linux 6.7's
+	 * nr_pcp_alloc).
+	 */
+	if (!pcp->nr[l] && pcp_refill_zone(m, &m->zones[pcp->home], pcp, l))
+		pcp->high = min(pcp->high + PCP_BATCH, m->pcp_high_max);
+	if (pcp->nr[l]) {
 		page = pm_list_first_entry(&pcp->lists[l], struct pm_page, lru);
 		pm_list_del(&page->lru);
 		pcp->nr[l]--;
 		atomic_store_relaxed(&page->xflags, 0);
-		count--;
 		/* Its descriptor and data were last written on another CPU. */
 		if (page->free_cpu && page->free_cpu != tag)
 			count_event(m, REMOTE_FRAMES, 1);
 	}
 	/* A refill of one list while the other is full: the excess goes, as a free's would. */
-	if (unlikely(count > pcp->high)) {
-		pcp_drain(m, pcp, count - pcp->high);
-		count = pcp->high;
-	}
-	atomic_store_relaxed(&pcp->xcount, count);
+	if (unlikely(pcp_count(pcp) > pcp->high))
+		pcp_drain(m, pcp, pcp_count(pcp) - pcp->high);
+	atomic_store_relaxed(&pcp->xcount, pcp_count(pcp));
 	pm_spin_unlock(&pcp->lock);
 	return page;
 }
@@ -431,7 +430,6 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n,
 	struct pm_pcp *home = &m->pcp[cpu], *locked = NULL;
 	struct pm_zone *hz = &m->zones[home->home];
 	uint8_t tag = cpu_tag(cpu);
-	int count = 0;
 
 	for (unsigned i = 0; i < n; i++) {
 		unsigned long pfn = page_to_pfn(m, pages[i]);
@@ -441,25 +439,22 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n,
 			pcp = cpu_zone_pcp(m, cpu, (unsigned)(pfn_zone(m, pfn) - m->zones));
 		if (pcp != locked) {
 			if (locked) {
-				atomic_store_relaxed(&locked->xcount, count);
+				atomic_store_relaxed(&locked->xcount, pcp_count(locked));
 				pm_spin_unlock(&locked->lock);
 			}
 			pm_spin_lock(&pcp->lock);
-			count = atomic_load_relaxed(&pcp->xcount);
 			locked = pcp;
 		}
 		atomic_store_relaxed(&pages[i]->xflags, PGF(PG_pcp));
 		pages[i]->free_cpu = tag;
 		pm_list_add(&pages[i]->lru, &pcp->lists[l]);
 		pcp->nr[l]++;
-		if (unlikely(++count > pcp->high)) {
-			/* high >= pcp_high_min > PCP_BATCH: there is a batch to give. */
+		/* high >= pcp_high_min > PCP_BATCH: there is a batch to give. */
+		if (unlikely(pcp_count(pcp) > pcp->high))
 			pcp_drain(m, pcp, PCP_BATCH);
-			count -= PCP_BATCH;
-		}
 	}
 	if (locked) {
-		atomic_store_relaxed(&locked->xcount, count);
+		atomic_store_relaxed(&locked->xcount, pcp_count(locked));
 		pm_spin_unlock(&locked->lock);
 	}
 }
@@ -477,8 +472,8 @@ static void drain_all_pcp(struct pm_machine *m)
 
 			pm_spin_lock(&pcp->lock);
 			pcp->high = m->pcp_high_min;
-			if (atomic_load_relaxed(&pcp->xcount)) {
-				pcp_drain(m, pcp, atomic_load_relaxed(&pcp->xcount));
+			if (pcp_count(pcp)) {
+				pcp_drain(m, pcp, pcp_count(pcp));
 				atomic_store_relaxed(&pcp->xcount, 0);
 			}
 			pm_spin_unlock(&pcp->lock);

@@ -52,10 +52,11 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 		if (!pte_present(pte) || pte_special(pte))
 			continue;
 		page = pfn_to_page(m, pte_pfn(pte));
+		gather[nr] = page_folio(page);
 		if (pte_dirty(pte))
-			pm__folio_mark_dirty(page_folio(page));
+			pm__folio_mark_dirty(gather[nr]);
 		atomic_sub_relaxed(&page->xmapcount, 1);
-		gather[nr++] = page_folio(page);
+		nr++;
 		if (nr == ZAP_GATHER) {
 			pm__folios_put(m, gather, nr);
 			nr = 0;

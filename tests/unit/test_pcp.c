@@ -184,8 +184,6 @@ static bool all_in_zone(struct pm_machine *m, struct pm_mm *mm, unsigned long ad
  * frames costs a quarter more than zeroing adjacent ones on the development VMs). On lists
  * of their own, the pages come back as runs of adjacent frames every round.
  */
-static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr);
-
 static void test_kinds(void)
 {
 	struct pm_config cfg = { .mem_bytes = 256 * MiB }; /* caches of up to 4096 frames */
