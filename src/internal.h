@@ -215,8 +215,14 @@ enum pm_pageflag {
 struct pm_page {
 	_Atomic unsigned long xflags;
 	_Atomic uintptr_t xcompound_head; /* tail page: head | 1; otherwise 0 */
-	_Atomic int xrefcount;		  /* head/small: folio refcount; 0 = free/tail/table */
-	_Atomic int xmapcount;		  /* PTE mappings of this page */
+	union {
+		struct {
+			_Atomic int xrefcount; /* head/small: folio refcount; 0 = free/tail/table */
+			_Atomic int xmapcount; /* PTE mappings of this page */
+		};
+		/* Both at once: a small folio's unmap drops one of each (pm__folio_unmap_put) */
+		_Atomic uint64_t xref_map;
+	};
 	_Atomic int xpincount;		  /* head of a large folio: outstanding pins */
 	_Atomic int xentire_mapcount;	  /* head of a large folio: PMD mappings */
 	_Atomic uint8_t xorder;		  /* folio order (head), or free block order (buddy) */
@@ -243,6 +249,9 @@ struct pm_page {
 	};
 };
 _Static_assert(sizeof(struct pm_page) == 64, "struct pm_page is one cache line");
+_Static_assert(offsetof(struct pm_page, xref_map) % 8 == 0 &&
+		       offsetof(struct pm_page, xmapcount) == offsetof(struct pm_page, xrefcount) + 4,
+	       "xref_map covers exactly xrefcount and xmapcount");
 
 /*
  * struct pm_folio - a folio is named by its head page; its fields are the head's. Code that
@@ -642,6 +651,8 @@ __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, 
 __hidden void pm__folio_free(struct pm_folio *folio);
 __hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 __hidden void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n);
+__hidden bool pm__folio_unmap_put(struct pm_folio *folio);
+__hidden void pm__folios_free(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 /*
  * References GUP hands out stop at PM_GUP_REF_LIMIT (2^30), far below INT_MAX, so that the
  * references nobody may refuse - mappings (fork, faults, PMD splits) and the transient ones of a

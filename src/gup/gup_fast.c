@@ -95,15 +95,20 @@
  *	zap (PTL held, mm/zap.c)		GUP-fast
  *	------------------------		--------
  *	pte = load(PTE); store(PTE, 0)		pte = load(PTE)
- *	(up to 63 PTEs later, maybe after	try_get: CAS refcount + n unless 0
- *	 the PTL's release: a gather)		re-read PMD and PTE (seq_cst)
+ *	(small folio: at once, with the		try_get: CAS refcount + n unless 0
+ *	 mapcount; large: up to 63 PTEs		re-read PMD and PTE (seq_cst)
+ *	 later, maybe after the PTL's
+ *	 release: a gather)
  *	put: refcount - 1 (seq_cst)
  *	  the last one frees the folio
  *						  changed: put our refs, stop
  *
  *     The zap clears the entry with a plain store (every PTE writer holds the PTL, which it
  *     holds) sequenced before its put, a sequentially consistent RMW of the refcount, however
- *     late the gather makes that put. Our CAS
+ *     late the gather makes that put. For a small folio that put is one 8-byte RMW of the word
+ *     that holds the refcount and the mapcount (pm__folio_unmap_put): C11 does not describe
+ *     atomics of two sizes on one location, but the hardware orders it against our 4-byte CAS
+ *     as any two locked instructions on one line, the assumption Linux's lockref makes. Our CAS
  *     is ordered against that put in the refcount's modification order. If it comes after,
  *     it reads from the put's release sequence and synchronises with it, so the store of 0
  *     happens before our re-read, which sees the cleared entry (or a newer one): we back off,

@@ -4,11 +4,14 @@
  *
  * Each PTE is cleared under its table's PTL, with a plain store (every PTE writer holds the
  * PTL; nothing sets bits in a PTE behind it, as a CPU's page walker would), and the page's
- * mapcount drops with it. The mapping's references are gathered, as Linux's mmu_gather
- * gathers them, and dropped 64 at a time, the last of a table's after its PTL is released
- * (pm__folios_put): the folios whose last reference that was go back to the per-CPU
- * cache together, under one lock instead of one each (page_fault1 at 1 task: +3-5% in
- * alternating runs). There
+ * mapcount drops with it. A small folio's mapcount and the reference its mapping held drop
+ * together, in one locked instruction (pm__folio_unmap_put: the two counts share an 8-byte
+ * word); a page of a large folio drops its mapcount, and its folio's reference is gathered,
+ * as Linux's mmu_gather gathers them, and dropped 64 at a time (pm__folios_put). Either way
+ * the folios whose last reference that was go back to the per-CPU cache together, under one
+ * lock instead of one each, the last of a table's after its PTL is released (page_fault1 at
+ * 1 task: +3-5% for the batches, in alternating runs; the single instruction, see
+ * docs/benchmarks.md section 5). There
  * is no TLB to shoot down: pm_access copies under the PTL, so it finishes before the PTE is
  * cleared or sees it gone, and GUP-fast holds a real reference on anything it returns, taken
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
@@ -32,37 +35,51 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
-	struct pm_folio *gather[ZAP_GATHER];
-	unsigned nr = 0;
+	struct pm_folio *gather[ZAP_GATHER], *freed[ZAP_GATHER];
+	unsigned nr = 0, nfreed = 0;
 
 	if (!ptep)
 		return;
 	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
 		pte_t pte = ptep_get(ptep);
+		struct pm_folio *folio;
 		struct pm_page *page;
 
 		if (pte_none(pte))
 			continue;
 		/*
 		 * A plain store: PTEs change only under their PTL, which we hold, so the value just
-		 * read is the one we clear. GUP-fast pairs with the gathered put that follows, a
-		 * sequentially consistent RMW sequenced after this store (gup_fast.c, (B)).
+		 * read is the one we clear. GUP-fast pairs with the put that follows, a sequentially
+		 * consistent RMW sequenced after this store (gup_fast.c, (B)).
 		 */
 		pte_clear(ptep);
 		if (!pte_present(pte) || pte_special(pte))
 			continue;
 		page = pfn_to_page(m, pte_pfn(pte));
-		gather[nr] = page_folio(page);
+		folio = page_folio(page);
 		if (pte_dirty(pte))
-			pm__folio_mark_dirty(gather[nr]);
+			pm__folio_mark_dirty(folio);
+		if (!folio_test_large(folio) && !folio_test_hugetlb(folio)) {
+			/* Mapcount and reference together, the folio freed if that was the last. */
+			if (pm__folio_unmap_put(folio)) {
+				freed[nfreed++] = folio;
+				if (nfreed == ZAP_GATHER) {
+					pm__folios_free(m, freed, nfreed);
+					nfreed = 0;
+				}
+			}
+			continue;
+		}
 		atomic_sub_relaxed(&page->xmapcount, 1);
-		nr++;
+		gather[nr++] = folio;
 		if (nr == ZAP_GATHER) {
 			pm__folios_put(m, gather, nr);
 			nr = 0;
 		}
 	}
 	pm_spin_unlock(ptl);
+	if (nfreed)
+		pm__folios_free(m, freed, nfreed);
 	if (nr)
 		pm__folios_put(m, gather, nr);
 }

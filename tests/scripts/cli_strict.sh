@@ -40,9 +40,10 @@ BENCH=$O/pinmm-bench
 MM=$O/pinmm-mm-bench
 GB=$O/pinmm-gup-bench
 IB=$O/pinmm-interleave-bench
+AB=$O/pinmm-atomic-bench
 # runtest writes CASE.title where it runs: here, not in the tree.
 cd "$tmp" || exit 1
-for b in "$GT" "$BENCH" "$MM" "$GB" "$IB"; do
+for b in "$GT" "$BENCH" "$MM" "$GB" "$IB" "$AB"; do
 	[ -x "$b" ] && continue
 	echo "not ok 1 - $b not built (make SAN=... tests)"
 	echo "1..1"
@@ -78,6 +79,8 @@ expect 1 "one benchmark at a time" "$MM" fault shmem
 expect 1 "-t 'abc': not a number" "$GB" -t abc
 expect 1 "-m '3': not a multiple of 2 MiB" "$GB" -m 3
 expect 1 "-t 'abc': not a number" "$IB" -t abc
+expect 1 "-r '0': out of range" "$AB" -r 0
+expect 1 "-r '2x': not a number" "$AB" -r 2x
 expect 1 "-j '1': out of range" "$IB" -j 1
 expect 1 "^usage:" "$IB" extra
 

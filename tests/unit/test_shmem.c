@@ -93,6 +93,14 @@ static void test_shared_two_mms(void)
 	/* The creator's reference goes; the mappings keep the object alive. */
 	pm_shmem_put(f);
 	is_int(pm_munmap(a, xa, 16 * PG), 0, "shared: A unmaps");
+	/* The zap drops a mapping's mapcount and reference together (pm__folio_unmap_put). */
+	is_int(pa ? pm_folio_mapcount(pm_page_folio(pa)) : -1, 2, "shared: mapcount 2 after A's unmap");
+	is_int(pa ? pm_folio_ref_count(pm_page_folio(pa)) : -1, 2 + 1,
+	       "shared: refcount 2 mappings + the cache after A's unmap");
+	is_int(pm_munmap(b, xc, 8 * PG), 0, "shared: B unmaps its offset view");
+	is_int(pa ? pm_folio_mapcount(pm_page_folio(pa)) : -1, 1, "shared: mapcount 1 left");
+	is_int(pa ? pm_folio_ref_count(pm_page_folio(pa)) : -1, 1 + 1,
+	       "shared: refcount 1 mapping + the cache left");
 	is_int(pmt_bad_tag(b, xb, 8, 0xa1, 0), 0, "shared: data lives on in B after put and unmap");
 	pm_mm_destroy(a);
 	pm_mm_destroy(b);
