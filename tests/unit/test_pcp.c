@@ -228,6 +228,72 @@ static void test_kinds(void)
 	pm_machine_destroy(m);
 }
 
+/*
+ * A drain gives an aligned run of ascending frames back as one block, and anything else
+ * frame by frame (pcp_drain). Three orders of freeing, with the cache's high mark at its
+ * minimum so that every free past it drains: address order (whole runs), address order with
+ * a hole in every run (the page at 5 of each 64 freed last), and 64-page chunks from the top
+ * down with each chunk in reverse (no run at all). After each, every frame is counted once and
+ * the checker passes, which it would not if a run took in a frame that was still in use or
+ * a block of the wrong order.
+ */
+static void test_drain_runs(void)
+{
+	struct pm_config cfg = { .mem_bytes = 64 * MiB }; /* one zone */
+	struct pm_machine *m = pm_machine_create(&cfg);
+	unsigned long addr = 0x10000000UL, n = 2048;
+	static const char *const what[] = { "address order", "a hole in every run",
+					    "reverse chunks" };
+	struct pm_mm *mm;
+	size_t free0;
+
+	ASSERT_TRUE(m);
+	ASSERT_TRUE(pmt_run_on(0));
+	free0 = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	ASSERT_TRUE(mm);
+	for (int pattern = 0; pattern < 3; pattern++) {
+		unsigned long zone_locks;
+		struct pm_stats st;
+		int bad = 0;
+
+		ASSERT_EQ(pm_mmap(mm, addr, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)addr);
+		ASSERT_EQ(fault_pages(mm, addr, n), n);
+		pm_spin_lock(&m->pcp[0].lock);
+		m->pcp[0].high = m->pcp_high_min;
+		pm_spin_unlock(&m->pcp[0].lock);
+		pm_machine_stats(m, &st);
+		zone_locks = st.zone_lock_acquisitions;
+		if (pattern == 0) {
+			bad |= pm_munmap(mm, addr, n * PG);
+		} else if (pattern == 1) {
+			for (unsigned long i = 0; i < n; i += 64) {
+				bad |= pm_munmap(mm, addr + i * PG, 5 * PG);
+				bad |= pm_munmap(mm, addr + (i + 6) * PG, 58 * PG);
+			}
+			bad |= pm_munmap(mm, addr, n * PG);
+		} else {
+			for (unsigned long i = n; i; i -= 64)
+				for (unsigned long j = i; j > i - 64; j--)
+					bad |= pm_munmap(mm, addr + (j - 1) * PG, PG);
+		}
+		pm_rcu_barrier();
+		pm_machine_stats(m, &st);
+		is_int(bad, 0, "drain, %s: every munmap succeeds", what[pattern]);
+		ok(st.zone_lock_acquisitions > zone_locks, "drain, %s: the frames went past the "
+		   "high mark into the buddy lists (%lu zone_lock acquisitions)", what[pattern],
+		   st.zone_lock_acquisitions - zone_locks);
+		ok(highs_in_bounds(m), "drain, %s: the cache stays within its high mark",
+		   what[pattern]);
+		is_int(pm_machine_check(m), 0, "drain, %s: pm_machine_check", what[pattern]);
+	}
+	pm_mm_destroy(mm);
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free0, "drain: free count exact after destroy");
+	is_int(pm_machine_check(m), 0, "drain: pm_machine_check after destroy");
+	pm_machine_destroy(m);
+}
+
 static void test_homes(void)
 {
 	struct pm_config cfg = { .mem_bytes = 128 * MiB };
@@ -306,11 +372,11 @@ int main(void)
 {
 	cpu_set_t saved;
 
-	plan(35);
+	plan(49);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !pmt_run_on(1) || !pmt_run_on(0)) {
-		skip(35, "needs CPUs 0 and 1");
+		skip(49, "needs CPUs 0 and 1");
 		run_anywhere(&saved);
 		return done_testing();
 	}
@@ -318,6 +384,7 @@ int main(void)
 	test_oom_drains_other_cpu();
 	test_homes();
 	test_kinds();
+	test_drain_runs();
 	run_anywhere(&saved);
 	return done_testing();
 }
