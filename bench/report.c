@@ -17,7 +17,15 @@
  * results/.
  *
  *   pinmm-bench report [--quick] [--tasks N,...] [--out DIR] [--only ID,...] [--no-host]
- *		       [--no-plots] [-s S] [--warmup N] [--interval-ms MS]
+ *		       [--no-plots] [-s S] [--warmup N] [--interval-ms MS] [--rounds R]
+ *
+ * With --rounds R, the whole list of runs is made R times over, and each point keeps the run
+ * whose figure (its experiment's first view) is the median of its R (the lower middle one for
+ * even R); the other views of the experiment come from that same run. A round runs every
+ * point, so a point at 1 task and the same point at N tasks alternate R times, minutes apart:
+ * a host that slows down or speeds up for minutes at a time (the development VMs do, by up to
+ * 2x; docs/benchmarks.md, section 5) then moves both alike instead of deciding a scaling
+ * figure by when each ran.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -260,28 +268,32 @@ static void print_table(FILE *f, struct report *rep)
 	if (rep->quick_size)
 		fprintf(f, "Quick run: the mr_reg experiments register %s, not the seed's 1 GiB.\n",
 			rep->quick_size);
+	if (rep->rounds > 1)
+		fprintf(f, "Each figure is the median run of %u rounds; every round ran every point, "
+			"so 1 and N tasks alternated.\n", rep->rounds);
 	report_print_notes(f, rep, "");
 }
 
 /* ---- running ---- */
 
-/* The run's stderr; a repeated run appends after a line that says so. */
+/* The run's stderr; a repeated run, or a later round's, appends after a line that says so. */
 static int open_log(struct report *rep, const struct report_experiment *e, enum report_cfg c,
 		    unsigned tasks, unsigned tries, double others)
 {
+	bool append = tries || rep->round;
 	char path[512], line[96];
-	int fd;
+	int fd, n = 0;
 
 	snprintf(path, sizeof(path), "%s/logs/%s-%s-t%u.log", rep->out_dir, e->id,
 		 report_cfg_names[c], tasks);
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (tries ? O_APPEND : O_TRUNC), 0644);
-	if (fd >= 0 && tries) {
-		int n = snprintf(line, sizeof(line), "(other processes took %.0f%% of the machine: "
-				 "run again)\n", 100 * others);
-
-		if (write(fd, line, (size_t)n) < 0)
-			perror("pinmm-bench: report log");
-	}
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+	if (fd >= 0 && tries)
+		n = snprintf(line, sizeof(line), "(other processes took %.0f%% of the machine: "
+			     "run again)\n", 100 * others);
+	else if (fd >= 0 && rep->round)
+		n = snprintf(line, sizeof(line), "(round %u of %u)\n", rep->round + 1, rep->rounds);
+	if (n > 0 && write(fd, line, (size_t)n) < 0)
+		perror("pinmm-bench: report log");
 	return fd;
 }
 
@@ -400,31 +412,93 @@ static bool host_known_unavailable(const struct report_experiment *e, enum repor
 	return c == CFG_HOST && p > 0 && e->res[c][0].status == 1;
 }
 
+/* Where round @r of point @p of configuration @c keeps its run (--rounds > 1). */
+static struct bench_result *round_res(const struct report *rep, struct report_experiment *e,
+				      enum report_cfg c, unsigned p, unsigned r)
+{
+	return &e->rounds_res[((size_t)c * REPORT_MAX_POINTS + p) * rep->rounds + r];
+}
+
+/*
+ * Each point keeps the run whose figure is the median of its rounds (the lower middle one
+ * for an even count); a run that failed or was unavailable counts as the lowest figure.
+ */
+static void keep_medians(struct report *rep, struct report_experiment *e)
+{
+	for (int c = 0; c < NR_CFG; c++) {
+		for (unsigned p = 0; p < e->nr_points; p++) {
+			unsigned order[REPORT_MAX_ROUNDS], n = rep->rounds;
+			double v[REPORT_MAX_ROUNDS];
+
+			if (!e->ran[c][p])
+				continue;
+			for (unsigned r = 0; r < n; r++) {
+				e->res[c][p] = *round_res(rep, e, c, p, r);
+				if (e->res[c][p].status ||
+				    !report_value(e, c, p, e->views[0].metric, &v[r]))
+					v[r] = -HUGE_VAL;
+				order[r] = r;
+			}
+			for (unsigned i = 1; i < n; i++) /* insertion sort by figure */
+				for (unsigned j = i; j > 0 && v[order[j]] < v[order[j - 1]]; j--) {
+					unsigned t = order[j];
+
+					order[j] = order[j - 1];
+					order[j - 1] = t;
+				}
+			e->res[c][p] = *round_res(rep, e, c, p, order[(n - 1) / 2]);
+		}
+	}
+}
+
 static void run_all(struct report *rep)
 {
-	unsigned total = count_runs(rep), nr = 0;
+	unsigned total = count_runs(rep) * rep->rounds, nr = 0;
 	uint64_t t0 = bench_now_ns();
 
 	fprintf(stderr, "report: %u runs of %u+%u samples of %u ms; results in %s/\n", total,
 		rep->warmup, rep->samples, rep->interval_ms, rep->out_dir);
+	for (unsigned i = 0; rep->rounds > 1 && i < rep->nr_exps; i++) {
+		rep->exps[i].rounds_res = calloc((size_t)NR_CFG * REPORT_MAX_POINTS * rep->rounds,
+						 sizeof(struct bench_result));
+		if (rep->exps[i].rounds_res)
+			continue;
+		fprintf(stderr, "pinmm-bench: report: out of memory; one round only\n");
+		for (unsigned j = 0; j < i; j++) {
+			free(rep->exps[j].rounds_res);
+			rep->exps[j].rounds_res = NULL;
+		}
+		rep->rounds = 1;
+		total = count_runs(rep);
+	}
 	/* Per point, every configuration back to back: load changes hit before and after alike. */
-	for (unsigned i = 0; i < rep->nr_exps; i++) {
-		struct report_experiment *e = &rep->exps[i];
+	for (rep->round = 0; rep->round < rep->rounds; rep->round++) {
+		for (unsigned i = 0; i < rep->nr_exps; i++) {
+			struct report_experiment *e = &rep->exps[i];
 
-		for (unsigned p = 0; p < e->nr_points; p++) {
-			for (int c = 0; c < NR_CFG; c++) {
-				if (!cfg_runs(rep, e, c))
-					continue;
-				nr++;
-				if (host_known_unavailable(e, c, p)) {
-					e->res[c][p] = e->res[c][0];
-					e->ran[c][p] = true;
-					continue;
+			for (unsigned p = 0; p < e->nr_points; p++) {
+				for (int c = 0; c < NR_CFG; c++) {
+					if (!cfg_runs(rep, e, c))
+						continue;
+					nr++;
+					if (host_known_unavailable(e, c, p)) {
+						e->res[c][p] = e->res[c][0];
+						e->ran[c][p] = true;
+					} else {
+						run_point(rep, e, c, p, nr, total);
+					}
+					if (rep->rounds > 1)
+						*round_res(rep, e, c, p, rep->round) = e->res[c][p];
 				}
-				run_point(rep, e, c, p, nr, total);
 			}
 		}
 	}
+	for (unsigned i = 0; rep->rounds > 1 && i < rep->nr_exps; i++) {
+		keep_medians(rep, &rep->exps[i]);
+		free(rep->exps[i].rounds_res);
+		rep->exps[i].rounds_res = NULL;
+	}
+	rep->round = 0;
 	rep->wall_s = (double)(bench_now_ns() - t0) / 1e9;
 }
 
@@ -493,6 +567,7 @@ static void default_options(struct report *rep)
 	rep->warmup = 1;
 	rep->interval_ms = 1000;
 	rep->max_retries = MAX_RETRIES;
+	rep->rounds = 1;
 }
 
 static int parse_report_args(struct report *rep, int argc, char **argv)
@@ -506,6 +581,7 @@ static int parse_report_args(struct report *rep, int argc, char **argv)
 		{ "no-plots", no_argument, NULL, 'P' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "interval-ms", required_argument, NULL, 'i' },
+		{ "rounds", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *only = NULL;
@@ -538,6 +614,9 @@ static int parse_report_args(struct report *rep, int argc, char **argv)
 			err = bench_arg_uint("--interval-ms", optarg, 1, BENCH_MAX_INTERVAL_MS,
 					     &rep->interval_ms);
 			break;
+		case 'r':
+			err = bench_arg_uint("--rounds", optarg, 1, REPORT_MAX_ROUNDS, &rep->rounds);
+			break;
 		default: err = -EINVAL; break;
 		}
 	}
@@ -552,7 +631,7 @@ static void report_usage(void)
 {
 	fprintf(stderr, "Usage: pinmm-bench report [--quick] [--tasks N,...] [--out DIR] "
 		"[--only ID,...] [--no-host] [--no-plots] [-s S] [--warmup N] "
-		"[--interval-ms MS]\nexperiments:");
+		"[--interval-ms MS] [--rounds R]\nexperiments:");
 	for (size_t i = 0; i < NR_EXPERIMENTS; i++)
 		fprintf(stderr, " %s", experiments[i].id);
 	fputc('\n', stderr);

@@ -12,6 +12,7 @@
 #include "harness.h"
 
 #define REPORT_MAX_POINTS 8	/* task counts per experiment */
+#define REPORT_MAX_ROUNDS 9	/* --rounds */
 
 /* CFG_PROC: the after configuration in --mode processes (one mm per task): what sharing
  * nothing costs, beside which threads of one mm are judged. CFG_RANGE: the after
@@ -57,6 +58,7 @@ struct report_experiment {
 	unsigned tasks[REPORT_MAX_POINTS];
 	struct bench_result res[NR_CFG][REPORT_MAX_POINTS];
 	bool ran[NR_CFG][REPORT_MAX_POINTS];
+	struct bench_result *rounds_res; /* --rounds > 1: [cfg][point][round], then the medians */
 };
 
 struct report {
@@ -70,6 +72,7 @@ struct report {
 	bool host;
 	bool plots;
 	unsigned samples, warmup, interval_ms;
+	unsigned rounds, round;	/* --rounds: passes over every point; the one running */
 	unsigned retries;	/* runs repeated because other processes disturbed them */
 	unsigned max_retries;
 	double wall_s;

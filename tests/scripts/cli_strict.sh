@@ -74,6 +74,8 @@ expect 1 "unknown case 'bogus'" "$BENCH" bogus
 expect 1 "duration 'abc': not a number" "$BENCH" runtest mmap1 abc
 expect 1 "tasks '0': out of range" "$BENCH" runtest mmap1 1 both 0
 expect 1 "--tasks 'x': not a number" "$BENCH" report --tasks 1,x --out r
+expect 1 "--rounds '0': out of range" "$BENCH" report --rounds 0 --out r
+expect 1 "--rounds '10': out of range" "$BENCH" report --rounds 10 --out r
 expect 1 "-r '0': out of range" "$MM" -r 0 fault
 expect 1 "one benchmark at a time" "$MM" fault shmem
 expect 1 "-t 'abc': not a number" "$GB" -t abc
