@@ -19,13 +19,13 @@
  *   pinmm-bench report [--quick] [--tasks N,...] [--out DIR] [--only ID,...] [--no-host]
  *		       [--no-plots] [-s S] [--warmup N] [--interval-ms MS] [--rounds R]
  *
- * With --rounds R, the whole list of runs is made R times over, and each point keeps the run
- * whose figure (its experiment's first view) is the median of its R (the lower middle one for
- * even R); the other views of the experiment come from that same run. A round runs every
- * point, so a point at 1 task and the same point at N tasks alternate R times, minutes apart:
- * a host that slows down or speeds up for minutes at a time (the development VMs do, by up to
- * 2x; docs/benchmarks.md, section 5) then moves both alike instead of deciding a scaling
- * figure by when each ran.
+ * With --rounds R, the whole list of runs is made R times over, and each configuration keeps
+ * one round whole: the one whose scaling efficiency (or, for an experiment run at one task
+ * count, whose figure) is the median of its R. A round runs every point, so a point at 1 task
+ * and the same point at N tasks run minutes apart at most, and each scaling figure is a ratio
+ * of two runs of one round: a host that slows down or speeds up for minutes at a time (the
+ * development VMs do, by up to 2x; docs/benchmarks.md, section 5) then either moves both or
+ * spoils one round of R, which the median leaves out.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -269,8 +269,8 @@ static void print_table(FILE *f, struct report *rep)
 		fprintf(f, "Quick run: the mr_reg experiments register %s, not the seed's 1 GiB.\n",
 			rep->quick_size);
 	if (rep->rounds > 1)
-		fprintf(f, "Each figure is the median run of %u rounds; every round ran every point, "
-			"so 1 and N tasks alternated.\n", rep->rounds);
+		fprintf(f, "Each configuration's figures are those of its median round of %u (by scaling "
+			"efficiency, or by the figure where there is one task count).\n", rep->rounds);
 	report_print_notes(f, rep, "");
 }
 
@@ -420,34 +420,51 @@ static struct bench_result *round_res(const struct report *rep, struct report_ex
 }
 
 /*
- * Each point keeps the run whose figure is the median of its rounds (the lower middle one
- * for an even count); a run that failed or was unavailable counts as the lowest figure.
+ * The figure that decides which round a configuration keeps: its scaling efficiency when the
+ * experiment scales (the top point against 1 task, both of round @r), else its figure at its
+ * one point. A failed or unavailable run counts as the lowest. Leaves round @r in e->res[c].
+ */
+static double round_figure(struct report *rep, struct report_experiment *e, enum report_cfg c,
+			   unsigned r)
+{
+	double v;
+
+	for (unsigned p = 0; p < e->nr_points; p++)
+		e->res[c][p] = *round_res(rep, e, c, p, r);
+	if (e->nr_points > 1 && e->scale)
+		return report_efficiency(e, c, &v) ? v : -HUGE_VAL;
+	if (e->res[c][0].status || !report_value(e, c, 0, e->views[0].metric, &v))
+		return -HUGE_VAL;
+	return v;
+}
+
+/*
+ * Each configuration keeps one round whole, all its points: the round whose figure
+ * (round_figure) is the median of its rounds, the lower middle one for an even count. So a
+ * scaling figure is always a ratio of two runs of one round, minutes apart at most, never of
+ * a fast round's 1 task and a slow round's N tasks.
  */
 static void keep_medians(struct report *rep, struct report_experiment *e)
 {
 	for (int c = 0; c < NR_CFG; c++) {
-		for (unsigned p = 0; p < e->nr_points; p++) {
-			unsigned order[REPORT_MAX_ROUNDS], n = rep->rounds;
-			double v[REPORT_MAX_ROUNDS];
+		unsigned order[REPORT_MAX_ROUNDS], n = rep->rounds;
+		double v[REPORT_MAX_ROUNDS];
 
-			if (!e->ran[c][p])
-				continue;
-			for (unsigned r = 0; r < n; r++) {
-				e->res[c][p] = *round_res(rep, e, c, p, r);
-				if (e->res[c][p].status ||
-				    !report_value(e, c, p, e->views[0].metric, &v[r]))
-					v[r] = -HUGE_VAL;
-				order[r] = r;
-			}
-			for (unsigned i = 1; i < n; i++) /* insertion sort by figure */
-				for (unsigned j = i; j > 0 && v[order[j]] < v[order[j - 1]]; j--) {
-					unsigned t = order[j];
-
-					order[j] = order[j - 1];
-					order[j - 1] = t;
-				}
-			e->res[c][p] = *round_res(rep, e, c, p, order[(n - 1) / 2]);
+		if (!e->ran[c][0])
+			continue;
+		for (unsigned r = 0; r < n; r++) {
+			v[r] = round_figure(rep, e, c, r);
+			order[r] = r;
 		}
+		for (unsigned i = 1; i < n; i++) /* insertion sort by figure */
+			for (unsigned j = i; j > 0 && v[order[j]] < v[order[j - 1]]; j--) {
+				unsigned t = order[j];
+
+				order[j] = order[j - 1];
+				order[j - 1] = t;
+			}
+		for (unsigned p = 0; p < e->nr_points; p++)
+			e->res[c][p] = *round_res(rep, e, c, p, order[(n - 1) / 2]);
 	}
 }
 
