@@ -184,6 +184,19 @@ static bool all_in_zone(struct pm_machine *m, struct pm_mm *mm, unsigned long ad
  * frames costs a quarter more than zeroing adjacent ones on the development VMs). On lists
  * of their own, the pages come back as runs of adjacent frames every round.
  */
+/* An mm on machine @m for a test that runs on CPU 0; *@free0 gets the free count before it. */
+static struct pm_mm *mm_on_cpu0(struct pm_machine *m, size_t *free0)
+{
+	struct pm_mm *mm;
+
+	ASSERT_TRUE(m);
+	ASSERT_TRUE(pmt_run_on(0));
+	*free0 = pm_machine_free_pages(m);
+	mm = pm_mm_create(m);
+	ASSERT_TRUE(mm);
+	return mm;
+}
+
 static void test_kinds(void)
 {
 	struct pm_config cfg = { .mem_bytes = 256 * MiB }; /* caches of up to 4096 frames */
@@ -193,11 +206,7 @@ static void test_kinds(void)
 	struct pm_mm *mm;
 	size_t free0;
 
-	ASSERT_TRUE(m);
-	ASSERT_TRUE(pmt_run_on(0));
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	mm = mm_on_cpu0(m, &free0);
 	for (int round = 0; round < 10; round++) {
 		ASSERT_EQ(pm_mmap(mm, addr, n * PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)addr);
 		ASSERT_EQ(fault_pages(mm, addr, n), n);
@@ -247,11 +256,7 @@ static void test_drain_runs(void)
 	struct pm_mm *mm;
 	size_t free0;
 
-	ASSERT_TRUE(m);
-	ASSERT_TRUE(pmt_run_on(0));
-	free0 = pm_machine_free_pages(m);
-	mm = pm_mm_create(m);
-	ASSERT_TRUE(mm);
+	mm = mm_on_cpu0(m, &free0);
 	for (int pattern = 0; pattern < 3; pattern++) {
 		unsigned long zone_locks;
 		struct pm_stats st;
