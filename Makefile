@@ -4,7 +4,8 @@
 #   make check              unit + short stress + bench smoke tests under ASan+UBSan (build/asan)
 #   make check SAN=tsan     the same under ThreadSanitizer (build/tsan), smaller loop counts
 #   make check-range        make check with every machine of the range design (PINMM_RANGE_MM=1)
-#   make bench              the seed report: every experiment, before and after, side by side
+#   make bench              the seed report: every experiment, before and after, side by side;
+#                           then pinmm-gup-bench (the fast path against its limit loop)
 #   make stress             longer randomized stress runs (STRESS_SECONDS, SEED from the environment)
 #   make torture            concurrent torture (TORTURE_MINUTES)
 #   make fuzz               libFuzzer target over the differential interpreter (clang)
@@ -130,6 +131,7 @@ check-range:
 
 bench: all
 	$(BENCH) report $(BENCH_ARGS)
+	$(O)/pinmm-gup-bench -t 0.5
 
 bench-quick: all
 	$(BENCH) report --quick $(BENCH_ARGS)
