@@ -651,8 +651,7 @@ __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, 
 __hidden void pm__folio_free(struct pm_folio *folio);
 __hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 __hidden void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n);
-__hidden bool pm__folio_unmap_put(struct pm_folio *folio);
-__hidden void pm__folios_free(struct pm_machine *m, struct pm_folio **folios, unsigned n);
+__hidden struct pm_page *pm__folio_unmap_put(struct pm_folio *folio);
 /*
  * References GUP hands out stop at PM_GUP_REF_LIMIT (2^30), far below INT_MAX, so that the
  * references nobody may refuse - mappings (fork, faults, PMD splits) and the transient ones of a

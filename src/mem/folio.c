@@ -132,10 +132,10 @@ void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n)
  * writes both halves at once.
  *
  * Ordering: a full barrier, as the gathered put it replaces (zap.c; GUP-fast's (B)).
- * Return: true if that reference was the last; the caller then frees the folio with
- * pm__folios_free(), as a put would have.
+ * Return: if that reference was the last, the folio's frame, ready for the caller to free
+ * with pm__free_frames_batch() as a put would have; otherwise NULL.
  */
-bool pm__folio_unmap_put(struct pm_folio *folio)
+struct pm_page *pm__folio_unmap_put(struct pm_folio *folio)
 {
 	union {
 		uint64_t word;
@@ -148,24 +148,7 @@ bool pm__folio_unmap_put(struct pm_folio *folio)
 	old.word = atomic_sub_mb(&folio->page.xref_map, one.word);
 	pm_assert_cmp(old.refs, >=, 1);
 	pm_assert_cmp(old.maps, >=, 1);
-	return old.refs == 1;
-}
-
-/* pm__folios_free() - free @n small folios of @m whose last reference pm__folio_unmap_put took. */
-void pm__folios_free(struct pm_machine *m, struct pm_folio **folios, unsigned n)
-{
-	struct pm_page *frames[64];
-	unsigned nr = 0;
-
-	for (unsigned i = 0; i < n; i++) {
-		frames[nr++] = small_folio_freeable(folios[i]);
-		if (nr == ARRAY_SIZE(frames)) {
-			pm__free_frames_batch(m, frames, nr);
-			nr = 0;
-		}
-	}
-	if (nr)
-		pm__free_frames_batch(m, frames, nr);
+	return old.refs == 1 ? small_folio_freeable(folio) : NULL;
 }
 
 /*

@@ -35,7 +35,8 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
-	struct pm_folio *gather[ZAP_GATHER], *freed[ZAP_GATHER];
+	struct pm_folio *gather[ZAP_GATHER];
+	struct pm_page *freed[ZAP_GATHER];
 	unsigned nr = 0, nfreed = 0;
 
 	if (!ptep)
@@ -61,12 +62,10 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 			pm__folio_mark_dirty(folio);
 		if (!folio_test_large(folio) && !folio_test_hugetlb(folio)) {
 			/* Mapcount and reference together, the folio freed if that was the last. */
-			if (pm__folio_unmap_put(folio)) {
-				freed[nfreed++] = folio;
-				if (nfreed == ZAP_GATHER) {
-					pm__folios_free(m, freed, nfreed);
-					nfreed = 0;
-				}
+			freed[nfreed] = pm__folio_unmap_put(folio);
+			if (freed[nfreed] && ++nfreed == ZAP_GATHER) {
+				pm__free_frames_batch(m, freed, nfreed);
+				nfreed = 0;
 			}
 			continue;
 		}
@@ -79,7 +78,7 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 	}
 	pm_spin_unlock(ptl);
 	if (nfreed)
-		pm__folios_free(m, freed, nfreed);
+		pm__free_frames_batch(m, freed, nfreed);
 	if (nr)
 		pm__folios_put(m, gather, nr);
 }
