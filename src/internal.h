@@ -1181,6 +1181,7 @@ __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
 __hidden struct pm_folio *pm__shmem_hugetlb_get_folio(struct pm_shmem *f, unsigned long hidx,
 						      int *err);
 __hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first);
+__hidden void pm__shmem_hugetlb_extend(struct pm_shmem *f, size_t end);
 
 /* // shmem/cache.c */
 __hidden struct pm_folio *pm__shmem_peek(struct pm_shmem *f, unsigned long index);

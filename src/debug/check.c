@@ -19,7 +19,9 @@
  *  (H) the hugetlb pool: its free pages are whole order-9 PG_hugetlb folios with refcount 0,
  *      as many as it counts; free + in use = total; reserved <= free; hugetlb folios are
  *      mapped only at PMD level, in hugetlb VMAs, and only hugetlb VMAs map at PMD level
- *      without a deposit.
+ *      without a deposit;
+ *  (V) every VMA is page aligned and not empty, and a hugetlb VMA's start, end and file offset
+ *      are 2 MiB aligned (else a PMD leaf reaches outside it).
  * Deferred frees are flushed first (pm_rcu_barrier), so RCU-pending tables count as free.
  *
  * Cost: in proportion to the memory ever used, not to the machine's size. Only the frames
@@ -156,10 +158,25 @@ static void check_deposits(struct check *c, pm_entry_t *pmd)
 		complain(c, "PMD table with %u leaves holds %u deposited tables", leaves, deposits);
 }
 
+static void check_vmas(struct check *c, struct pm_mm *mm)
+{
+	for (struct pm_vma *vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
+		if (vma->start >= vma->end || ((vma->start | vma->end) & ~PAGE_MASK))
+			complain(c, "VMA [%#lx, %#lx) is empty or not page aligned", vma->start,
+				 vma->end);
+		else if ((vma->flags & VM_HUGETLB) &&
+			 (((vma->start | vma->end) & ~PMD_MASK) ||
+			  (vma->pgoff & (HPAGE_PMD_NR - 1))))
+			complain(c, "hugetlb VMA [%#lx, %#lx) pgoff %lu is not 2 MiB aligned",
+				 vma->start, vma->end, vma->pgoff);
+	}
+}
+
 static void check_mm(struct check *c, struct pm_mm *mm)
 {
 	struct pm_machine *m = c->m;
 
+	check_vmas(c, mm);
 	if (!mark_table(c, virt_to_pfn(m, mm->pgd)))
 		return;
 	for (unsigned g = 0; g < PTRS_PER_TABLE; g++) {

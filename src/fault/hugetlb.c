@@ -334,11 +334,14 @@ int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 
 		if (pmd_none(pmd)) {
 			ret = hugetlb_no_page(mm, vma, pmdp, haddr, fault_flags);
+		} else if (pm_warn_once(!pmd_leaf(pmd), "a PTE table under a hugetlb VMA")) {
+			/* Only a VMA that breaks (V) of pm_machine_check can have one, and no fault
+			 * makes progress there: fail rather than retry forever. */
+			ret = -EFAULT;
 		} else if (!pmd_write(pmd) &&
 			   ((fault_flags & FAULT_FLAG_WRITE) ||
 			    ((fault_flags & FAULT_FLAG_UNSHARE) &&
 			     needs_unshare(vma, page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))))))) {
-			pm_bug_on(!pmd_leaf(pmd)); /* a hugetlb VMA never has PTE tables */
 			ret = hugetlb_wp(mm, vma, pmdp, haddr, fault_flags);
 		}
 		if (ret != -EAGAIN)
@@ -349,7 +352,8 @@ int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 /* ---- fork ---- */
 
 /* Share one leaf with the child, or copy it there (may be pinned). Return: 0, 1 (copy it),
- * -EAGAIN. */
+ * 2 (copied), -EFAULT (a PTE table under the VMA: nothing to share, and retrying would not
+ * change that). */
 static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma,
 			    pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, struct pm_folio *copy)
 {
@@ -362,7 +366,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 	pmd = pmdp_get(src_pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
-		return pmd_none(pmd) ? 0 : -EAGAIN;
+		return pmd_none(pmd) ? 0 : -EFAULT;
 	}
 	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
 	if (folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
@@ -410,6 +414,11 @@ int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_
 		if (!dst_pmdp)
 			goto nomem;
 		ret = copy_hugetlb_pmd(dst, src, vma, dst_pmdp, src_pmdp, copy);
+		if (ret < 0) {
+			if (copy)
+				folio_put(copy);
+			return ret;
+		}
 		if (ret == 2)
 			copy = NULL; /* now the child's */
 		if (ret == 1) {
@@ -417,7 +426,7 @@ int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_
 			if (!copy)
 				goto nomem;
 		}
-		if (ret == 1 || ret == -EAGAIN)
+		if (ret == 1)
 			next = addr;
 	}
 	if (copy)

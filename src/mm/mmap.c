@@ -253,10 +253,17 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		    ((flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) && (addr & ~PMD_MASK)))
 			return -EINVAL;
 		align = PMD_SIZE;
+		/* hugetlb_get_unmapped_area: a hint is rounded up to 2 MiB (past the top: none),
+		 * never taken as is, or a PMD leaf would reach outside the VMA. */
+		if (!(flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)))
+			addr = ALIGN_UP(addr, PMD_SIZE);
 	}
 	if (len > PM_TASK_SIZE - PM_USER_MIN)
 		return -ENOMEM;
 	if (offset + len < offset)
+		return -EOVERFLOW;
+	/* file_mmap_ok: no mapping of an object reaches past the largest it can be. */
+	if (file && offset + len > PM_SHMEM_MAX_BYTES)
 		return -EOVERFLOW;
 	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
 		if (addr & ~PAGE_MASK)
@@ -300,6 +307,9 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 			pm_shmem_put(file);
 		return -ENOMEM;
 	}
+	/* hugetlbfs_file_mmap: a writable mapping grows the object to its end. */
+	if (hugetlb && !(flags & PM_MAP_ANONYMOUS) && (prot & PM_PROT_WRITE))
+		pm__shmem_hugetlb_extend(file, offset + len);
 
 again:
 	ret = lock_for_mmap(mm, addr, len, align, flags, all);

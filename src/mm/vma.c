@@ -190,6 +190,8 @@ int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 	int err;
 
 	mmap_assert_write_locked(mm);
+	pm_assert(!(vma->flags & VM_HUGETLB) ||
+		  (!((vma->start | vma->end) & ~PMD_MASK) && !(vma->pgoff & (HPAGE_PMD_NR - 1))));
 	err = vma_count_charge(mm);
 	if (err == -EAGAIN)
 		return err;

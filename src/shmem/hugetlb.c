@@ -116,6 +116,22 @@ out:
 	return err;
 }
 
+/*
+ * pm__shmem_hugetlb_extend() - a writable mapping reaching past the object's end grows it to
+ * @end, as hugetlbfs_file_mmap grows i_size; it never shrinks. Under the locks truncation
+ * takes, so a size change is never lost between the two.
+ */
+void pm__shmem_hugetlb_extend(struct pm_shmem *f, size_t end)
+{
+	pm_assert(f->hugetlb && !(end & ~PMD_MASK) && end <= PM_SHMEM_MAX_BYTES);
+	pthread_mutex_lock(&f->truncate_lock);
+	pthread_mutex_lock(&f->hugetlb_mutex);
+	if (atomic_load_relaxed(&f->xsize) < end)
+		atomic_store_mb(&f->xsize, end);
+	pthread_mutex_unlock(&f->hugetlb_mutex);
+	pthread_mutex_unlock(&f->truncate_lock);
+}
+
 /* Release the reservations of pages @first and beyond: truncation, or the object's end. */
 void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first)
 {
