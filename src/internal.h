@@ -854,7 +854,18 @@ struct pm_mm {
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
 	struct pm_mm_notifier *notifiers;   /* told of the teardown; under machine->lock */
+	bool dead;			    /* emptied by pm_machine_destroy (see pm__mm_bad) */
 };
+
+/*
+ * An address space its machine was destroyed under (a misuse, documented) was emptied then
+ * and is dead: every call on it is -EINVAL, and pm_mm_destroy only frees it. Set once, with
+ * no other thread using the mm (the caller's promise), so a plain read suffices.
+ */
+static inline bool pm__mm_bad(const struct pm_mm *mm)
+{
+	return unlikely(!mm || mm->dead);
+}
 
 /* Linux's vm.max_map_count default: a call that would make more VMAs fails with -ENOMEM. */
 #define PM_MAX_MAP_COUNT 65530
@@ -1085,6 +1096,7 @@ __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
 /* // mm/mm.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
+__hidden void pm__mm_kill(struct pm_mm *mm);
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
@@ -1139,6 +1151,8 @@ struct pm_shmem {
 	unsigned long max_pages;	/* 0 = unlimited */
 	bool internal;			/* made by PM_MAP_SHARED|PM_MAP_ANONYMOUS */
 	bool hugetlb;			/* 2 MiB pages from the pool; cache indices in 2 MiB units */
+	bool dead;			/* emptied by pm_machine_destroy: calls fail, the last
+					 * pm_shmem_put frees it (as pm__mm_bad) */
 	struct pm_shmem_node *_Atomic xroot;	/* RCU-protected; read by every lookup and
 						 * insert, written only when the tree grows:
 						 * not on tree_lock's line */
@@ -1172,6 +1186,7 @@ static inline unsigned long shmem_size_pages(struct pm_shmem *f)
 
 /* // shmem/object.c */
 __hidden void pm__shmem_get(struct pm_shmem *f);
+__hidden void pm__shmem_kill(struct pm_shmem *f);
 __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size);
 
 /* // shmem/hugetlb.c */
@@ -1283,7 +1298,7 @@ static __always_inline long pm__gup_check_args(struct pm_mm *mm, unsigned long s
 {
 	unsigned long len, end;
 
-	if (unlikely(!mm) || (flags & ~FOLL_PUBLIC_MASK))
+	if (pm__mm_bad(mm) || (flags & ~FOLL_PUBLIC_MASK))
 		return -EINVAL;
 	if ((flags & FOLL_LONGTERM) && !pin)
 		return -EINVAL;

@@ -125,7 +125,10 @@ PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 
 /**
  * pm_machine_destroy() - free a machine. Every mm and shmem object must be gone already.
- * Waits for deferred (RCU) frees first.
+ * Waits for deferred (RCU) frees first. Destroying it under live ones is a misuse that warns:
+ * each is emptied (its notifiers told, its pages freed) and dead - every call on it fails
+ * with -EINVAL (NULL with errno EINVAL, or 0), and pm_mm_destroy() or the last
+ * pm_shmem_put() frees what is left of it. No other thread may be using them.
  */
 PM_API void pm_machine_destroy(struct pm_machine *m);
 

@@ -114,7 +114,7 @@ struct pm_mm_notifier {
 PM_API int pm_mm_notifier_register(struct pm_mm_notifier *mn, struct pm_mm *mm);
 /** pm_mm_notifier_unregister() - take @mn off @mm's list (nothing if it is not on it). */
 PM_API void pm_mm_notifier_unregister(struct pm_mm_notifier *mn, struct pm_mm *mm);
-/** pm_mm_machine() - the machine an address space lives in. */
+/** pm_mm_machine() - the machine an address space lives in; NULL for NULL or a dead one. */
 PM_API struct pm_machine *pm_mm_machine(struct pm_mm *mm);
 
 #ifdef __cplusplus

@@ -69,7 +69,7 @@ static long dio_rw(struct pm_mm *mm, int fd, off_t offset, unsigned long addr, s
 	struct iovec iov[DIO_PAGES];
 	size_t done = 0;
 
-	if (!mm || offset < 0 || len > LONG_MAX)
+	if (!pm_mm_machine(mm) || offset < 0 || len > LONG_MAX)
 		return -EINVAL;
 	if (!len)
 		return 0;

@@ -190,7 +190,7 @@ int pm_gup_test(struct pm_mm *mm, unsigned cmd, struct pm_gup_test *gup)
 	uint64_t t0, t1;
 	long nr;
 
-	if (cmd < PM_GUP_FAST_BENCHMARK || cmd > PM_DUMP_USER_PAGES_TEST || !mm || !gup)
+	if (cmd < PM_GUP_FAST_BENCHMARK || cmd > PM_DUMP_USER_PAGES_TEST || !pm_mm_machine(mm) || !gup)
 		return -EINVAL;
 	if (gup->addr > ULONG_MAX || gup->size > ULONG_MAX)
 		return -EINVAL;
@@ -473,7 +473,7 @@ int pm_gup_test_longterm(struct pm_mm *mm, unsigned cmd, void *arg)
 {
 	int ret = -EINVAL;
 
-	if (!mm)
+	if (!pm_mm_machine(mm)) /* NULL, or dead */
 		return -EINVAL;
 	pthread_once(&lt_atfork_once, lt_atfork_init);
 	pthread_mutex_lock(&lt_lock);

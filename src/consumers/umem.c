@@ -216,7 +216,7 @@ struct pm_umem *pm_umem_get(struct pm_mm *mm, unsigned long addr, size_t len, un
 	struct pm_umem *umem;
 	int err;
 
-	if (!mm || !len || (access & ~PM_UMEM_WRITE)) {
+	if (!pm_mm_machine(mm) || !len || (access & ~PM_UMEM_WRITE)) {
 		errno = EINVAL;
 		return NULL;
 	}

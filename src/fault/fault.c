@@ -129,7 +129,7 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 	struct pm_vma *vma;
 	int ret;
 
-	if (unlikely(!mm) || (flags & ~PM_FAULT_WRITE))
+	if (pm__mm_bad(mm) || (flags & ~PM_FAULT_WRITE))
 		return -EINVAL;
 	if (addr < PM_USER_MIN || addr >= PM_TASK_SIZE)
 		return -EFAULT;

@@ -251,7 +251,7 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 	unsigned seq;
 	int err = 0;
 
-	if (unlikely(!parent)) {
+	if (pm__mm_bad(parent)) {
 		errno = EINVAL;
 		return NULL;
 	}

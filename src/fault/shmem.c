@@ -331,7 +331,7 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	size_t old_size;
 	unsigned n;
 
-	if (unlikely(!f) || size > PM_SHMEM_MAX_BYTES)
+	if (unlikely(!f || f->dead) || size > PM_SHMEM_MAX_BYTES)
 		return -EINVAL;
 	if (f->hugetlb)
 		return hugetlb_truncate(f, size);

@@ -497,5 +497,5 @@ void pm_unpin_user_page_range_dirty_lock(struct pm_page *page, unsigned long npa
 
 bool pm_mm_has_pinned(struct pm_mm *mm)
 {
-	return mm && mm_has_pinned(mm);
+	return !pm__mm_bad(mm) && mm_has_pinned(mm);
 }

@@ -62,7 +62,7 @@ long pm_access(struct pm_mm *mm, unsigned long addr, void *buf, size_t len, int 
 {
 	size_t done = 0;
 
-	if (unlikely(!mm))
+	if (pm__mm_bad(mm))
 		return -EINVAL;
 	if (!len)
 		return 0;

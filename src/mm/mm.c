@@ -104,7 +104,7 @@ int pm_mm_notifier_register(struct pm_mm_notifier *mn, struct pm_mm *mm)
 	struct pm_mm_notifier *pos;
 	int err = 0;
 
-	if (unlikely(!mn || !mm || !mn->release))
+	if (unlikely(!mn || !mn->release) || pm__mm_bad(mm))
 		return -EINVAL;
 	pthread_mutex_lock(&mm->m->lock);
 	for (pos = mm->notifiers; pos && !err; pos = pos->next)
@@ -121,7 +121,7 @@ void pm_mm_notifier_unregister(struct pm_mm_notifier *mn, struct pm_mm *mm)
 {
 	struct pm_mm_notifier **pp;
 
-	if (unlikely(!mn || !mm))
+	if (unlikely(!mn) || pm__mm_bad(mm))
 		return;
 	pthread_mutex_lock(&mm->m->lock);
 	for (pp = &mm->notifiers; *pp; pp = &(*pp)->next) {
@@ -151,14 +151,12 @@ static void mm_notifiers_release(struct pm_mm *mm)
 	}
 }
 
-void pm_mm_destroy(struct pm_mm *mm)
+/* Everything of @mm but the struct itself goes: its notifiers hear of it first. */
+static void mm_teardown(struct pm_mm *mm)
 {
-	struct pm_machine *m;
+	struct pm_machine *m = mm->m;
 
-	if (!mm)
-		return;
 	mm_notifiers_release(mm);
-	m = mm->m;
 	pthread_mutex_lock(&m->lock);
 	pm_list_del(&mm->link);
 	pthread_mutex_unlock(&m->lock);
@@ -170,10 +168,26 @@ void pm_mm_destroy(struct pm_mm *mm)
 	pm__pgd_free(m, mm->pgd);
 	pm__vt_destroy(&mm->set.vmt);
 	pm__range_fini(mm);
+}
+
+/* pm_machine_destroy() under a live @mm: empty it while the machine is still there. */
+void pm__mm_kill(struct pm_mm *mm)
+{
+	mm_teardown(mm);
+	mm->dead = true;
+	mm->m = NULL;
+}
+
+void pm_mm_destroy(struct pm_mm *mm)
+{
+	if (!mm)
+		return;
+	if (!mm->dead)
+		mm_teardown(mm);
 	free(mm);
 }
 
 struct pm_machine *pm_mm_machine(struct pm_mm *mm)
 {
-	return mm ? mm->m : NULL;
+	return pm__mm_bad(mm) ? NULL : mm->m;
 }

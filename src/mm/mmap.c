@@ -183,7 +183,7 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 	bool all = false;
 	int err;
 
-	if (unlikely(!mm))
+	if (pm__mm_bad(mm))
 		return -EINVAL;
 	if ((addr & ~PAGE_MASK) || !len || addr > PM_TASK_SIZE)
 		return -EINVAL;
@@ -226,7 +226,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	struct pm_vma *vma;
 	long ret;
 
-	if (unlikely(!mm) || !len)
+	if (pm__mm_bad(mm) || !len)
 		return -EINVAL;
 	len = ALIGN_UP(len, PAGE_SIZE);
 	if (!len)
@@ -448,7 +448,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 	bool all = false;
 	int err = 0;
 
-	if (unlikely(!mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
+	if (pm__mm_bad(mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
 		return -EINVAL;
 	if (!len)
 		return 0;
@@ -599,7 +599,7 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 	unsigned long end;
 	int err;
 
-	if (unlikely(!mm) || (start & ~PAGE_MASK))
+	if (pm__mm_bad(mm) || (start & ~PAGE_MASK))
 		return -EINVAL;
 	switch (advice) {
 	case PM_MADV_DONTNEED:

@@ -64,7 +64,8 @@ void pm__shmem_get(struct pm_shmem *f)
 	atomic_add_relaxed(&f->xrefs, 1);
 }
 
-static void shmem_destroy(struct pm_shmem *f)
+/* Everything of @f but the struct itself goes. */
+static void shmem_teardown(struct pm_shmem *f)
 {
 	struct pm_machine *m = f->m;
 
@@ -82,13 +83,27 @@ static void shmem_destroy(struct pm_shmem *f)
 	pthread_mutex_destroy(&f->truncate_lock);
 	pthread_mutex_destroy(&f->hugetlb_mutex);
 	free(f->hresv);
-	free(f);
+	f->hresv = NULL;
+}
+
+/* pm_machine_destroy() under a live @f (its mappings gone already): empty it while the
+ * machine is still there; the last reference frees the rest. */
+void pm__shmem_kill(struct pm_shmem *f)
+{
+	pm_assert(pm_list_empty(&f->i_mmap));
+	shmem_teardown(f);
+	f->dead = true;
+	f->m = NULL;
+	atomic_store_relaxed(&f->xsize, 0);
 }
 
 void pm_shmem_put(struct pm_shmem *f)
 {
-	if (f && atomic_sub_mb(&f->xrefs, 1) == 1)
-		shmem_destroy(f);
+	if (f && atomic_sub_mb(&f->xrefs, 1) == 1) {
+		if (!f->dead)
+			shmem_teardown(f);
+		free(f);
+	}
 }
 
 size_t pm_shmem_size(struct pm_shmem *f)
@@ -98,7 +113,7 @@ size_t pm_shmem_size(struct pm_shmem *f)
 
 unsigned long pm_shmem_nr_pages(struct pm_shmem *f)
 {
-	if (!f)
+	if (!f || f->dead)
 		return 0;
 	return pm__shmem_nr_pages(f) << (f->hugetlb ? HPAGE_PMD_ORDER : 0);
 }

@@ -12,6 +12,8 @@
  *   emfile		the machine after the last slot: NULL with errno EMFILE, a text for it
  *   double_unpin	a double unpin in a debug build dies with the values in its message
  *   null_handles	a NULL machine, address space or shmem handle in every call
+ *   dead_mm		the machine destroyed under a live address space and shmem object:
+ *			both emptied, every later call on them -EINVAL, nothing leaked
  *
  * The release-build answer to a double unpin is in test_unpin_release.c, fork() of a process
  * that uses pinmm in test_atfork.c. "-t NAME" runs one group only.
@@ -376,6 +378,70 @@ static void test_null_handles(void)
 	pm_machine_destroy(m);
 }
 
+/* ---- 7. the machine destroyed under a live address space and object (issue 26) ---- */
+
+static int dead_released;
+
+static void dead_release(struct pm_mm_notifier *mn, struct pm_mm *mm)
+{
+	dead_released++;
+}
+
+static void test_dead_mm(void)
+{
+	struct pm_machine *m = pmt_machine(16, 0);
+	struct pm_mm *mm = pm_mm_create(m);
+	struct pm_shmem *f = pm_shmem_create(m, 4 * PAGE, 0);
+	struct pm_page *pages[2];
+	struct pm_gup_test gt = { .size = PAGE };
+	struct pm_mm_notifier mn = { .release = dead_release }, mn2 = mn;
+	long a, s;
+	char c = 'd';
+
+	ASSERT_TRUE(mm && f);
+	a = pm_mmap(mm, 0, 4 * PAGE, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	s = pm_mmap(mm, 0, 4 * PAGE, RW, PM_MAP_SHARED, f, 0);
+	ASSERT_TRUE(a > 0 && s > 0);
+	is_int(pm_access(mm, a, &c, 1, 1), 1, "anonymous page written");
+	is_int(pm_access(mm, s, &c, 1, 1), 1, "shared page written");
+	is_int(pm_pin_user_pages_fast(mm, a, 1, PM_FOLL_WRITE, pages), 1, "one page pinned");
+	pm_unpin_user_page(pages[0]);
+	is_int(pm_mm_notifier_register(&mn, mm), 0, "a notifier registered");
+	gt.addr = a;
+
+	fprintf(stderr, "# a warning about live address spaces is expected below\n");
+	pm_machine_destroy(m);
+	is_int(dead_released, 1, "the notifier heard of the teardown");
+	is_int(pm_mmap(mm, 0, PAGE, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0), -EINVAL,
+	       "dead mm: pm_mmap -> -EINVAL");
+	is_int(pm_munmap(mm, a, PAGE), -EINVAL, "pm_munmap -> -EINVAL");
+	is_int(pm_mprotect(mm, a, PAGE, PM_PROT_READ), -EINVAL, "pm_mprotect -> -EINVAL");
+	is_int(pm_madvise(mm, a, PAGE, PM_MADV_DONTNEED), -EINVAL, "pm_madvise -> -EINVAL");
+	is_int(pm_access(mm, a, &c, 1, 0), -EINVAL, "pm_access -> -EINVAL");
+	is_int(pm_fault(mm, a, PM_FAULT_WRITE), -EINVAL, "pm_fault -> -EINVAL");
+	is_int(pm_get_user_pages(mm, a, 1, 0, pages), -EINVAL, "pm_get_user_pages -> -EINVAL");
+	is_int(pm_get_user_pages_fast(mm, a, 1, 0, pages), -EINVAL,
+	       "pm_get_user_pages_fast -> -EINVAL");
+	is_int(pm_pin_user_pages(mm, a, 1, 0, pages), -EINVAL, "pm_pin_user_pages -> -EINVAL");
+	is_int(pm_pin_user_pages_fast(mm, a, 1, 0, pages), -EINVAL,
+	       "pm_pin_user_pages_fast -> -EINVAL");
+	is_int(pm_gup_test(mm, PM_GUP_FAST_BENCHMARK, &gt), -EINVAL, "pm_gup_test -> -EINVAL");
+	is_int(pm_dio_read(mm, 0, 0, a, PAGE), -EINVAL, "pm_dio_read -> -EINVAL");
+	is_int(pm_mm_notifier_register(&mn2, mm), -EINVAL, "pm_mm_notifier_register -> -EINVAL");
+	pm_mm_notifier_unregister(&mn, mm);
+	errno = 0;
+	ok(!pm_mm_fork(mm) && errno == EINVAL, "pm_mm_fork -> NULL, EINVAL");
+	errno = 0;
+	ok(!pm_umem_get(mm, a, PAGE, 0) && errno == EINVAL, "pm_umem_get -> NULL, EINVAL");
+	ok(pm_mm_machine(mm) == NULL, "pm_mm_machine -> NULL");
+	ok(!pm_mm_has_pinned(mm), "pm_mm_has_pinned -> false");
+	is_int(pm_shmem_truncate(f, PAGE), -EINVAL, "dead object: pm_shmem_truncate -> -EINVAL");
+	is_int(pm_shmem_size(f), 0, "pm_shmem_size -> 0");
+	is_int(pm_shmem_nr_pages(f), 0, "pm_shmem_nr_pages -> 0");
+	pm_mm_destroy(mm); /* frees what is left: the leak check at exit sees nothing */
+	pm_shmem_put(f);
+}
+
 static const struct {
 	const char *name;
 	void (*fn)(void);
@@ -388,6 +454,7 @@ static const struct {
 	{ "strerror", test_strerror },
 	{ "double_unpin", test_double_unpin },
 	{ "null_handles", test_null_handles },
+	{ "dead_mm", test_dead_mm },
 };
 
 int main(int argc, char **argv)
