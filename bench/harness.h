@@ -91,8 +91,9 @@ void bench_cpuset_free(struct bench_cpuset *set);
 int bench_run_case(const struct bench_opts *o);
 
 /*
- * args.c: numbers on the command lines. Each returns 0, or -EINVAL / -ERANGE after saying on
- * stderr which argument is wrong (the caller prints usage and exits 1).
+ * args.c: numbers, lists and words on the command lines. Each returns 0 (bench_arg_list: the
+ * number of items), or a negative errno after saying on stderr which argument is wrong (the
+ * caller prints usage and exits 1).
  */
 #define BENCH_MAX_SAMPLES 1000000	/* -s, --warmup */
 #define BENCH_MAX_INTERVAL_MS 3600000	/* --interval-ms: an hour */
@@ -101,6 +102,12 @@ int bench_arg_uint(const char *opt, const char *arg, unsigned min, unsigned max,
 int bench_arg_size(const char *opt, const char *arg, size_t *out);
 /* 0, or -ENOMEM after saying that @size is more than the host's MemAvailable. */
 int bench_arg_working_set(const char *opt, size_t size);
+/* cli_parse_list() as pinmm-bench: a comma list, no item empty or given twice. */
+int bench_arg_list(const char *opt, const char *arg, unsigned max,
+		   int (*item)(const char *word, void *ctx, uint64_t *key), void *ctx,
+		   uint64_t *keys);
+/* --mm linux|range, of the case form and runtest. */
+int bench_arg_mm(const char *arg, bool *range_mm);
 
 /* child.c: run `pinmm-bench CASE ...` as a child and read what it printed */
 #define BENCH_MAX_METRICS 32

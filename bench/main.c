@@ -134,12 +134,7 @@ static int parse_long_option(struct bench_opts *o, int c, const char *arg)
 		o->metrics = arg;
 		return 0;
 	case OPT_MM:
-		if (strcmp(arg, "linux") && strcmp(arg, "range")) {
-			fprintf(stderr, "pinmm-bench: --mm '%s': linux or range\n", arg);
-			return -EINVAL;
-		}
-		o->range_mm = !strcmp(arg, "range");
-		return 0;
+		return bench_arg_mm(arg, &o->range_mm);
 	}
 	return -EINVAL;
 }

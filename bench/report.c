@@ -521,50 +521,64 @@ static void run_all(struct report *rep)
 
 /* ---- options ---- */
 
-static int parse_tasks(struct report *rep, const char *s)
+static int task_item(const char *w, void *ctx, uint64_t *key)
 {
-	char *copy = strdup(s), *w, *save = NULL;
+	unsigned v;
+	int err = bench_arg_uint("--tasks", w, 1, BENCH_MAX_TASKS, &v);
 
-	if (!copy)
-		return -ENOMEM;
-	rep->nr_tasks = 0;
-	for (w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
-		unsigned v;
-
-		if (bench_arg_uint("--tasks", w, 1, BENCH_MAX_TASKS, &v) ||
-		    rep->nr_tasks == REPORT_MAX_POINTS) {
-			free(copy);
-			return -EINVAL;
-		}
-		rep->tasks[rep->nr_tasks++] = v;
-	}
-	free(copy);
-	return rep->nr_tasks ? 0 : -EINVAL;
+	if (!err)
+		*key = v;
+	return err;
 }
 
-/* Keep only the experiments named in @list (comma separated ids). */
+/* --tasks N,...: in the list's order; the key of an item is its task count. */
+static int parse_tasks(struct report *rep, const char *s)
+{
+	uint64_t keys[REPORT_MAX_POINTS];
+	int n = bench_arg_list("--tasks", s, REPORT_MAX_POINTS, task_item, NULL, keys);
+
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++)
+		rep->tasks[i] = (unsigned)keys[i];
+	rep->nr_tasks = (unsigned)n;
+	return 0;
+}
+
+static int experiment_item(const char *w, void *ctx, uint64_t *key)
+{
+	for (size_t i = 0; i < NR_EXPERIMENTS; i++) {
+		if (!strcmp(w, experiments[i].id)) {
+			*key = i;
+			return 0;
+		}
+	}
+	fprintf(stderr, "pinmm-bench: --only '%s': unknown experiment\n", w);
+	return -EINVAL;
+}
+
+/*
+ * --only ID,...: the experiments named, in the table's order (not the list's), kept
+ * in place at the table's front; rep->exps is the whole table until then.
+ */
 static int select_experiments(struct report *rep, const char *list)
 {
+	uint64_t keys[NR_EXPERIMENTS];
+	int nr = bench_arg_list("--only", list, NR_EXPERIMENTS, experiment_item, NULL, keys);
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < rep->nr_exps; i++) {
-		const char *id = rep->exps[i].id;
-		const char *p = list;
-		size_t len = strlen(id);
-
-		while ((p = strstr(p, id))) {
-			bool start = p == list || p[-1] == ',';
-			bool end = p[len] == 0 || p[len] == ',';
-
-			if (start && end) {
-				rep->exps[n++] = rep->exps[i];
+	if (nr < 0)
+		return nr;
+	for (size_t i = 0; i < NR_EXPERIMENTS; i++) {
+		for (int k = 0; k < nr; k++) {
+			if (keys[k] == i) {
+				rep->exps[n++] = experiments[i];
 				break;
 			}
-			p += len;
 		}
 	}
 	rep->nr_exps = n;
-	return n ? 0 : -EINVAL;
+	return 0;
 }
 
 static void default_options(struct report *rep)

@@ -2,11 +2,13 @@
 /*
  * runtest.c - `pinmm-bench runtest`: will-it-scale's runtest.py, in LKP's argument form.
  *
- *   pinmm-bench runtest [-n] [-m] [--knobs K] [--variant V] [--size B] [--warmup N]
- *			 [--interval-ms MS] CASE [DURATION] [threads|processes|both] [TASKS...]
+ *   pinmm-bench runtest [-n] [-m] [--mm linux|range] [--knobs K] [--variant V] [--size B]
+ *			 [--warmup N] [--interval-ms MS] CASE [DURATION]
+ *			 [threads|processes|both] [TASKS...]
  *
- * Numbers are read strictly before anything runs: a bad one, an unknown mode or case prints
- * usage and exits 1; a --size larger than the host's MemAvailable exits 1 too.
+ * The options are the case form's, with its meanings, passed to every child. They are read
+ * strictly before anything runs: a bad number or --mm, an unknown mode or case prints usage
+ * and exits 1; a --size larger than the host's MemAvailable exits 1 too.
  *
  * DURATION (default 5) is passed as -s; the mode also accepts LKP's "thread" and "process";
  * TASKS default to every count from 1 to the number of CPUs this process may run on. For
@@ -44,6 +46,7 @@ struct runtest {
 };
 
 static const struct option runtest_options[] = {
+	{ "mm", required_argument, NULL, 'M' },
 	{ "knobs", required_argument, NULL, 'K' },
 	{ "variant", required_argument, NULL, 'V' },
 	{ "size", required_argument, NULL, 'S' },
@@ -54,8 +57,8 @@ static const struct option runtest_options[] = {
 
 static void runtest_usage(void)
 {
-	fprintf(stderr, "Usage: pinmm-bench runtest [-n] [-m] [--knobs K] [--variant V] "
-		"[--size B] [--warmup N] [--interval-ms MS] <testcase> [duration] "
+	fprintf(stderr, "Usage: pinmm-bench runtest [-n] [-m] [--mm linux|range] [--knobs K] "
+		"[--variant V] [--size B] [--warmup N] [--interval-ms MS] <testcase> [duration] "
 		"[threads|processes|both] [tasks...]\n");
 }
 
@@ -69,13 +72,16 @@ static int forward(struct runtest *rt, const char *opt, const char *arg)
 	return 0;
 }
 
-/* The numbers are the children's, but a wrong one is said once, here, before any runs. */
-static int check_number(int c, const char *arg)
+/* The options are the children's, but a wrong one is said once, here, before any runs. */
+static int check_option(int c, const char *arg)
 {
 	unsigned u;
 	size_t size;
+	bool range_mm;
 
 	switch (c) {
+	case 'M':
+		return bench_arg_mm(arg, &range_mm);
 	case 'S':
 		return bench_arg_size("--size", arg, &size) ?: bench_arg_working_set("--size", size);
 	case 'W':
@@ -88,9 +94,9 @@ static int check_number(int c, const char *arg)
 
 static int parse_options(struct runtest *rt, int argc, char **argv)
 {
-	static const char *const longs[] = { ['K'] = "--knobs", ['V'] = "--variant",
-					     ['S'] = "--size", ['W'] = "--warmup",
-					     ['I'] = "--interval-ms" };
+	static const char *const longs[] = { ['M'] = "--mm", ['K'] = "--knobs",
+					     ['V'] = "--variant", ['S'] = "--size",
+					     ['W'] = "--warmup", ['I'] = "--interval-ms" };
 	int c;
 
 	optind = 1;
@@ -101,8 +107,8 @@ static int parse_options(struct runtest *rt, int argc, char **argv)
 			err = forward(rt, "-n", NULL);
 		else if (c == 'm')
 			err = forward(rt, "-m", NULL);
-		else if (c == 'K' || c == 'V' || c == 'S' || c == 'W' || c == 'I')
-			err = check_number(c, optarg) ?: forward(rt, longs[c], optarg);
+		else if (c == 'M' || c == 'K' || c == 'V' || c == 'S' || c == 'W' || c == 'I')
+			err = check_option(c, optarg) ?: forward(rt, longs[c], optarg);
 		else
 			err = -EINVAL;
 		if (err)

@@ -110,16 +110,17 @@ struct pm_stats {
 
 /**
  * pm_machine_create() - make a machine.
- * @cfg: memory size and knobs; NULL means defaults.
+ * @cfg: memory size, knobs and design (flags); NULL means defaults.
  *
  * O(1) time and host memory whatever @cfg->mem_bytes: the address range is reserved and frames
  * are set up when first used.
  *
  * Return: the machine, or NULL with errno EINVAL (mem_bytes not a multiple of 2 MiB or above
- * 2^52, unknown knob bits, flags other than 0 or PM_MACHINE_LINUX_MM), ENOMEM (out of memory,
- * the host cannot reserve the address range: address space, RLIMIT_AS,
- * vm.overcommit_memory=2, or nr_hugepages 2 MiB pages cannot be set aside) or EMFILE
- * (PM_MACHINES_MAX machines are alive already; destroying one makes room).
+ * 2^52, unknown knob bits, flags other than 0, PM_MACHINE_LINUX_MM or PM_MACHINE_RANGE_MM:
+ * unknown bits, or both designs at once), ENOMEM (out of memory, the host cannot reserve the
+ * address range: address space, RLIMIT_AS, vm.overcommit_memory=2, or nr_hugepages 2 MiB
+ * pages cannot be set aside) or EMFILE (PM_MACHINES_MAX machines are alive already;
+ * destroying one makes room).
  */
 PM_API struct pm_machine *pm_machine_create(const struct pm_config *cfg);
 

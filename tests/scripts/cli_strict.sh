@@ -34,6 +34,26 @@ expect() {
 	fi
 }
 
+# refuse PATTERN CMD...: CMD must exit 1 with PATTERN (grep -E) on stderr and nothing on
+# stdout, the command line refused before anything ran.
+refuse() {
+	pat=$1
+	shift
+	timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	label="$(basename "$1")${2:+ $(shift; echo "$*")}"
+	good=1
+	if [ $rc -eq 1 ] && [ ! -s "$tmp/out" ] && grep -qE -- "$pat" "$tmp/err"; then
+		good=0
+	fi
+	ok $good "$label: exit $rc, says /$pat/ on stderr, nothing on stdout"
+	if [ $good -ne 0 ]; then
+		echo "# wanted exit 1, /$pat/ on stderr and an empty stdout; got exit $rc:"
+		head -10 "$tmp/out" | sed 's/^/#   out: /'
+		head -10 "$tmp/err" | sed 's/^/#   err: /'
+	fi
+}
+
 case $O in /*) ;; *) O=$(pwd)/$O ;; esac
 GT=$O/pinmm-gup-test
 BENCH=$O/pinmm-bench
@@ -86,6 +106,29 @@ expect 1 "-r '2x': not a number" "$AB" -r 2x
 expect 1 "-j '1': out of range" "$IB" -j 1
 expect 1 "^usage:" "$IB" extra
 
+# Issue 26 #8: report's lists refuse what they cannot use, each item once. Each of these ran
+# (unknown and empty items dropped, a repeated task count run twice); the options after the
+# list make a report of a few milliseconds, should one start.
+small="-s 1 --warmup 0 --interval-ms 1 --no-host --no-plots --out r"
+refuse "--only 'bogus': unknown experiment" "$BENCH" report --only pin_fast,bogus --tasks 1 $small
+refuse "--only 'pin_fast,pin_fast': 'pin_fast' more than once" \
+	"$BENCH" report --only pin_fast,pin_fast --tasks 1 $small
+refuse "--only ',pin_fast': an empty item" "$BENCH" report --only ,pin_fast --tasks 1 $small
+refuse "--only 'pin_fast,': an empty item" "$BENCH" report --only pin_fast, --tasks 1 $small
+refuse "--only '': an empty list" "$BENCH" report --only "" --tasks 1 $small
+refuse "--tasks '1,,2': an empty item" "$BENCH" report --tasks 1,,2 --only pin_fast $small
+refuse "--tasks ',1': an empty item" "$BENCH" report --tasks ,1 --only pin_fast $small
+refuse "--tasks '1,': an empty item" "$BENCH" report --tasks 1, --only pin_fast $small
+refuse "--tasks '': an empty list" "$BENCH" report --tasks "" --only pin_fast $small
+refuse "--tasks '1,1': '1' more than once" "$BENCH" report --tasks 1,1 --only pin_fast $small
+refuse "--tasks '1,0x1': '0x1' more than once" "$BENCH" report --tasks 1,0x1 --only pin_fast $small
+refuse "--tasks '1,2,3,4,5,6,7,8,9': more than 8 items" \
+	"$BENCH" report --tasks 1,2,3,4,5,6,7,8,9 --only pin_fast $small
+refuse "--tasks 'x': not a number" "$BENCH" report --tasks 1,x --only pin_fast $small
+# Issue 26 #9: runtest takes --mm as the case form does, and refuses what the case form does.
+refuse "--mm 'radix': linux or range" "$BENCH" runtest --mm radix mmap1 1 threads 1
+refuse "--mm '': linux or range" "$BENCH" runtest --mm "" mmap1 1 threads 1
+
 # Issue 13 #3: a working set beyond MemAvailable is refused before anything is allocated.
 avail_kb=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
 if [ -n "$avail_kb" ]; then
@@ -117,5 +160,10 @@ expect 0 "^usage:" "$MM" -h
 expect 0 "^usage:" "$GB" -h
 expect 0 "^usage:" "$IB" -h
 expect 0 "interleaved by 16384 .* [0-9.]+$" "$IB" -t 0.01
+expect 0 "\[ *4/4\] pin_fast +after +2 tasks" "$BENCH" report --only pin_fast --tasks 1,2 $small
+expect 0 "\[ *2/2\] pin_fast +after +1 task " "$BENCH" report --only pin_fast --tasks 1 $small
+row="^1,0,0\.00,[1-9][0-9]*,[0-9.]+,[1-9][0-9]*$"
+expect 0 "$row" "$BENCH" runtest --mm range --warmup 0 --interval-ms 10 mmap1 1 threads 1
+expect 0 "$row" "$BENCH" runtest --mm=linux --warmup 0 --interval-ms 10 mmap1 1 threads 1
 
 tap_done

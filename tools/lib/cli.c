@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * cli.c - strict numbers and the working-set check of pinmm's command lines (cli.h).
+ * cli.c - strict numbers, lists and the working-set check of pinmm's command lines (cli.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -164,6 +164,54 @@ void cli_complain(const char *prog, const char *opt, const char *arg, int err)
 {
 	fprintf(stderr, "%s: %s '%s': %s\n", prog, opt, arg ? arg : "",
 		err == -ERANGE ? "out of range" : "not a number");
+}
+
+/* Whether keys[n] is among keys[0..n-1]: lists are short, so a scan. */
+static bool key_seen(const uint64_t *keys, unsigned n)
+{
+	for (unsigned k = 0; k < n; k++)
+		if (keys[k] == keys[n])
+			return true;
+	return false;
+}
+
+int cli_parse_list(const char *prog, const char *opt, const char *s, unsigned max,
+		   cli_list_item_fn *item, void *ctx, uint64_t *keys)
+{
+	char *copy, *w, *next;
+	unsigned n = 0;
+	int err = 0;
+
+	if (!s || !*s) {
+		fprintf(stderr, "%s: %s '': an empty list\n", prog, opt);
+		return -EINVAL;
+	}
+	copy = strdup(s);
+	if (!copy)
+		return -ENOMEM;
+	/* Split by hand: strtok() would skip the empty items this is here to refuse. */
+	for (w = copy; w && !err; w = next) {
+		next = strchr(w, ',');
+		if (next)
+			*next++ = 0;
+		if (!*w) {
+			fprintf(stderr, "%s: %s '%s': an empty item\n", prog, opt, s);
+			err = -EINVAL;
+		} else if (n == max) {
+			fprintf(stderr, "%s: %s '%s': more than %u items\n", prog, opt, s, max);
+			err = -E2BIG;
+		} else {
+			err = item(w, ctx, &keys[n]);
+			if (!err && key_seen(keys, n)) {
+				fprintf(stderr, "%s: %s '%s': '%s' more than once\n", prog,
+					opt, s, w);
+				err = -EINVAL;
+			}
+			n++;
+		}
+	}
+	free(copy);
+	return err ? err : (int)n;
 }
 
 uint64_t cli_mem_available(void)

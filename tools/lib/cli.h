@@ -14,6 +14,9 @@
  * and print nothing: cli_complain() says which argument was wrong and why, after which the
  * caller prints its usage and exits 1.
  *
+ * Lists: cli_parse_list() reads a comma-separated list, each item once; unlike the number
+ * parsers it says what is wrong itself, since only it knows which item.
+ *
  * Working sets: cli_check_working_set() refuses one larger than the host's MemAvailable, so a
  * command line says so at once instead of growing until the OOM killer comes.
  */
@@ -31,6 +34,19 @@ int cli_parse_double(const char *s, double min, double max, double *out);
 
 /* "@prog: @opt '@arg': not a number" (or "out of range"), on stderr. */
 void cli_complain(const char *prog, const char *opt, const char *arg, int err);
+
+/*
+ * cli_parse_list() - @s, a list of items separated by commas, in order. @item turns one item
+ * into a key (its number, its index in a table of names) or returns a negative errno after
+ * saying why on stderr. Refused, with "@prog: @opt '@s': ..." on stderr: an empty list ("an
+ * empty list"), an empty item ("1,,2", ",1", "1,": "an empty item"), a key given twice
+ * ("1,1" and "1,0x1": "'0x1' more than once"; running a point twice is never what was meant)
+ * and more than @max items. Return: the number of keys written to @keys (at least 1), or a
+ * negative errno.
+ */
+typedef int cli_list_item_fn(const char *item, void *ctx, uint64_t *key);
+int cli_parse_list(const char *prog, const char *opt, const char *s, unsigned max,
+		   cli_list_item_fn *item, void *ctx, uint64_t *keys);
 
 /* MemAvailable from /proc/meminfo in bytes; 0 when it cannot be read. */
 uint64_t cli_mem_available(void);
