@@ -426,6 +426,7 @@ static inline struct pm_machine *page_machine(const struct pm_page *page)
 
 /* The machine of any descriptor, a never-used one too (slot 0: found by its address). */
 __hidden struct pm_machine *pm__page_machine_search(const struct pm_page *page);
+__hidden void pm__machine_free(struct pm_machine *m);
 
 /* The machine of any descriptor, even one above the frontier (its slot is still 0). */
 static inline struct pm_machine *pm__page_machine_any(const struct pm_page *page)
@@ -1096,7 +1097,6 @@ __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
 /* // mm/mm.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
-__hidden void pm__mm_kill(struct pm_mm *mm);
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).

@@ -341,23 +341,15 @@ fail_free:
 	return NULL;
 }
 
-void pm_machine_destroy(struct pm_machine *m)
+/*
+ * pm__machine_free() - the end of pm_machine_destroy() (mm/mm.c, the layer that knows what
+ * lives in a machine): nothing lives in @m any more and deferred frees are flushed.
+ */
+void pm__machine_free(struct pm_machine *m)
 {
 	struct pm_list *pos, *n;
 
-	if (!m)
-		return;
-	pm_rcu_barrier();
-	if (!pm_list_empty(&m->mms) || !pm_list_empty(&m->shmems)) {
-		fprintf(stderr, "pinmm: pm_machine_destroy: address spaces or shmem objects "
-				"are still alive; they are emptied, and every call on them fails\n");
-		/* Address spaces first: their mappings hold references to the objects. */
-		while (!pm_list_empty(&m->mms))
-			pm__mm_kill(pm_list_entry(m->mms.next, struct pm_mm, link));
-		while (!pm_list_empty(&m->shmems))
-			pm__shmem_kill(pm_list_entry(m->shmems.next, struct pm_shmem, link));
-		pm_rcu_barrier();
-	}
+	pm_assert(pm_list_empty(&m->mms) && pm_list_empty(&m->shmems));
 
 	pthread_mutex_lock(&machines_lock);
 	atomic_store_relaxed(&pm__machines[m->slot], NULL);

@@ -171,7 +171,7 @@ static void mm_teardown(struct pm_mm *mm)
 }
 
 /* pm_machine_destroy() under a live @mm: empty it while the machine is still there. */
-void pm__mm_kill(struct pm_mm *mm)
+static void mm_kill(struct pm_mm *mm)
 {
 	mm_teardown(mm);
 	mm->dead = true;
@@ -185,6 +185,28 @@ void pm_mm_destroy(struct pm_mm *mm)
 	if (!mm->dead)
 		mm_teardown(mm);
 	free(mm);
+}
+
+/*
+ * pm_machine_destroy() is here, above mem/, because a machine destroyed under live address
+ * spaces and objects (a misuse) empties them first: mms before objects, since mappings hold
+ * references to objects. Then mem/ frees the machine.
+ */
+void pm_machine_destroy(struct pm_machine *m)
+{
+	if (!m)
+		return;
+	pm_rcu_barrier();
+	if (!pm_list_empty(&m->mms) || !pm_list_empty(&m->shmems)) {
+		fprintf(stderr, "pinmm: pm_machine_destroy: address spaces or shmem objects "
+				"are still alive; they are emptied, and every call on them fails\n");
+		while (!pm_list_empty(&m->mms))
+			mm_kill(pm_list_entry(m->mms.next, struct pm_mm, link));
+		while (!pm_list_empty(&m->shmems))
+			pm__shmem_kill(pm_list_entry(m->shmems.next, struct pm_shmem, link));
+		pm_rcu_barrier();
+	}
+	pm__machine_free(m);
 }
 
 struct pm_machine *pm_mm_machine(struct pm_mm *mm)
