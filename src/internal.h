@@ -153,6 +153,12 @@ extern __thread int pm__vma_read_held __hidden; /* counted in debug builds only 
 /* Zaps: the mm's mmap_lock, or - truncation zapping other mms - an object's i_mmap lock. */
 #define zap_assert_held(mm) \
 	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0)
+/* The fault path when only the mm is at hand (assert_fault_locked without the VMA). */
+#define fault_assert_held(mm) pm_assert(mm_locked(mm) || pm__vma_read_held_here())
+/* Some object's i_mmap lock (this thread's count of them, debug builds). */
+#define i_mmap_assert_held() pm_assert(pm__i_mmap_held > 0)
+/* An RCU read-side section (Linux's rcu_read_lock_held()). */
+#define rcu_assert_held() pm_assert(pm_rcu_read_ongoing())
 
 #define pm_warn_once(cond, msg) \
 	({ \
@@ -1128,7 +1134,8 @@ __hidden int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_en
 				     unsigned long addr, unsigned fault_flags);
 __hidden struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd,
 					       int *ret);
-__hidden bool pm__wp_huge_pmd_can_reuse_locked(struct pm_folio *folio, bool sole);
+__hidden bool pm__wp_huge_pmd_can_reuse_locked(struct pm_spinlock *pml, struct pm_folio *folio,
+					       bool sole);
 __hidden int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 					  pmd_t pmd, bool unshare);
 

@@ -118,6 +118,7 @@ struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t 
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
+	fault_assert_held(mm);
 	pm_spin_lock(pml);
 	*pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(*pmd) || pmd_write(*pmd)) {
@@ -132,10 +133,11 @@ struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t 
  * pm__wp_huge_pmd_can_reuse_locked() - may the leaf's @folio be reused in place? If it is
  * anonymous and exclusive, or @sole (the caller's test that this mapping is its only user:
  * refcount 1 for a THP, mapcount 1 for hugetlb); then it becomes exclusive.
- * Context: the PMD lock (pm__wp_huge_pmd_lock()).
+ * Context: the PMD lock @pml (pm__wp_huge_pmd_lock()).
  */
-bool pm__wp_huge_pmd_can_reuse_locked(struct pm_folio *folio, bool sole)
+bool pm__wp_huge_pmd_can_reuse_locked(struct pm_spinlock *pml, struct pm_folio *folio, bool sole)
 {
+	pm_assert_locked(pml);
 	if (!folio_test_anon(folio))
 		return false;
 	if (page_anon_exclusive(&folio->page))
@@ -176,7 +178,8 @@ int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
 	if (!folio)
 		return ret;
-	if (pm__wp_huge_pmd_can_reuse_locked(folio, folio_ref_count(folio) == 1))
+	if (pm__wp_huge_pmd_can_reuse_locked(pm__pmd_lockptr(mm, pmdp), folio,
+					     folio_ref_count(folio) == 1))
 		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd,
 						    fault_flags & FAULT_FLAG_UNSHARE);
 	pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));

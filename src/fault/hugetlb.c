@@ -184,6 +184,7 @@ static void unmap_ref_page(struct pm_vma *vma, unsigned long addr, struct pm_fol
 	struct pm_spinlock *pml;
 	pmd_t pmd;
 
+	i_mmap_assert_held();
 	if (!pmdp)
 		return;
 	pml = pm__pmd_lockptr(mm, pmdp);
@@ -257,7 +258,7 @@ static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 retry:
 	/* Mapped here only: ours (the other mappers change the count under their own locks,
 	 * and none can add one - a fork of another mapper would need a mapping). */
-	if (pm__wp_huge_pmd_can_reuse_locked(folio,
+	if (pm__wp_huge_pmd_can_reuse_locked(pml, folio,
 					     atomic_load_relaxed(&folio->page.xentire_mapcount) == 1))
 		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd, unshare);
 	folio_get_refs(folio, 1); /* keeps the source alive while we copy unlocked */

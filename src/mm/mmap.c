@@ -170,6 +170,7 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 	struct pm_vma *vma;
 	int err;
 
+	mmap_assert_write_locked(mm);
 	vma = munmap_detach(mm, start, end, &err);
 	if (vma)
 		unmap_region(mm, vma, start, end);

@@ -221,6 +221,7 @@ void pm__range_downgrade(struct pm_mm *mm)
 /* The VMA that holds @addr, from the tree of its range. Context: that range held. */
 static struct pm_vma *vma_at(struct pm_mm *mm, unsigned long addr)
 {
+	mmap_assert_locked(mm);
 	return pm__vt_lookup(&mm->ranges[range_of(addr)].set.vmt, addr);
 }
 

@@ -328,6 +328,7 @@ static struct pm_shmem_node *leaf_of_rcu(struct pm_shmem *f, unsigned long index
 {
 	struct pm_shmem_node *n = atomic_load_acquire(&f->xroot);
 
+	rcu_assert_held();
 	if (!n || !node_covers(n, index))
 		return NULL;
 	while (n && n->shift)

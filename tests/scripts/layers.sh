@@ -8,9 +8,10 @@
 #     fault 4 < gup 5 < consumers 6; debug/ (the checker) may look at everything. Allowed
 #     upward calls, as Linux: mm/access.c -> pm_fault (a CPU takes a fault), mm/mmap.c ->
 #     pm__gup_slow (MAP_POPULATE).
-#  2. Lock assertions: the number of call sites of assertions named *assert*_locked( or
-#     *assert*_held( in src/ is at least the number of comment lines in src/ that name a lock
-#     the caller holds ("Context: ... lock/held/PTL/RCU", "Caller holds ..."; not "Context: any").
+#  2. Lock assertions, per function: a function whose comment names a lock its caller holds
+#     ("Context: ... lock/held/PTL/RCU", "Caller holds ..."; not "Context: any") asserts one
+#     in its body (*assert*_locked( or *assert*_held(), as Linux puts lockdep_assert_held()
+#     beside every "caller holds".
 #   O   build directory holding src/*/*.o (run.sh sets it; default build/asan)
 set -u
 O=${O:-build/asan}
@@ -19,8 +20,8 @@ SRC=${SRC:-src}
 
 objs=$(ls "$O"/src/*/*.o 2>/dev/null)
 if [ -z "$objs" ]; then
-	echo "1..0 # SKIP no objects in $O/src (build first)"
-	exit 0
+	echo "Bail out! no objects in $O/src: build first (make SAN=asan tests)"
+	exit 1
 fi
 
 # "symbol dir" for every global symbol src/ defines; "dir/file symbol" for every use.
@@ -61,15 +62,34 @@ else
 	ok 0 "layers call only down ($(wc -l <"$tmp/uses") symbol uses in $(echo "$objs" | wc -w) objects)"
 fi
 
-# Lock assertions against the comments that name a lock the caller holds.
-comments=$(grep -rnE 'Context:|Caller holds' "$SRC" | grep -E 'lock|held|PTL|RCU' |
-	   grep -vE 'Context: any|no spinlock|"Context:"' | wc -l)
-asserts=$(grep -rnE '[a-z_]*assert[a-z_]*(_locked|_held)\(' "$SRC" | grep -vE '#define|^[^:]*:[0-9]+: *\*|\/\*' |
-	  grep -oE '[a-z_]*assert[a-z_]*(_locked|_held)\(' | wc -l)
-if [ "$asserts" -ge "$comments" ]; then
-	ok 0 "lock assertions ($asserts) >= comments naming a lock the caller holds ($comments)"
+# Lock assertions: each function whose comment says its caller holds a lock asserts one.
+# A comment is the function's when the function follows it; any other top-level line between
+# them (a #define, a declaration) ends it.
+awk '
+FNR == 1 { pending = 0; infn = 0 }
+!infn && /Context:|Caller holds/ && /lock|held|PTL|RCU/ &&
+	!/Context: any|no spinlock|"Context:"/ { pending = 1; ncomments++ }
+!infn && pending && /^[A-Za-z_#]/ && !(/^[a-z_].*\(/ && !/;[ \t]*$/) { pending = 0 }
+!infn && pending && /^[a-z_].*\(/ && !/;[ \t]*$/ {
+	name = $0; sub(/\(.*/, "", name); n = split(name, w, /[ *]+/); name = w[n]
+	infn = 1; start = FNR; found = 0
+	if ($0 ~ /\{.*\}[ \t]*$/) infn = 2
+}
+infn && /[a-z_]*assert[a-z_]*(_locked|_held)\(/ { found = 1 }
+infn && (/^\}/ || infn == 2) {
+	if (pending && !found)
+		printf "%s:%d: %s()\n", FILENAME, start, name
+	else if (pending)
+		nfound++
+	infn = 0; pending = 0
+}
+END { printf "%d\n", nfound > "/dev/stderr" }
+' $(ls "$SRC"/*.h "$SRC"/*/*.h "$SRC"/*/*.c) >"$tmp/unasserted" 2>"$tmp/asserted"
+if [ -s "$tmp/unasserted" ]; then
+	ok 1 "every function whose caller holds a lock asserts it"
+	sed 's/^/#   no assertion: /' "$tmp/unasserted"
 else
-	ok 1 "lock assertions ($asserts) >= comments naming a lock the caller holds ($comments)"
+	ok 0 "every function whose caller holds a lock asserts it ($(cat "$tmp/asserted") functions)"
 fi
 
 tap_done
