@@ -14,10 +14,10 @@
  * page, and the insert and the charge happen inside it.
  *
  * Linux instead inserts the new folio locked and zeroes it in the cache, so that a second
- * fault of the same page waits for it rather than zeroing a duplicate. Measured here (issue
- * 15, "shmem_fault whole" at 2 tasks, the case where faults of one page meet): no better,
- * and about 5% worse on a shared 2-CPU box, where the waiter spins while the zeroing thread
- * may be preempted; the duplicate costs a 4 KiB memset on the other CPU and one free.
+ * fault of the same page waits for it rather than zeroing a duplicate. pinmm zeroes before it
+ * inserts: where CPUs are shared the waiter spins while the zeroing thread may be preempted,
+ * and a duplicate costs only a 4 KiB memset on the other CPU and one free (the locked insert
+ * was tried and reverted: docs/perf-log.md, 2026-12-02).
  *
  * What the folio lock does give Linux is the sleep. Two threads that touch the same pages in
  * the same order (the reviewer's 2010 variant, "shmem_fault whole") meet at one page; Linux's
@@ -26,10 +26,10 @@
  * in step: both zero every page, one drops its copy, and the PTE table's, the leaf's and the
  * descriptors' lines cross between the CPUs on every page. So the loser of an insert race
  * here sleeps a moment before it looks again (shmem_race_backoff()); no lock is held then but
- * the VMA's (or mmap_lock) for read, as when Linux's fault sleeps on a folio. Measured at 2
- * threads on one 2-CPU box (issue 15): 1.6 M touches/s without the sleep, about 60% of the
- * drops and 0.63x the 1-thread rate; 4.2-4.3 M with it, 1.67x, and 0.3% of the allocations
- * dropped. A race between faults that do not go on meeting costs its loser one sleep.
+ * the VMA's (or mmap_lock) for read, as when Linux's fault sleeps on a folio. After one such
+ * sleep two threads in step are out of step and stay so, and the dropped allocations
+ * (shmem_alloc_races) become rare (docs/perf-log.md, 2026-12-03, "the loser sleeps"). A race
+ * between faults that do not go on meeting costs its loser one sleep.
  *
  * Truncate vs fault. Truncate sets the size, removes the pages beyond it from the cache
  * (clearing PG_shmem under tree_lock), then zaps every mapping of that range in every VMA on

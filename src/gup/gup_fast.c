@@ -27,10 +27,11 @@
  *     safe whatever the frame has become meanwhile. Then, with the reference held, it
  *     re-reads the PMD and the PTE (with sequentially consistent loads after the CAS): if
  *     either changed it drops the reference and stops. Cases:
- *     - munmap / MADV_DONTNEED / truncation cleared the PTE (atomic exchange under the PTL)
- *       before our re-read: we see the change and back off. If the page's last reference went
- *       with it, our try_get either failed (count already zero) or our reference kept the
- *       folio alive until we dropped it - and dropping it frees it properly, so nothing leaks.
+ *     - munmap / MADV_DONTNEED / truncation cleared the PTE (a plain store under the PTL; a
+ *       PMD leaf: an exchange under the PMD lock) before our re-read: we see the change and
+ *       back off ((B) below). If the page's last reference went with it, our try_get either
+ *       failed (count already zero) or our reference kept the folio alive until we dropped
+ *       it - and dropping it frees it properly, so nothing leaks.
  *     - The entry was cleared after our re-read: then we took the reference while the page was
  *       still mapped - the pin is simply older than the munmap, which is legal; the page stays
  *       allocated until the pin is released. No page is ever freed under a pin.
@@ -96,9 +97,9 @@
  *	------------------------		--------
  *	pte = load(PTE); store(PTE, 0)		pte = load(PTE)
  *	(small folio: at once, with the		try_get: CAS refcount + n unless 0
- *	 mapcount; large: up to 63 PTEs		re-read PMD and PTE (seq_cst)
- *	 later, maybe after the PTL's
- *	 release: a gather)
+ *	 mapcount; large: a gather, up to	re-read PMD and PTE (seq_cst)
+ *	 ZAP_GATHER - 1 PTEs later, maybe
+ *	 after the PTL's release)
  *	put: refcount - 1 (seq_cst)
  *	  the last one frees the folio
  *						  changed: put our refs, stop

@@ -35,7 +35,9 @@ int pm__lock_owner_init(void)
 	return pm__lock_owner;
 }
 
-#define SPINS 512 /* about a microsecond of cpu_relax: longer than a VMA change */
+/* cpu_relax() spins before yielding, meant to outlast a VMA change; what a spin costs
+ * depends on the CPU (docs/perf-log.md, 2026-12-02, "spinning"). */
+#define SPINS 512
 #define YIELDS 4
 
 static bool read_blocked(long c)

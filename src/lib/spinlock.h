@@ -25,6 +25,8 @@ struct pm_spinlock {
 };
 
 #define PM_SPINLOCK_INIT { 0 }
+/* cpu_relax() spins before each yield, meant to outlast the critical sections it guards; a
+ * spin's cost depends on the CPU (docs/perf-log.md, 2026-12-02, "spinning"). */
 #define PM_SPIN_BEFORE_YIELD 128
 
 /* A small per-thread id, never 0, for lock debugging (lib/rwsem.c). */

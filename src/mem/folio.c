@@ -125,9 +125,9 @@ void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n)
  * that mapping held, in one locked instruction instead of two. The two counts lie side by
  * side in one aligned 8-byte word (struct pm_page, xref_map), and neither can borrow from the
  * other: the caller's mapping is one of each, so both are at least 1. It is Linux's lockref
- * idea (a lock and a count changed by one cmpxchg) applied to the zap, where each locked
- * instruction is a large share of the cost: about 5 ns on the development VMs wherever the
- * line is, against under 1 ns for a plain read-modify-write (docs/benchmarks.md, section 5).
+ * idea (a lock and a count changed by one cmpxchg) applied to the zap, whose cost per page is
+ * its locked instructions, wherever their lines are, far more than its cache misses
+ * (docs/perf-log.md, 2026-12-03, "count the locked instructions").
  * The mapcount is read elsewhere with plain atomic loads of its own half; nothing else
  * writes both halves at once.
  *

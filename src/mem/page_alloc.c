@@ -25,19 +25,15 @@
  *
  * Two kinds. Each cache keeps two lists, as Linux's pcp lists are per migratetype: user
  * memory (anonymous, shmem and COW pages: PCP_MOVABLE) and page tables (PM_ALLOC_UNMOVABLE:
- * PCP_UNMOVABLE), under one lock, one count and one high mark. With one list, a CPU that maps,
- * faults and unmaps the same area round after round (every will-it-scale fault case, and
- * shmem_fault's object) got its pages back in an order that decayed each round: a page table
- * is taken from the hot end between two pages, and its frame comes back after a grace period
- * somewhere else in the run, so the run gained a couple of breaks per table per round and
- * never lost one. After 300 rounds of a 256 MiB object only a third of consecutive pages were
- * adjacent frames, and a fault cost 400 ns instead of 300: zeroing frames scattered over
- * 128 MiB costs a quarter to a half more than zeroing adjacent ones on the development VMs
- * (DRAM pages and the host's huge-page TLB entries are reused less). With a list for each
- * kind, the user run keeps its order: 1-task shmem_fault and page_fault1 ran 20-30% and 23%
- * faster, 2-task shmem_fault 13% (docs/benchmarks.md, section 5). An allocation of one kind
- * refills its own list only; a drain gives back the coldest frames of the longer list, so
- * neither kind keeps the cache to itself.
+ * PCP_UNMOVABLE), under one lock, one count and one high mark. A CPU that maps, faults and
+ * unmaps the same area round after round (every will-it-scale fault case, and shmem_fault's
+ * object) must get its user pages back as the run of adjacent frames it gave up, because
+ * scattered frames are slower to zero. On one shared list a page table, taken from the hot
+ * end between two user pages and freed a grace period later somewhere else in the run,
+ * breaks that run a little more every round, and nothing ever mends it (docs/perf-log.md,
+ * 2026-12-03, "one list for two kinds"). So an allocation of one kind refills its own list
+ * only, and the user list keeps its order (tests/unit/test_pcp.c checks it); a drain gives
+ * back the coldest frames of the longer list, so neither kind keeps the cache to itself.
  *
  * An allocation that finds nothing drains every CPU's cache into the buddy lists, sets
  * the high marks back to pcp_high_min, and tries once more (drain_all_pcp), so frames cached
@@ -71,26 +67,22 @@
 /*
  * Homes. Per-CPU caches alone keep a CPU's frames its own only while they fit its cache; past
  * that, frames drain to the buddy lists and come back in batches, and two CPUs that refill
- * from one set of lists at once end up with their frames interleaved a batch at a time. Their
- * descriptors then interleave too: 64 descriptors, one 4 KiB page of the descriptor array,
- * for each CPU in turn. That can cost as much as sharing lines. Measured on the 2-CPU
- * development VMs with a program that does only page_fault3's memory traffic (two atomics on
- * a 64-byte descriptor, a PTE store and a byte of the page, then the zap's atomics;
- * tools/interleave-bench.c), two threads reached 0.98 of twice one thread's rate when each
- * worked on its own descriptor array, 0.65-0.70 when the arrays were interleaved in runs of 1
- * to 512 descriptors, 0.94 with runs of 4096 and 1.0 with 16384. Half an hour later the same
- * VM showed no difference at all (1.0 in every row): whatever the host does with the VM's
- * CPUs decides it, and a machine should not depend on that. So the frames are cut into homes of at least 64 MiB
- * (16384 descriptors, 1 MiB of them), at most one per CPU, each a buddy zone with its own
+ * from one set of lists at once end up with their frames interleaved a batch at a time
+ * (PCP_BATCH frames, whose descriptors fill one 4 KiB page of the descriptor array). No line
+ * is shared then, yet on some hosts two CPUs so placed lose as much as if lines were, and on
+ * others nothing: it depends on where the host runs the CPUs (docs/perf-log.md, 2026-12-03,
+ * "interleaved descriptors"), and a machine should not depend on that. So the frames are cut
+ * into homes of at least ZONE_MIN_PAGES frames (runs of descriptors that long cost nothing
+ * where interleaving costs most), at most one per CPU, each a buddy zone with its own
  * lock, lists and frontier, like the memory of a NUMA node. A CPU's cache refills from its
  * home first, and from the other zones, in turn, only when its home has nothing. As Linux
  * keeps a pcp list per zone, each CPU has a cache per zone: a frame freed on a CPU goes to
  * that CPU's cache of the frame's own zone, so a CPU that frees what another faulted (task 0
  * tearing down an object both filled) does not allocate the other home's frames next, and a
  * CPU that overflowed into another zone keeps those frames cached for its next overflow.
- * Larger blocks (THP, hugetlb, page-table-free
- * orders) come from the lowest zone that has one, whichever CPU asks, so that a mapping's
- * huge pages stay one physically contiguous run, as registrations fold them. A machine
+ * Larger blocks (THP, hugetlb, page-table-free orders) come from the lowest zone that has
+ * one, whichever CPU asks, so that a mapping's huge pages stay one physically contiguous
+ * run, as registrations fold them. A machine
  * smaller than two homes has a single zone, and the allocator is the one-zone buddy it was.
  */
 #define ZONE_MIN_PAGES (64UL << (20 - PAGE_SHIFT))
@@ -353,8 +345,9 @@ static int pcp_refill_zone(struct pm_machine *m, struct pm_zone *z, struct pm_pc
  * lock covers the batch. A batch's aligned runs of ascending frames go back as whole blocks,
  * one free_one() each instead of one per frame and a merge per pair: a cache gives back in
  * the order frames came to it, and a teardown frees a mapping's pages in the order they were
- * allocated, so that is the common case (2-task shmem_fault: CPU 0 frees task 1's frames into
- * its cache of task 1's home, and drains them as runs of 64; docs/benchmarks.md, section 5).
+ * allocated, so that is the common case (a CPU tearing down what another CPU faulted frees
+ * those frames into its cache of the other CPU's home and drains them as runs of PCP_BATCH;
+ * docs/perf-log.md, 2026-12-03, "a drain gives back runs").
  * Caller holds pcp->lock and publishes xcount after.
  */
 static void pcp_drain(struct pm_machine *m, struct pm_pcp *pcp, int n)

@@ -309,8 +309,8 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
 	struct pm_vma_cache *c = first->rcache;
 	struct pm_vma *old = atomic_load_relaxed(&c->xreclaimed);
 
-	/* The batch's tail was recorded when it was retired: walking 64 VMAs that other CPUs
-	 * wrote last would cost the grace-period thread a cache miss each. */
+	/* The batch's tail was recorded when it was retired: walking a batch of VMAs that other
+	 * CPUs wrote last would cost the grace-period thread a cache miss each. */
 	do
 		tail->retire_next = old;
 	while (!atomic_compare_exchange_weak_explicit(&c->xreclaimed, &old, first,
@@ -338,7 +338,8 @@ static struct pm_vma_cache *set_cache(struct pm_mm *mm, struct pm_vma_set *set)
  * pm__vma_set_flush() - hand the VMAs and tree nodes that left @set's tree to RCU, one
  * callback for each kind, once PM_RETIRE_BATCH of them wait (or @all): call_rcu and the
  * grace-period thread's wake-up cost far more than a VMA change, so they are paid once per
- * batch. Context: @set's writer (mmap_lock or the range held for write, or downgraded by it).
+ * batch (the batch's size: docs/perf-log.md, 2026-12-03, "VMA retire batches").
+ * Context: @set's writer (mmap_lock or the range held for write, or downgraded by it).
  */
 void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all)
 {

@@ -7,11 +7,11 @@
  * mapcount drops with it. A small folio's mapcount and the reference its mapping held drop
  * together, in one locked instruction (pm__folio_unmap_put: the two counts share an 8-byte
  * word); a page of a large folio drops its mapcount, and its folio's reference is gathered,
- * as Linux's mmu_gather gathers them, and dropped 64 at a time (pm__folios_put). Either way
- * the folios whose last reference that was go back to the per-CPU cache together, under one
- * lock instead of one each, the last of a table's after its PTL is released (page_fault1 at
- * 1 task: +3-5% for the batches, in alternating runs; the single instruction, see
- * docs/benchmarks.md section 5). There
+ * as Linux's mmu_gather gathers them, and dropped ZAP_GATHER at a time (pm__folios_put).
+ * Either way the folios whose last reference that was go back to the per-CPU cache together,
+ * under one lock instead of one each, the last of a table's after its PTL is released: a
+ * teardown costs about its locked instructions, so it does as few as it can (what the batches
+ * and the single instruction were worth: docs/perf-log.md, 2026-12-03). There
  * is no TLB to shoot down: pm_access copies under the PTL, so it finishes before the PTE is
  * cleared or sees it gone, and GUP-fast holds a real reference on anything it returns, taken
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
@@ -27,7 +27,7 @@
  */
 #include "internal.h"
 
-#define ZAP_GATHER 64
+#define ZAP_GATHER 64 /* folios gathered, and frames freed, per batch */
 
 static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
 			  unsigned long end)

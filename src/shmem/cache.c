@@ -24,10 +24,10 @@
  *
  * Nodes come from the machine's cache of free nodes (m->shmem_nodes, mem/objcache.c), as
  * Linux's come from a slab cache, and go back to it: malloc only when it is empty, free only
- * past its bounds. Without it a 256 MiB object's 1041 nodes went back to malloc at every
- * teardown and came from it again, with the allocator trimming and growing its heaps in
- * between (madvise, page faults, the TLB-shootdown IPIs of both, and mostly under tree_lock):
- * shmem_fault disjoint at 2 threads ran 3% slower, in alternating runs.
+ * past its bounds. So an object's teardown does not hand its nodes back to malloc for the
+ * next object to take again, with malloc trimming and growing its heaps in between (madvise,
+ * page faults, the TLB-shootdown IPIs of both, mostly under tree_lock; docs/perf-log.md,
+ * 2026-12-03, "shmem tree nodes").
  *
  * Locks: tree_lock is taken inside a PTL and inside info_lock (knob LOCK_TWICE); a leaf lock
  * inside tree_lock or alone; limit.lock innermost (an insert charges the exact limit under the
