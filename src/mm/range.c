@@ -28,8 +28,8 @@
  *  - mmap without MAP_FIXED: this thread's arena - one range of the top half, chosen once per
  *    thread - searched top-down with only that range held (pm__range_arena_area()). Threads
  *    mapping at once write disjoint ranges, disjoint trees, disjoint page tables down from the
- *    PGD entry. A full arena (or a length beyond one) falls back to Linux's search of the
- *    whole address space, every range held (pm__range_gap_scan()).
+ *    PGD entry. A full arena (or a length beyond one) falls back to a search of the whole
+ *    address space, every range held, that finds any gap big enough (pm__range_gap_scan()).
  *  - A fault: no range lock at all. Its VMA comes from the tree of the range of its address,
  *    under RCU, and is read-locked as in Linux's design; only the lock sequence it is compared
  *    with is the range's (the range the VMA started in when it was write-locked) instead of
@@ -345,44 +345,50 @@ long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 	return a >= 0 ? a : pm__range_gap_scan(mm, len, align);
 }
 
+/* The highest (@top) or lowest @align-aligned place for @len bytes in [@lo, @hi), or -ENOMEM. */
+static long gap_fit(unsigned long lo, unsigned long hi, unsigned long len, unsigned long align,
+		    bool top)
+{
+	unsigned long a;
+
+	if (hi <= lo || hi - lo < len)
+		return -ENOMEM;
+	a = top ? ALIGN_DOWN(hi - len, align) : ALIGN_UP(lo, align);
+	return a >= lo && a <= hi - len ? (long)a : -ENOMEM;
+}
+
 /*
- * pm__range_gap_scan() - Linux's search over the whole address space: the highest free range
- * below the arenas, else the lowest above mmap_base. O(n) in the VMAs, walking them in order
- * across ranges; it runs only when an arena cannot take a mapping. Context: every range held.
+ * pm__range_gap_scan() - a search of the whole address space, for a mapping no arena takes:
+ * the highest free place below the arenas (no thread's own), else the lowest free place
+ * anywhere - among the arenas, handed out from the top so that the lowest are the least used,
+ * or above mmap_base. Each gap is tried whole, so a gap across the arenas' start or across
+ * range boundaries counts in full: whatever free gap is big enough, this finds one, as
+ * Linux's design does; only the address picked differs. O(n) in the VMAs, walking them in
+ * order across ranges; it runs only when an arena cannot take a mapping. Context: every range
+ * held.
  */
 long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align)
 {
-	unsigned long top = range_start(PM_NR_RANGES - NR_ARENAS), prev_end = PM_USER_MIN;
-	long best = -ENOMEM;
+	unsigned long arenas = range_start(PM_NR_RANGES - NR_ARENAS), lo = PM_USER_MIN;
+	long below = -ENOMEM, lowest = -ENOMEM;
 	struct pm_vma *vma;
 
 	mmap_assert_write_locked(mm);
 	for (vma = pm__find_vma(mm, 0);; vma = pm__vma_next(mm, vma)) {
-		unsigned long hi = min(vma ? vma->start : PM_TASK_SIZE, top);
-
-		if (hi > prev_end && hi - prev_end >= len) {
-			unsigned long a = ALIGN_DOWN(hi - len, align);
-
-			if (a >= prev_end)
-				best = (long)a;
-		}
-		if (!vma || vma->start >= top)
-			break;
-		prev_end = max(prev_end, vma->end);
-	}
-	if (best >= 0)
-		return best;
-	prev_end = mm->mmap_base;
-	for (vma = pm__find_vma(mm, prev_end);; vma = pm__vma_next(mm, vma)) {
+		/* The gap [lo, hi) below @vma, or below the end of the address space. */
 		unsigned long hi = vma ? vma->start : PM_TASK_SIZE;
-		unsigned long a = ALIGN_UP(prev_end, align);
+		long a = gap_fit(lo, min(hi, arenas), len, align, true);
 
-		if (a >= prev_end && a < hi && hi - a >= len)
-			return (long)a;
-		if (!vma)
-			return -ENOMEM;
-		prev_end = max(prev_end, vma->end);
+		if (a >= 0)
+			below = a;
+		if (lowest < 0)
+			lowest = gap_fit(lo, hi, len, align, false);
+		/* Past the arenas' start only the lowest counts, and it is found. */
+		if (!vma || (lowest >= 0 && vma->end >= arenas))
+			break;
+		lo = vma->end;
 	}
+	return below >= 0 ? below : lowest;
 }
 
 /* ---- the VMA count ---- */
