@@ -765,7 +765,8 @@ struct pm_vma {
 	struct pm_vma_pcpu *_Atomic xpcpu;   /* per-CPU reader counts, once contended */
 	_Atomic unsigned long xvm_lock_seq;  /* == *xlock_seqp: write-locked */
 	_Atomic unsigned long *_Atomic xlock_seqp; /* the mm's mm_lock_seq, or a range's */
-	bool uncounted;			     /* range design: came in at max_map_count to merge */
+	bool uncounted;			     /* in the tree without a VMA count unit, for one change:
+					      * it merges or goes before the change ends (vma.c) */
 	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
 	struct pm_vma *retire_next;	     /* on a set's retired_vmas, or a detach list */
 	struct pm_vma_cache *rcache;	     /* where its batch goes after the grace period */
@@ -919,6 +920,7 @@ __hidden long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned 
 				 unsigned long align);
 __hidden long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align);
 __hidden int pm__mm_count_charge(struct pm_mm *mm);
+__hidden void pm__mm_count_force(struct pm_mm *mm);
 __hidden void pm__mm_count_uncharge(struct pm_mm *mm, long n);
 __hidden unsigned long pm__mm_count_read(struct pm_mm *mm);
 
@@ -1096,7 +1098,13 @@ __hidden struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long sta
 __hidden void pm__vma_retire(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_alloc(struct pm_mm *mm);
 __hidden void pm__vma_free(struct pm_vma *vma);
-__hidden int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr);
+/* What a split adds to the VMA count: one, or none when that piece goes in the same change. */
+enum pm_split { PM_SPLIT_CHARGE, PM_SPLIT_LOWER_GOES, PM_SPLIT_UPPER_GOES };
+__hidden int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+			   enum pm_split how);
+__hidden int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			    unsigned long end, unsigned long flags);
+__hidden void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);

@@ -156,9 +156,11 @@ PM_API void pm_rcu_barrier(void);
 /**
  * pm_machine_check() - walk a quiescent machine and check its invariants: every frame is free,
  * a page table, or part of a folio whose refcount covers its mappings, references and pins;
- * free lists and counts add up; no AnonExclusive page is mapped by two address spaces.
+ * free lists and counts add up; no AnonExclusive page is mapped by two address spaces; each
+ * address space counts exactly the VMAs it holds.
  *
- * Costs time and host memory in proportion to the frames ever used, not to the machine's size.
+ * Costs time and host memory in proportion to the frames ever used and the VMAs, not to the
+ * machine's size.
  *
  * Context: nothing may run concurrently on @m.
  * Return: 0, or -EUCLEAN after printing what is wrong to stderr.

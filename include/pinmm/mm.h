@@ -29,8 +29,12 @@
  *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
  *    for lack of memory.
  *  - At most 65530 VMAs (Linux's vm.max_map_count): an mmap that would make a new one, or an
- *    mprotect/munmap/madvise that would split one, past that -> -ENOMEM, nothing changed (a
- *    mapping that merges into a neighbour makes none). Each call is O(log n) in the VMAs.
+ *    mprotect/munmap/madvise that would leave one more, past that -> -ENOMEM, nothing changed.
+ *    Only what adds a VMA counts, as in Linux: a mapping that merges into a neighbour, a munmap
+ *    of a VMA's head or tail, an mprotect/madvise of a head or tail that the neighbour there
+ *    takes over (its new flags match), or one that changes no flags, make none and succeed at
+ *    the limit; a munmap or change of a VMA's middle does not. Each call is O(log n) in the
+ *    VMAs.
  *
  * Synchronization: every call here may run concurrently with every other on the same mm.
  * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write

@@ -21,7 +21,9 @@
  *      mapped only at PMD level, in hugetlb VMAs, and only hugetlb VMAs map at PMD level
  *      without a deposit;
  *  (V) every VMA is page aligned and not empty, and a hugetlb VMA's start, end and file offset
- *      are 2 MiB aligned (else a PMD leaf reaches outside it).
+ *      are 2 MiB aligned (else a PMD leaf reaches outside it); each address space holds as
+ *      many VMAs as its count says (mm_map_count(): the range design's units, exact), none of
+ *      them left uncharged.
  * Deferred frees are flushed first (pm_rcu_barrier), so RCU-pending tables count as free.
  *
  * Cost: in proportion to the memory ever used, not to the machine's size. Only the frames
@@ -371,6 +373,19 @@ static void check_frames(struct check *c)
 			 pm__nr_free_frames(m));
 }
 
+static void check_vma_count(struct check *c, struct pm_mm *mm)
+{
+	unsigned long n = 0, count = mm_map_count(mm);
+
+	for (struct pm_vma *vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
+		n++;
+		if (vma->uncounted)
+			complain(c, "VMA [%#lx, %#lx) left uncharged", vma->start, vma->end);
+	}
+	if (n != count)
+		complain(c, "address space holds %lu VMAs, counts %lu", n, count);
+}
+
 int pm_machine_check(struct pm_machine *m)
 {
 	struct check c = { .m = m };
@@ -391,8 +406,10 @@ int pm_machine_check(struct pm_machine *m)
 		goto out;
 	}
 	pthread_mutex_lock(&m->lock);
-	pm_list_for_each(pos, &m->mms)
+	pm_list_for_each(pos, &m->mms) {
 		check_mm(&c, pm_list_entry(pos, struct pm_mm, link));
+		check_vma_count(&c, pm_list_entry(pos, struct pm_mm, link));
+	}
 	pm_list_for_each(pos, &m->shmems)
 		check_shmem(&c, pm_list_entry(pos, struct pm_shmem, link));
 	pthread_mutex_unlock(&m->lock);

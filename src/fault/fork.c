@@ -236,6 +236,7 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 		free(new);
 		return NULL;
 	}
+	pm__vma_settle(child, new); /* fork merges nothing: a copy let in uncharged is charged */
 	if (new->file) {
 		pm__shmem_get(new->file);
 		pm__shmem_map_lock(new->file);

@@ -110,33 +110,47 @@ static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long le
 
 /*
  * munmap_detach() - split the VMAs at the edges of [@start, @end) and take those inside out
- * of the tree. Context: mmap_lock held for write. Return: the detached VMAs (retire_next
- * chain), or NULL with *@err 0 (nothing mapped) or -ENOMEM (a split failed; nothing was
- * unmapped).
+ * of the tree. max_map_count as Linux's vms_gather_munmap_vmas(): only a hole in the middle of
+ * one VMA leaves a VMA more, so only then is a split charged (the first); every other split
+ * makes a piece that goes below, uncharged, and a munmap of a head or a tail works at the
+ * limit. Context: mmap_lock held for write. Return: the detached VMAs (retire_next chain), or
+ * NULL with *@err 0 (nothing mapped) or an error of pm__split_vma() or -ENOMEM (nothing was
+ * unmapped; a piece split off stays, charged now: pm__vma_settle()).
  */
 static struct pm_vma *munmap_detach(struct pm_mm *mm, unsigned long start, unsigned long end,
 				     int *err)
 {
-	struct pm_vma *vma;
+	struct pm_vma *vma, *first, *gone[2] = { NULL, NULL };
+	bool hole;
 
 	mmap_assert_write_locked(mm);
 	*err = 0;
 	vma = pm__find_vma_intersection(mm, start, end);
 	if (!vma)
 		return NULL;
+	hole = vma->start < start && vma->end > end;
 	if (vma->start < start) {
-		*err = pm__split_vma(mm, vma, start);
+		*err = pm__split_vma(mm, vma, start, hole ? PM_SPLIT_CHARGE : PM_SPLIT_UPPER_GOES);
 		if (*err)
 			return NULL;
+		gone[0] = pm__vma_next(mm, vma);
 	}
 	vma = pm__find_vma(mm, end - 1);
 	if (vma && vma->start < end && vma->end > end) {
-		*err = pm__split_vma(mm, vma, end);
+		*err = pm__split_vma(mm, vma, end, PM_SPLIT_LOWER_GOES);
 		if (*err)
-			return NULL;
+			goto fail;
+		gone[1] = vma;
 	}
 	/* Out of the tree, write-locked and off the i_mmap lists: then nobody else finds them. */
-	return pm__vma_detach_range(mm, start, end, err);
+	first = pm__vma_detach_range(mm, start, end, err);
+	if (!*err)
+		return first;
+fail:
+	for (unsigned i = 0; i < 2; i++)
+		if (gone[i])
+			pm__vma_settle(mm, gone[i]);
+	return NULL;
 }
 
 /*
@@ -345,7 +359,8 @@ again:
 	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
 	hresv = NULL;
 	pm__vma_link_file(vma);
-	pm__vma_try_merge(mm, vma);
+	/* Uncharged at the limit, it merges - or, without memory to merge, is charged now. */
+	pm__vma_settle(mm, pm__vma_try_merge(mm, vma));
 	mmap_write_unlock(mm);
 
 	if (flags & PM_MAP_POPULATE) {
@@ -466,32 +481,24 @@ again:
 		goto out;
 	}
 	for (tmp = start; tmp < end;) {
-		unsigned long newflags;
+		unsigned long newflags, e;
 
 		vma = pm__find_vma(mm, tmp);
 		if (!vma || vma->start > tmp) {
 			err = -ENOMEM; /* a hole: what came before it stays changed, as in Linux */
 			break;
 		}
-		if (vma->start < tmp) {
-			err = pm__split_vma(mm, vma, tmp);
-			if (err)
-				break;
-			vma = pm__find_vma(mm, tmp);
-		}
-		if (vma->end > end) {
-			err = pm__split_vma(mm, vma, end);
-			if (err)
-				break;
-		}
+		e = min(vma->end, end);
 		newflags = (vma->flags & ~(VM_READ | VM_WRITE)) | prot_to_vm(prot);
+		/* Unchanged flags split nothing; changed ones merge before they split, so only
+		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
 		if (newflags != vma->flags) {
-			pm__vma_start_write(vma);
-			vma->flags = newflags;
-			change_protection(mm, vma->start, vma->end, newflags);
+			err = pm__vma_modify(mm, vma, tmp, e, newflags);
+			if (err)
+				break;
+			change_protection(mm, tmp, e, newflags);
 		}
-		tmp = vma->end;
-		pm__vma_try_merge(mm, vma);
+		tmp = e;
 	}
 out:
 	mmap_write_unlock(mm);
@@ -515,7 +522,7 @@ static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned lon
 
 	while (tmp < end) {
 		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long newflags;
+		unsigned long newflags, s;
 
 		if (!vma || vma->start >= end) {
 			hole = true;
@@ -523,17 +530,8 @@ static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned lon
 		}
 		if (vma->start > tmp)
 			hole = true;
-		if (vma->start < tmp) {
-			err = pm__split_vma(mm, vma, tmp);
-			if (err)
-				return err;
-			vma = pm__find_vma(mm, tmp);
-		}
-		if (vma->end > end) {
-			err = pm__split_vma(mm, vma, end);
-			if (err)
-				return err;
-		}
+		s = max(vma->start, tmp);
+		tmp = min(vma->end, end);
 		newflags = vma->flags;
 		switch (advice) {
 		case PM_MADV_HUGEPAGE:
@@ -549,12 +547,12 @@ static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned lon
 			newflags &= ~VM_DONTCOPY;
 			break;
 		}
+		/* As mprotect: merge first, split only what must (Linux's madvise_update_vma). */
 		if (newflags != vma->flags) {
-			pm__vma_start_write(vma);
-			vma->flags = newflags;
+			err = pm__vma_modify(mm, vma, s, tmp, newflags);
+			if (err)
+				return err;
 		}
-		tmp = vma->end;
-		pm__vma_try_merge(mm, vma);
 	}
 	return hole ? -ENOMEM : 0;
 }

@@ -28,8 +28,8 @@
  *  - mmap without MAP_FIXED: this thread's arena - one range of the top half, chosen once per
  *    thread - searched top-down with only that range held (pm__range_arena_area()). Threads
  *    mapping at once write disjoint ranges, disjoint trees, disjoint page tables down from the
- *    PGD entry. A full arena (or a length beyond one) falls back to Linux's search of the
- *    whole address space, every range held (pm__range_gap_scan()).
+ *    PGD entry. A full arena (or a length beyond one) falls back to a search of the whole
+ *    address space, every range held, that finds any gap big enough (pm__range_gap_scan()).
  *  - A fault: no range lock at all. Its VMA comes from the tree of the range of its address,
  *    under RCU, and is read-locked as in Linux's design; only the lock sequence it is compared
  *    with is the range's (the range the VMA started in when it was write-locked) instead of
@@ -73,7 +73,8 @@
  *     range's, as Linux's design uses the mm's.
  *  4. Page tables are freed only inside the ranges held, so never under another change.
  *  5. The VMA count is exact: free units are in the pool or in a range's credit, and a charge
- *     that cannot reach a credit starts the change again holding every range.
+ *     that cannot reach a credit starts the change again holding every range. A split whose
+ *     piece the same change unmaps, or a merge that moves a boundary, charges nothing.
  *  6. Whole-mm operations hold every range.
  *
  * What is still shared, and when: populating a PGD entry (above); the mm's VMA cache, which
@@ -88,7 +89,11 @@
 
 struct pm_mm_count {
 	struct pm_spinlock lock;
-	long pool;	/* units neither used nor credited to a range: under lock */
+	long pool;	/* units neither used nor credited to a range: under lock; below zero
+			 * by the VMAs past the limit */
+	/* pool < 0, for the charges that take a credit without the lock: none may then. Read
+	 * by every charge, written only when it changes: a line of its own. */
+	_Atomic bool xdebt __cacheline_aligned;
 };
 
 static __thread int arena = -1;
@@ -129,14 +134,14 @@ int pm__range_init(struct pm_mm *mm)
 		pm__vt_init(&mm->ranges[r].set.vmt, m);
 		atomic_store_relaxed(&mm->ranges[r].xlock_seq, 1);
 	}
-	c = malloc(sizeof(*c));
-	if (!c) {
+	if (posix_memalign((void **)&c, PM_CACHELINE, sizeof(*c))) {
 		free(mm->ranges);
 		mm->ranges = NULL;
 		return -ENOMEM;
 	}
 	pm_spin_init(&c->lock);
 	c->pool = PM_MAX_MAP_COUNT;
+	atomic_store_relaxed(&c->xdebt, false);
 	mm->count = c;
 	return 0;
 }
@@ -346,44 +351,50 @@ long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 	return a >= 0 ? a : pm__range_gap_scan(mm, len, align);
 }
 
+/* The highest (@top) or lowest @align-aligned place for @len bytes in [@lo, @hi), or -ENOMEM. */
+static long gap_fit(unsigned long lo, unsigned long hi, unsigned long len, unsigned long align,
+		    bool top)
+{
+	unsigned long a;
+
+	if (hi <= lo || hi - lo < len)
+		return -ENOMEM;
+	a = top ? ALIGN_DOWN(hi - len, align) : ALIGN_UP(lo, align);
+	return a >= lo && a <= hi - len ? (long)a : -ENOMEM;
+}
+
 /*
- * pm__range_gap_scan() - Linux's search over the whole address space: the highest free range
- * below the arenas, else the lowest above mmap_base. O(n) in the VMAs, walking them in order
- * across ranges; it runs only when an arena cannot take a mapping. Context: every range held.
+ * pm__range_gap_scan() - a search of the whole address space, for a mapping no arena takes:
+ * the highest free place below the arenas (no thread's own), else the lowest free place
+ * anywhere - among the arenas, handed out from the top so that the lowest are the least used,
+ * or above mmap_base. Each gap is tried whole, so a gap across the arenas' start or across
+ * range boundaries counts in full: whatever free gap is big enough, this finds one, as
+ * Linux's design does; only the address picked differs. O(n) in the VMAs, walking them in
+ * order across ranges; it runs only when an arena cannot take a mapping. Context: every range
+ * held.
  */
 long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align)
 {
-	unsigned long top = range_start(PM_NR_RANGES - NR_ARENAS), prev_end = PM_USER_MIN;
-	long best = -ENOMEM;
+	unsigned long arenas = range_start(PM_NR_RANGES - NR_ARENAS), lo = PM_USER_MIN;
+	long below = -ENOMEM, lowest = -ENOMEM;
 	struct pm_vma *vma;
 
 	mmap_assert_write_locked(mm);
 	for (vma = pm__find_vma(mm, 0);; vma = pm__vma_next(mm, vma)) {
-		unsigned long hi = min(vma ? vma->start : PM_TASK_SIZE, top);
-
-		if (hi > prev_end && hi - prev_end >= len) {
-			unsigned long a = ALIGN_DOWN(hi - len, align);
-
-			if (a >= prev_end)
-				best = (long)a;
-		}
-		if (!vma || vma->start >= top)
-			break;
-		prev_end = max(prev_end, vma->end);
-	}
-	if (best >= 0)
-		return best;
-	prev_end = mm->mmap_base;
-	for (vma = pm__find_vma(mm, prev_end);; vma = pm__vma_next(mm, vma)) {
+		/* The gap [lo, hi) below @vma, or below the end of the address space. */
 		unsigned long hi = vma ? vma->start : PM_TASK_SIZE;
-		unsigned long a = ALIGN_UP(prev_end, align);
+		long a = gap_fit(lo, min(hi, arenas), len, align, true);
 
-		if (a >= prev_end && a < hi && hi - a >= len)
-			return (long)a;
-		if (!vma)
-			return -ENOMEM;
-		prev_end = max(prev_end, vma->end);
+		if (a >= 0)
+			below = a;
+		if (lowest < 0)
+			lowest = gap_fit(lo, hi, len, align, false);
+		/* Past the arenas' start only the lowest counts, and it is found. */
+		if (!vma || (lowest >= 0 && vma->end >= arenas))
+			break;
+		lo = vma->end;
 	}
+	return below >= 0 ? below : lowest;
 }
 
 /* ---- the VMA count ---- */
@@ -392,6 +403,11 @@ long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align
  * max_map_count without a shared write. Units are conserved:
  *
  *	used + pool + sum over ranges of credit == PM_MAX_MAP_COUNT
+ *
+ * A credit is never negative; the pool is, by as many VMAs as live past the limit (a change
+ * that failed half-way keeps a piece it meant to unmap: pm__mm_count_force()). Then the
+ * credits are not free units, only the sum is: xdebt sends every charge to the pool's lock,
+ * where the credits it can reach pay the debt first, and the rest is as at the limit below.
  *
  * A range's credit is written only by the thread that holds the range for write (the lowest
  * range of its run), with plain loads and stores: a change that frees VMAs credits them there,
@@ -407,6 +423,13 @@ long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align
  * then, or fails with no credit anywhere, fails because every unit is in use.
  */
 #define COUNT_BATCH 32
+
+/* After the pool changed, under its lock: tell the lockless charges whether it is in debt. */
+static void pool_note(struct pm_mm_count *c)
+{
+	if (atomic_load_relaxed(&c->xdebt) != (c->pool < 0))
+		atomic_store_relaxed(&c->xdebt, c->pool < 0);
+}
 
 static _Atomic long *credit_here(struct pm_mm *mm)
 {
@@ -424,9 +447,10 @@ int pm__mm_count_charge(struct pm_mm *mm)
 	_Atomic long *credit = credit_here(mm);
 	long v = atomic_load_relaxed(credit);
 	struct pm_rwsem_run *h;
-	bool elsewhere = false;
+	bool elsewhere = false, took;
 
-	if (likely(v > 0)) {
+	/* A debt seen late (set by a thread in other ranges) orders this charge before it. */
+	if (likely(v > 0) && likely(!atomic_load_relaxed(&c->xdebt))) {
 		atomic_store_relaxed(credit, v - 1);
 		return 0;
 	}
@@ -439,7 +463,7 @@ int pm__mm_count_charge(struct pm_mm *mm)
 		atomic_store_relaxed(credit, take - 1);
 		return 0;
 	}
-	/* Near the limit: the credits of the ranges we hold, then the others'. */
+	/* Near the limit, or in debt: the credits of the ranges we hold, then the others'. */
 	h = pm__range_hold(mm);
 	for (unsigned r = 0; r < PM_NR_RANGES; r++) {
 		_Atomic long *x = &mm->ranges[r].xcredit;
@@ -451,13 +475,35 @@ int pm__mm_count_charge(struct pm_mm *mm)
 			elsewhere = true;
 		}
 	}
-	if (c->pool > 0) {
+	took = c->pool > 0;
+	if (took)
 		c->pool--;
-		pm_spin_unlock(&c->lock);
-		return 0;
-	}
+	pool_note(c);
 	pm_spin_unlock(&c->lock);
+	if (took)
+		return 0;
 	return elsewhere ? -EAGAIN : -ENOMEM;
+}
+
+/*
+ * One more VMA even past max_map_count, for a VMA that came in uncharged and stays
+ * (pm__vma_settle()): this range's credit, else the pool, which may go below zero. It never
+ * waits for another range's credit: the count stays exact, only the limit is passed.
+ */
+void pm__mm_count_force(struct pm_mm *mm)
+{
+	struct pm_mm_count *c = mm->count;
+	_Atomic long *credit = credit_here(mm);
+	long v = atomic_load_relaxed(credit);
+
+	if (v > 0) {
+		atomic_store_relaxed(credit, v - 1);
+		return;
+	}
+	pm_spin_lock(&c->lock);
+	c->pool--;
+	pool_note(c);
+	pm_spin_unlock(&c->lock);
 }
 
 /* @n VMAs fewer: credited to the range held, and past a few batches back to the pool. */
@@ -474,6 +520,7 @@ void pm__mm_count_uncharge(struct pm_mm *mm, long n)
 	atomic_store_relaxed(credit, COUNT_BATCH);
 	pm_spin_lock(&c->lock);
 	c->pool += v - COUNT_BATCH;
+	pool_note(c);
 	pm_spin_unlock(&c->lock);
 }
 

@@ -4,7 +4,10 @@
  *
  * The set is an RCU-readable B+tree of ranges (vma_tree.c), one entry per VMA; each operation
  * here is O(log n). At most PM_MAX_MAP_COUNT VMAs live in one mm (Linux's vm.max_map_count):
- * an insertion or split past it fails with -ENOMEM.
+ * an insertion or split that would leave more once its change is done fails with -ENOMEM. A
+ * change that adds no VMA in the end is never refused: a mapping that merges, a split whose
+ * piece the same change unmaps (PM_SPLIT_*_GOES), a change of a VMA's head or tail that the
+ * neighbour there takes over (pm__vma_modify).
  *
  * Locking. Everything here runs under mmap_lock for write, except the lookups, which also run
  * under mmap_lock for read. A VMA is write-locked (vma_lock.c) before any field a fault reads
@@ -152,8 +155,10 @@ static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
 
 /*
  * max_map_count. Linux's design counts the tree's entries; the range design charges a
- * per-CPU count (range.c), exact at the limit. A VMA that came in at the limit because it
- * merges (pm__vma_insert) was not charged, and its merge is not uncharged.
+ * per-CPU count (range.c), exact at the limit. A VMA that is in the tree uncharged
+ * (vma->uncounted: it came in at the limit because it merges, or is the piece of a split that
+ * its munmap takes out again) is not uncharged when it merges or goes. None is left when the
+ * change ends: one that stays after all is charged then (pm__vma_settle).
  */
 static int vma_count_charge(struct pm_mm *mm)
 {
@@ -166,6 +171,21 @@ static void vma_count_uncharge(struct pm_mm *mm, long n)
 {
 	if (mm_range_design(mm) && n)
 		pm__mm_count_uncharge(mm, n);
+}
+
+/*
+ * pm__vma_settle() - @vma stays in the tree after all (its change failed half-way, or its merge
+ * found no memory): charge it if it came in uncharged, past max_map_count if need be - Linux's
+ * map_count too may end above the limit then. Context: mmap_lock (W).
+ */
+void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma)
+{
+	mmap_assert_write_locked(mm);
+	if (!vma->uncounted)
+		return;
+	vma->uncounted = false;
+	if (mm_range_design(mm))
+		pm__mm_count_force(mm);
 }
 
 static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);
@@ -319,12 +339,18 @@ void pm__vma_unlink_file(struct pm_vma *vma)
 
 /**
  * pm__split_vma() - split @vma at @addr (page aligned, strictly inside it) into two VMAs.
- * Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed, or -EINVAL
- * when @addr would cut a 2 MiB page of a hugetlb VMA, or -EAGAIN as pm__vma_insert().
+ * @how: PM_SPLIT_CHARGE, the split adds a VMA (charged: refused at max_map_count); or
+ * PM_SPLIT_LOWER_GOES / PM_SPLIT_UPPER_GOES, the caller takes that piece out of the tree in
+ * the same change (munmap), so the split adds none: the piece is marked uncounted, never
+ * charged, and never refused (Linux's vms_gather_munmap_vmas checks only a split that leaves
+ * two pieces). Context: mmap_lock held for write. Return: 0, or -ENOMEM with nothing changed,
+ * or -EINVAL when @addr would cut a 2 MiB page of a hugetlb VMA, or -EAGAIN as
+ * pm__vma_insert().
  */
-int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
+int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum pm_split how)
 {
 	unsigned long end = vma->end;
+	bool charged = how == PM_SPLIT_CHARGE;
 	struct pm_vma *new;
 	int err;
 
@@ -332,12 +358,14 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	pm_assert(addr > vma->start && addr < vma->end && !(addr & ~PAGE_MASK));
 	if (is_vm_hugetlb_page(vma) && (addr & ~PMD_MASK))
 		return -EINVAL; /* it would cut a 2 MiB page (hugetlb_vm_op_split) */
-	err = vma_count_charge(mm);
-	if (err)
-		return err;
+	if (charged) {
+		err = vma_count_charge(mm);
+		if (err)
+			return err;
+	}
 	new = pm__vma_alloc(mm);
 	if (!new) {
-		vma_count_uncharge(mm, 1);
+		vma_count_uncharge(mm, charged);
 		return -ENOMEM;
 	}
 	new->flags = vma->flags;
@@ -349,8 +377,15 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
 	/* The tree entry of @vma shrinks to [start, addr) and @new takes the rest. */
 	if (vmas_store(mm, addr, end, new)) {
 		free(new);
-		vma_count_uncharge(mm, 1);
+		vma_count_uncharge(mm, charged);
 		return -ENOMEM;
+	}
+	/* The piece that goes holds no unit; the one that stays keeps @vma's. */
+	if (how == PM_SPLIT_UPPER_GOES) {
+		new->uncounted = true;
+	} else if (how == PM_SPLIT_LOWER_GOES) {
+		new->uncounted = vma->uncounted;
+		vma->uncounted = true;
 	}
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
 	pm__split_huge_pmd_at(mm, addr);
@@ -407,6 +442,93 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 		pm__shmem_map_unlock(keep->file);
 	pm__vma_retire(mm, gone);
 	return true;
+}
+
+/*
+ * Move the boundary between the neighbours @lo and @hi to @addr, inside one of them: the pages
+ * between change VMA, and no VMA comes or goes (what Linux's vma_merge_existing_range() does
+ * when a change covers one end of a VMA and the neighbour there takes it). Both are
+ * write-locked first; start, end and pgoff change under the object's i_mmap lock too.
+ * Return false (nothing changed) without memory.
+ */
+static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, unsigned long addr)
+{
+	unsigned long b = lo->end;
+	int err;
+
+	pm_assert(b == hi->start && lo->start < addr && addr < hi->end && addr != b);
+	pm__vma_start_write(lo);
+	pm__vma_start_write(hi);
+	/* One entry per VMA: the one that grows is stored whole (the tree does not join). */
+	err = addr > b ? vmas_store(mm, lo->start, addr, lo) : vmas_store(mm, addr, hi->end, hi);
+	if (err)
+		return false;
+	/* A PMD leaf never straddles two VMAs (from its deposit; this cannot fail). */
+	pm__split_huge_pmd_at(mm, addr);
+	if (lo->file)
+		pm__shmem_map_lock(lo->file);
+	lo->end = addr;
+	hi->start = addr;
+	if (addr > b)
+		hi->pgoff += (addr - b) >> PAGE_SHIFT;
+	else
+		hi->pgoff -= (b - addr) >> PAGE_SHIFT;
+	if (lo->file)
+		pm__shmem_map_unlock(lo->file);
+	return true;
+}
+
+/* Could [@s, @e) of @vma, given @flags, merge with @nb, the VMA before or after it? */
+static bool piece_can_merge(const struct pm_vma *vma, unsigned long s, unsigned long e,
+			    unsigned long flags, const struct pm_vma *nb)
+{
+	struct pm_vma piece = { .start = s, .end = e, .flags = flags, .file = vma->file,
+				.pgoff = vma_pgoff(vma, s) };
+
+	return nb->start < s ? can_merge(nb, &piece) : can_merge(&piece, nb);
+}
+
+/*
+ * pm__vma_modify() - give [@start, @end), which lies inside @vma, the flags @flags (they
+ * differ from @vma's), as Linux's vma_modify(): merge first, split only if no merge can take
+ * it. A head whose new flags match the VMA before, or a tail whose new flags match the VMA
+ * after, moves to that neighbour (vma_shift): no VMA more, so this is never refused at
+ * max_map_count. Otherwise @vma is split at the edges (each split charged), takes @flags and
+ * merges with whatever now matches. Context: mmap_lock (W). Return: 0, or an error of
+ * pm__split_vma() (a first split stays, which changes nothing observable).
+ */
+int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start, unsigned long end,
+		   unsigned long flags)
+{
+	struct pm_vma *nb;
+	int err;
+
+	mmap_assert_write_locked(mm);
+	pm_assert(vma->start <= start && start < end && end <= vma->end && flags != vma->flags);
+	if (start == vma->start && end < vma->end) {
+		nb = pm__vma_prev(mm, vma);
+		if (nb && piece_can_merge(vma, start, end, flags, nb) && vma_shift(mm, nb, vma, end))
+			return 0;
+	} else if (start > vma->start && end == vma->end) {
+		nb = pm__vma_next(mm, vma);
+		if (nb && piece_can_merge(vma, start, end, flags, nb) && vma_shift(mm, vma, nb, start))
+			return 0;
+	}
+	if (vma->start < start) {
+		err = pm__split_vma(mm, vma, start, PM_SPLIT_CHARGE);
+		if (err)
+			return err;
+		vma = pm__vma_next(mm, vma);
+	}
+	if (vma->end > end) {
+		err = pm__split_vma(mm, vma, end, PM_SPLIT_CHARGE);
+		if (err)
+			return err;
+	}
+	pm__vma_start_write(vma);
+	vma->flags = flags;
+	pm__vma_try_merge(mm, vma);
+	return 0;
 }
 
 /*
