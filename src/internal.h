@@ -841,7 +841,7 @@ struct pm_mm_range {
 	struct pm_vma_set set;
 } __cacheline_aligned;
 
-struct pm_mm_count; /* the range design's exact per-CPU VMA count (mm/range.c) */
+struct pm_mm_count; /* the range design's exact VMA count: a pool behind per-range credits */
 
 struct pm_mm {
 	struct pm_machine *m;
@@ -925,7 +925,7 @@ __hidden void pm__mm_count_uncharge(struct pm_mm *mm, long n);
 __hidden unsigned long pm__mm_count_read(struct pm_mm *mm);
 
 /* The number of VMAs (Linux's map_count): the tree's entries, one per VMA, in Linux's design;
- * the exact per-CPU count in the range design. */
+ * in the range design the pool and the per-range credits (range.c), exact. */
 static inline unsigned long mm_map_count(struct pm_mm *mm)
 {
 	return mm_range_design(mm) ? pm__mm_count_read(mm) : pm__vt_count(&mm->set.vmt);
@@ -956,9 +956,9 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
 /* // mm/vma_lock.c */
 /*
  * Objects that left a VMA tree wait until this many have, then go to RCU together. An mmap and
- * its munmap retire about three (the VMA and two tree leaves); each call_rcu costs a wake-up
- * of the grace-period thread, which takes a CPU from the tasks when every CPU has one: 64
- * cost 2-task mmap1 in separate mms 4% against 256 (0.95 against 0.99 efficiency).
+ * its munmap retire about three (the VMA and two tree leaves), and each call_rcu wakes the
+ * grace-period thread, which takes a CPU from the tasks when every CPU has one: so one batch
+ * covers many mmap+munmap pairs (docs/perf-log.md, "VMA retire batches").
  */
 #define PM_RETIRE_BATCH 256
 __hidden void pm__mm_retire_flush(struct pm_mm *mm, bool all);

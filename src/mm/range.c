@@ -77,10 +77,12 @@
  *     piece the same change unmaps, or a merge that moves a boundary, charges nothing.
  *  6. Whole-mm operations hold every range.
  *
- * What is still shared, and when: populating a PGD entry (above); the mm's VMA cache, which
- * RCU callbacks fill and a range's writer empties into its own free list once per batch of 64
- * VMAs; and the VMA count (max_map_count), kept as credits of each range that refill from a
- * pool a batch at a time, exact at the limit (see "the VMA count" below).
+ * What is still shared, and when: populating a PGD entry (above); the grace-period thread,
+ * which hands each range's retired VMAs back to that range's own cache (vma_lock.c,
+ * set_cache(); the mm's only when the range's could not be allocated) once per
+ * PM_RETIRE_BATCH retired objects; and the VMA count (max_map_count), kept as credits of
+ * each range that refill from a pool COUNT_BATCH units at a time, exact at the limit (see
+ * "the VMA count" below).
  */
 #include "internal.h"
 

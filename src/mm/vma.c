@@ -154,8 +154,8 @@ static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
 }
 
 /*
- * max_map_count. Linux's design counts the tree's entries; the range design charges a
- * per-CPU count (range.c), exact at the limit. A VMA that is in the tree uncharged
+ * max_map_count. Linux's design counts the tree's entries; the range design charges the
+ * per-range credits of range.c ("the VMA count"), exact at the limit. A VMA that is in the tree uncharged
  * (vma->uncounted: it came in at the limit because it merges, or is the piece of a split that
  * its munmap takes out again) is not uncharged when it merges or goes. None is left when the
  * change ends: one that stays after all is charged then (pm__vma_settle).
