@@ -59,7 +59,19 @@
  *    page before the walk clears it (and the walk, coming to the grandchild next, clears that
  *    copy too) or finds the entry already empty;
  *  - a split of a child's VMA copies the mark and moves the range under the i_mmap lock, so
- *    the walk sees the old VMA or both halves, each with its mark.
+ *    the walk sees the old VMA or both halves, each with its mark;
+ *  - a child's teardown or munmap: (M) a VMA leaves the i_mmap list only after it is zapped
+ *    (mm/vma.c, pm__vma_detach_range), and a leaf's mapcount drops with the entry, under its
+ *    PMD lock (mm/zap.c, and unmap_ref_page here). So each other mapper of the page is, at
+ *    the walk, either on the list - the walk takes its PMD lock, and clears the leaf or finds
+ *    it cleared with its count already dropped - or off it, zapped before it left, which the
+ *    i_mmap lock orders before the walk. New mappers cannot appear: a fork of the owner needs
+ *    the VMA write lock our fault excludes, a fork of a child is ordered above. Once the walk
+ *    is done the mapcount is the owner's 1, and its retry reuses the page: one walk is
+ *    enough, and a failure after it would be a bug, not a race. (Issue 26: the VMA used to
+ *    leave the list before its zap, and the count to drop after the PMD lock; a walk then
+ *    missed a child being destroyed, the retry found the count at 2, and the owner of the
+ *    page got -EFAULT.)
  * The owner keeps a reference on the page throughout, so the page a child maps is compared
  * with the very page the owner maps, never with a page reused from the pool meanwhile.
  */
@@ -195,8 +207,8 @@ static void unmap_ref_page(struct pm_vma *vma, unsigned long addr, struct pm_fol
 	}
 	atomic_store_relaxed(&vma->xhugetlb_unmapped, true);
 	pmdp_get_and_clear(pmdp);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1); /* with the entry (top, (M)) */
 	pm_spin_unlock(pml);
-	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	folio_put(folio); /* never the last: the owner maps it and holds a reference */
 }
 

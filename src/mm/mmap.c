@@ -135,13 +135,14 @@ static struct pm_vma *munmap_detach(struct pm_mm *mm, unsigned long start, unsig
 		if (*err)
 			return NULL;
 	}
-	/* Out of the tree, write-locked and off the i_mmap lists: then nobody else finds them. */
+	/* Out of the tree and write-locked: then no fault finds them. */
 	return pm__vma_detach_range(mm, start, end, err);
 }
 
 /*
- * unmap_region() - zap what the detached VMAs (@vma and its retire_next chain) mapped, free
- * the page tables in the gap they leave, and queue the VMAs for freeing.
+ * unmap_region() - zap what the detached VMAs (@vma and its retire_next chain) mapped, take
+ * each off its object's i_mmap list once zapped (pm__vma_detach_range says why not before),
+ * free the page tables in the gap they leave, and queue the VMAs for freeing.
  * Context: mmap_lock held, for write or downgraded by its writer.
  */
 static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
@@ -154,6 +155,7 @@ static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long sta
 	for (; vma; vma = next) {
 		next = vma->retire_next;
 		pm__zap_range(mm, vma->start, vma->end);
+		pm__vma_unlink_file(vma);
 		pm__vma_retire(mm, vma);
 	}
 	/* The gap the tables may be freed in: from the VMA below to the VMA above. */

@@ -17,9 +17,9 @@
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
  * outlives its mappings until its last unpin.
  *
- * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock and its deposited
- * PTE table freed; one it covers partly is split into its deposited PTE table first. Neither
- * needs memory, so a zap never fails.
+ * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock, its mapcount
+ * dropped under that lock too, and its deposited PTE table freed; one it covers partly is
+ * split into its deposited PTE table first. Neither needs memory, so a zap never fails.
  *
  * Locking: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
  * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive
@@ -83,8 +83,13 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 		pm__folios_put(m, gather, nr);
 }
 
-/* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
-static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+/*
+ * Clear a whole 2 MiB leaf, and its mapcount with it under the PMD lock: the owner of a
+ * private hugetlb mapping counts on that when it takes a page back from its fork children
+ * (fault/hugetlb.c, unmap_ref_private). Return: the leaf's folio, with the reference the
+ * mapping held, or NULL if *@pmdp is no longer a leaf.
+ */
+static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	struct pm_folio *folio;
@@ -95,16 +100,26 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
-		return false;
+		return NULL;
 	}
 	pmdp_get_and_clear(pmdp);
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	/* A hugetlb leaf carries no deposited table (fault/hugetlb.c). */
 	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	pm_spin_unlock(pml);
 	if (deposit)
 		pm__pte_free_now(mm->m, deposit); /* never published: no walker can hold it */
-	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	return folio;
+}
+
+/* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
+static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_folio *folio = clear_huge_pmd(mm, pmdp);
+
+	if (!folio)
+		return false;
 	folio_put(folio);
 	return true;
 }
