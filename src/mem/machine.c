@@ -370,6 +370,7 @@ void pm_machine_destroy(struct pm_machine *m)
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
 	munmap(m->arena_map, m->arena_map_len);
+	pm__hugetlb_pool_exit(m);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

@@ -573,11 +573,12 @@ static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long
 				return -EINVAL;
 			tmp = e;
 			e &= PMD_MASK;
-			if (s < e) {
+			/* The owner's pages go back to the pool with their reservations
+			 * (6.9+), each under its fault mutex (mm/zap.c). */
+			if (s < e && vma->hresv)
+				pm__zap_hugetlb_resv(mm, vma, s, e);
+			else if (s < e)
 				pm__zap_range(mm, s, e);
-				/* The pages went back to the pool: reserve them again (6.9+). */
-				pm__hugetlb_resv_restore(vma->hresv, s, e);
-			}
 			continue;
 		}
 		pm__zap_range(mm, s, e);
