@@ -370,6 +370,8 @@ struct pm_obj_cache {
 #define OBJ_CACHE_HIGH 128	/* a CPU's cache gives a batch back to the depot above this */
 #define OBJ_DEPOT_MAX 4096	/* the depot frees to malloc above this */
 
+#define PM_HUGETLB_FAULT_MUTEXES 64 /* hashed by (object, 2 MiB index), mem/hugetlb.c */
+
 /*
  * struct pm_machine - physical memory and everything global to it.
  */
@@ -411,6 +413,9 @@ struct pm_machine {
 	unsigned long hugetlb_total;	/* nr_hugepages; read-only after creation */
 	unsigned long hugetlb_nr_free;	/* pages on hugetlb_free; under hugetlb_lock */
 	unsigned long hugetlb_resv;	/* free pages promised to mappings; under hugetlb_lock */
+	/* Linux's hugetlb_fault_mutex_table: the faults of private mappings on one 2 MiB page
+	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb.c). */
+	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
@@ -630,6 +635,11 @@ __hidden void pm__page_alloc_exit(struct pm_machine *m);
 /* // mem/hugetlb.c */
 struct pm_hugetlb_resv;
 __hidden int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr);
+__hidden void pm__hugetlb_pool_exit(struct pm_machine *m);
+__hidden pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const void *mapping,
+						  unsigned long idx);
+__hidden void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
+				      struct pm_folio *folio);
 __hidden bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr);
 __hidden void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr);
 __hidden struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved);
@@ -1274,6 +1284,8 @@ __hidden void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *sr
  * Zapping: removing mappings (mm/zap.c).
  */
 __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+				   unsigned long end);
 
 /* ------------------------------------------------------------------------------------------
  * GUP (gup/).

@@ -41,7 +41,12 @@
  * Locking is the THP leaf's: decide without a lock, allocate and copy with none held, take the
  * PMD lock, re-check the entry, install or back out (-EAGAIN, and the reservation comes back).
  * A fault holds mmap_lock or the VMA's read lock (assert_fault_locked); fork holds the
- * parent's mmap_lock for write with every VMA write-locked (fork.c).
+ * parent's mmap_lock for write with every VMA write-locked (fork.c). A fault on an empty
+ * entry of a private mapping also holds the page's fault mutex from its look at the entry to
+ * the installed page (mem/hugetlb.c, (a)): MADV_DONTNEED holds it from clearing the leaf to
+ * the restored reservation, so the owner's refault finds its page or its reservation, never
+ * the moment between; and a second fault of the owner on the same empty entry waits for the
+ * first and finds its page, rather than the pool empty while the first holds the page.
  *
  * unmap_ref_private runs in the owner's fault with its mmap_lock or VMA lock held and no PMD
  * lock, and takes the object's i_mmap lock, then each child's PMD lock in turn: the order of
@@ -59,7 +64,19 @@
  *    page before the walk clears it (and the walk, coming to the grandchild next, clears that
  *    copy too) or finds the entry already empty;
  *  - a split of a child's VMA copies the mark and moves the range under the i_mmap lock, so
- *    the walk sees the old VMA or both halves, each with its mark.
+ *    the walk sees the old VMA or both halves, each with its mark;
+ *  - a child's teardown or munmap: (M) a VMA leaves the i_mmap list only after it is zapped
+ *    (mm/vma.c, pm__vma_detach_range), and a leaf's mapcount drops with the entry, under its
+ *    PMD lock (mm/zap.c, and unmap_ref_page here). So each other mapper of the page is, at
+ *    the walk, either on the list - the walk takes its PMD lock, and clears the leaf or finds
+ *    it cleared with its count already dropped - or off it, zapped before it left, which the
+ *    i_mmap lock orders before the walk. New mappers cannot appear: a fork of the owner needs
+ *    the VMA write lock our fault excludes, a fork of a child is ordered above. Once the walk
+ *    is done the mapcount is the owner's 1, and its retry reuses the page: one walk is
+ *    enough, and a failure after it would be a bug, not a race. (Issue 26: the VMA used to
+ *    leave the list before its zap, and the count to drop after the PMD lock; a walk then
+ *    missed a child being destroyed, the retry found the count at 2, and the owner of the
+ *    page got -EFAULT.)
  * The owner keeps a reference on the page throughout, so the page a child maps is compared
  * with the very page the owner maps, never with a page reused from the pool meanwhile.
  */
@@ -128,27 +145,21 @@ static void hugetlb_new_undo(struct pm_vma *vma, unsigned long haddr, bool consu
 		pm__hugetlb_resv_undo(vma->hresv, haddr);
 }
 
-/* An empty PMD in a hugetlb VMA. Context: mmap_lock or the VMA's lock held (fault path). */
-static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			   unsigned long haddr, unsigned fault_flags)
+/*
+ * An empty PMD in a private hugetlb VMA. Context: as hugetlb_no_page, and the page's fault
+ * mutex, so the entry is still empty if it looks so here, and nothing else of the mapping
+ * takes its page or its reservation until we are done.
+ */
+static int hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				   unsigned long haddr, unsigned long hidx, bool write)
 {
-	bool write = fault_flags & FAULT_FLAG_WRITE;
-	unsigned long hidx = (vma->pgoff >> HPAGE_PMD_ORDER) + ((haddr - vma->start) >> PMD_SHIFT);
 	struct pm_folio *folio = NULL, *new;
 	bool consumed;
-	int err = 0, ret;
+	int ret;
 
-	assert_fault_locked(vma);
-	/* A page of this VMA went to the parent (unmap_ref_private): SIGBUS, as Linux. */
-	if (atomic_load_relaxed(&vma->xhugetlb_unmapped))
-		return -EFAULT;
-	if (vma->flags & VM_SHARED) {
-		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
-		if (!folio)
-			return err;
-		return hugetlb_install(mm, vma, pmdp, folio,
-				       mk_huge_pmd(vma, folio, vma->flags & VM_WRITE), folio);
-	}
+	/* Another fault of the mapping installed a page while we waited: use it. */
+	if (!pmd_none(pmdp_get(pmdp)))
+		return -EAGAIN;
 	if (vma->file) {
 		if (hidx >= pm_shmem_size(vma->file) >> PMD_SHIFT)
 			return -EFAULT;
@@ -169,6 +180,34 @@ static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 		hugetlb_new_undo(vma, haddr, consumed);
 	if (folio)
 		folio_put(folio);
+	return ret;
+}
+
+/* An empty PMD in a hugetlb VMA. Context: mmap_lock or the VMA's lock held (fault path). */
+static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			   unsigned long haddr, unsigned fault_flags)
+{
+	unsigned long hidx = (vma->pgoff >> HPAGE_PMD_ORDER) + ((haddr - vma->start) >> PMD_SHIFT);
+	struct pm_folio *folio;
+	pthread_mutex_t *fm;
+	int err = 0, ret;
+
+	assert_fault_locked(vma);
+	/* A page of this VMA went to the parent (unmap_ref_private): SIGBUS, as Linux. */
+	if (atomic_load_relaxed(&vma->xhugetlb_unmapped))
+		return -EFAULT;
+	if (vma->flags & VM_SHARED) {
+		/* The object's hugetlb_mutex orders the faults on a hole (shmem/hugetlb.c). */
+		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
+		if (!folio)
+			return err;
+		return hugetlb_install(mm, vma, pmdp, folio,
+				       mk_huge_pmd(vma, folio, vma->flags & VM_WRITE), folio);
+	}
+	fm = pm__hugetlb_fault_mutex(mm->m, vma->file, hidx);
+	pthread_mutex_lock(fm);
+	ret = hugetlb_no_page_private(mm, vma, pmdp, haddr, hidx, fault_flags & FAULT_FLAG_WRITE);
+	pthread_mutex_unlock(fm);
 	return ret;
 }
 
@@ -196,8 +235,8 @@ static void unmap_ref_page(struct pm_vma *vma, unsigned long addr, struct pm_fol
 	}
 	atomic_store_relaxed(&vma->xhugetlb_unmapped, true);
 	pmdp_get_and_clear(pmdp);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1); /* with the entry (top, (M)) */
 	pm_spin_unlock(pml);
-	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	folio_put(folio); /* never the last: the owner maps it and holds a reference */
 }
 

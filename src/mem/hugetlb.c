@@ -24,8 +24,30 @@
  * split from one mapping share its map (a reference each); a fork child gets none. Shared
  * mappings keep their reservations on the object instead (shmem/hugetlb.c).
  *
+ * MADV_DONTNEED against the owner's refault (issue 26). The page a DONTNEED unmaps must come
+ * back to the owner as its page or as its reservation, with no moment in between where its
+ * fault finds neither: the entry empty, the bit clear and the page not yet free. Two things
+ * close that window:
+ *  (a) the hugetlb fault mutex (Linux's hugetlb_fault_mutex_table, hashed by object and 2 MiB
+ *      index): a private mapping's fault on an empty entry (fault/hugetlb.c, hugetlb_no_page)
+ *      holds it from its look at the entry to the installed page, and DONTNEED of a mapping
+ *      with a reservation map holds it from clearing the leaf to the restored bit (mm/zap.c).
+ *      So a fault of the mapping comes wholly before the DONTNEED, and finds the entry
+ *      present, or wholly after it, and finds the bit; and of two faults on one empty entry
+ *      - two threads of the owner - the second finds the first's page installed, never the
+ *      first's page held and nothing left for itself;
+ *  (b) pm__hugetlb_put_restore: the put that frees the page puts it on the free list and sets
+ *      the bit, with hugetlb_resv, in one section under resv->lock and hugetlb_lock; so no
+ *      allocation without a reservation (a fork child's COW, another mapping's fault) can take
+ *      the page as unpromised in between, which the old restore after the free allowed.
+ * If the put is not the last (a pin, a GUP reference or a fork child keeps the page; or a
+ * GUP-fast walker's speculative reference, for as long as it lasts) the page does not come
+ * back, and the bit is set only where the pool has a page nobody was promised, as before;
+ * otherwise that page is faulted later without a reservation, as in Linux.
+ *
  * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
- * creation); resv->lock nests outside it.
+ * creation); resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
+ * the VMA lock), and never two fault mutexes at once.
  */
 #include "internal.h"
 
@@ -74,6 +96,8 @@ int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr)
 {
 	pm_spin_init(&m->hugetlb_lock);
 	pm_list_init(&m->hugetlb_free);
+	for (unsigned i = 0; i < PM_HUGETLB_FAULT_MUTEXES; i++)
+		pthread_mutex_init(&m->hugetlb_fault_mutex[i], NULL);
 	for (size_t i = 0; i < nr; i++) {
 		struct pm_folio *folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, 0);
 
@@ -89,13 +113,34 @@ int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr)
 	return 0;
 }
 
+/* The machine is going away (after pm__hugetlb_pool_init). */
+void pm__hugetlb_pool_exit(struct pm_machine *m)
+{
+	for (unsigned i = 0; i < PM_HUGETLB_FAULT_MUTEXES; i++)
+		pthread_mutex_destroy(&m->hugetlb_fault_mutex[i]);
+}
+
+/**
+ * pm__hugetlb_fault_mutex() - the fault mutex of the 2 MiB page @idx of the object @mapping
+ * (Linux's hugetlb_fault_mutex_hash): see the top of the file for what it orders.
+ */
+pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const void *mapping,
+					 unsigned long idx)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)mapping ^ (uint64_t)idx * 0x9e3779b97f4a7c15ULL) *
+		     0xff51afd7ed558ccdULL;
+
+	return &m->hugetlb_fault_mutex[(h >> 32) % PM_HUGETLB_FAULT_MUTEXES];
+}
+
 /* Promise @nr free pages to a mapping. Return: false (nothing reserved) if they are not there. */
 bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr)
 {
 	bool ok;
 
 	pm_spin_lock(&m->hugetlb_lock);
-	ok = m->hugetlb_nr_free - m->hugetlb_resv >= nr;
+	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo). */
+	ok = m->hugetlb_nr_free >= m->hugetlb_resv + nr;
 	if (ok)
 		m->hugetlb_resv += nr;
 	pm_spin_unlock(&m->hugetlb_lock);
@@ -153,11 +198,9 @@ struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 	return folio;
 }
 
-/* The last reference of a hugetlb folio went (folio.c): back to the pool, never split. */
-void pm__hugetlb_free_folio(struct pm_folio *folio)
+/* A hugetlb folio whose last reference went, made ready for the free list. */
+static void hugetlb_free_prepare(struct pm_machine *m, struct pm_folio *folio)
 {
-	struct pm_machine *m = page_machine(&folio->page);
-
 	pm_assert(folio_test_hugetlb(folio));
 	pm_assert_cmp(folio_order(folio), ==, HPAGE_PMD_ORDER);
 	if (PM_DEBUG >= 1) {
@@ -165,6 +208,14 @@ void pm__hugetlb_free_folio(struct pm_folio *folio)
 		atomic_add_relaxed(&folio->page.xgen, 1);
 	}
 	atomic_store_relaxed(&folio->page.xflags, PGF(PG_head) | PGF(PG_hugetlb));
+}
+
+/* The last reference of a hugetlb folio went (folio.c): back to the pool, never split. */
+void pm__hugetlb_free_folio(struct pm_folio *folio)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+
+	hugetlb_free_prepare(m, folio);
 	pm_spin_lock(&m->hugetlb_lock);
 	pool_add_locked(m, folio);
 	pm_spin_unlock(&m->hugetlb_lock);
@@ -264,9 +315,10 @@ void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
 }
 
 /*
- * MADV_DONTNEED gave the pages of [start, end) back: reserve them again for the mapping, as
- * Linux 6.9+ does, where the pool still has a free page to promise (a page a pin or a fork
- * child still holds did not come back; that one is faulted later without a reservation).
+ * MADV_DONTNEED of [start, end), where nothing was mapped: reserve the pages again for the
+ * mapping, as Linux 6.9+ does, where the pool still has a free page to promise (a page a pin
+ * or a fork child still holds did not come back; that one is faulted later without a
+ * reservation). A page it unmaps comes back through pm__hugetlb_put_restore instead.
  */
 void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
 			      unsigned long end)
@@ -279,6 +331,44 @@ void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
 	for (unsigned long i = first; i < last; i++)
 		if (!test_bit(resv->bits, i) && pm__hugetlb_reserve(resv->m, 1))
 			set_bit(resv->bits, i);
+	pm_spin_unlock(&resv->lock);
+}
+
+/**
+ * pm__hugetlb_put_restore() - MADV_DONTNEED's put of @folio, which it has just unmapped at
+ * @addr of a private mapping with the reservation map @resv (the mapping's reference): if it
+ * was the last, the page goes back to the pool and the reservation of @addr comes back with
+ * it, in one section (see the top of the file, (b)); if not, the reservation comes back only
+ * where the pool has a page nobody was promised (pm__hugetlb_resv_restore).
+ * Context: the page's fault mutex (top of the file, (a)).
+ */
+void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
+			     struct pm_folio *folio)
+{
+	struct pm_machine *m = resv->m;
+	bool last = atomic_sub_mb(&folio->page.xrefcount, 1) == 1;
+	unsigned long i = 0, end;
+	bool in_map = resv_range(resv, addr, addr + 1, &i, &end);
+
+	if (last) {
+		/* pm__folio_free()'s checks; the page goes to the list below instead. */
+		pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
+		pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
+		pm_assert(!folio_test(folio, PG_locked));
+		folio->page.mapping = NULL;
+		hugetlb_free_prepare(m, folio);
+	}
+	pm_spin_lock(&resv->lock);
+	pm_spin_lock(&m->hugetlb_lock);
+	if (last)
+		pool_add_locked(m, folio);
+	/* Freed: nr_free > resv now, since resv <= nr_free held before (or a GUP-fast walker
+	 * holds a page that pm__hugetlb_resv_undo counted already; then nothing is restored). */
+	if (in_map && !test_bit(resv->bits, i) && m->hugetlb_nr_free > m->hugetlb_resv) {
+		set_bit(resv->bits, i);
+		m->hugetlb_resv++;
+	}
+	pm_spin_unlock(&m->hugetlb_lock);
 	pm_spin_unlock(&resv->lock);
 }
 

@@ -369,6 +369,7 @@ void pm__machine_free(struct pm_machine *m)
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
 	munmap(m->arena_map, m->arena_map_len);
+	pm__hugetlb_pool_exit(m);
 	pthread_mutex_destroy(&m->lock);
 	free(m);
 }

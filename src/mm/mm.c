@@ -78,13 +78,16 @@ static void unmap_all(struct pm_mm *mm)
 	mmap_assert_write_locked(mm);
 
 	for (vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
-		pm__vma_unlink_file(vma);
 		*tail = vma;
 		tail = &vma->retire_next;
 	}
 	*tail = NULL;
-	for (vma = first; vma; vma = vma->retire_next)
+	/* Each VMA leaves its i_mmap list once zapped, as in munmap (mm/vma.c,
+	 * pm__vma_detach_range), and before its page tables are freed. */
+	for (vma = first; vma; vma = vma->retire_next) {
 		pm__zap_range(mm, vma->start, vma->end);
+		pm__vma_unlink_file(vma);
+	}
 	/* Nobody else can reach the mm, so no lockless lookup either: free without waiting. */
 	pm__vt_destroy(&mm->set.vmt);
 	if (mm_range_design(mm)) {

@@ -142,7 +142,7 @@ static struct pm_vma *munmap_detach(struct pm_mm *mm, unsigned long start, unsig
 			goto fail;
 		gone[1] = vma;
 	}
-	/* Out of the tree, write-locked and off the i_mmap lists: then nobody else finds them. */
+	/* Out of the tree and write-locked: then no fault finds them. */
 	first = pm__vma_detach_range(mm, start, end, err);
 	if (!*err)
 		return first;
@@ -154,8 +154,9 @@ fail:
 }
 
 /*
- * unmap_region() - zap what the detached VMAs (@vma and its retire_next chain) mapped, free
- * the page tables in the gap they leave, and queue the VMAs for freeing.
+ * unmap_region() - zap what the detached VMAs (@vma and its retire_next chain) mapped, take
+ * each off its object's i_mmap list once zapped (pm__vma_detach_range says why not before),
+ * free the page tables in the gap they leave, and queue the VMAs for freeing.
  * Context: mmap_lock held, for write or downgraded by its writer.
  */
 static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
@@ -168,6 +169,7 @@ static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long sta
 	for (; vma; vma = next) {
 		next = vma->retire_next;
 		pm__zap_range(mm, vma->start, vma->end);
+		pm__vma_unlink_file(vma);
 		pm__vma_retire(mm, vma);
 	}
 	/* The gap the tables may be freed in: from the VMA below to the VMA above. */
@@ -580,11 +582,12 @@ static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long
 				return -EINVAL;
 			tmp = e;
 			e &= PMD_MASK;
-			if (s < e) {
+			/* The owner's pages go back to the pool with their reservations
+			 * (6.9+), each under its fault mutex (mm/zap.c). */
+			if (s < e && vma->hresv)
+				pm__zap_hugetlb_resv(mm, vma, s, e);
+			else if (s < e)
 				pm__zap_range(mm, s, e);
-				/* The pages went back to the pool: reserve them again (6.9+). */
-				pm__hugetlb_resv_restore(vma->hresv, s, e);
-			}
 			continue;
 		}
 		pm__zap_range(mm, s, e);

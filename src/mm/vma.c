@@ -15,7 +15,8 @@
  * a fault under a per-VMA lock never sees a VMA change under it. A file VMA is also on its
  * object's i_mmap list, which truncation walks without mmap_lock; its start, end and pgoff
  * therefore change only under the object's i_mmap lock too, and it leaves the list
- * (pm__vma_unlink_file) before its page tables can be freed. A VMA that left the tree is freed
+ * (pm__vma_unlink_file) after its mappings are zapped and before its page tables can be
+ * freed. A VMA that left the tree is freed
  * a grace period after mmap_lock is released (pm__vma_retire), since a lockless lookup may
  * still hold it; retired VMAs and tree nodes go to RCU in batches (pm__mm_retire_flush).
  */
@@ -228,7 +229,11 @@ int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 
 /*
  * pm__vma_detach_range() - take every VMA inside [@start, @end) out of the tree in one change,
- * write-locked and marked detached, and off their objects' i_mmap lists. The range must not
+ * write-locked and marked detached. They stay on their objects' i_mmap lists until the caller
+ * has zapped them (pm__vma_unlink_file, then pm__vma_retire), as Linux's free_pgtables unlinks
+ * a VMA only after unmap_vmas: whoever walks an i_mmap list sees every mapping of the object's
+ * pages that is not yet zapped - the owner of a private hugetlb mapping taking a page back
+ * from its fork children counts on it (fault/hugetlb.c, unmap_ref_private). The range must not
  * cut a VMA (split first). Return: the detached VMAs chained through retire_next in address
  * order, NULL if there were none; *@err is 0, or -ENOMEM with nothing changed.
  * Context: mmap_lock (W).
@@ -256,11 +261,8 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 	if (*err)
 		return NULL;
 	vma_count_uncharge(mm, counted);
-	/* Off the i_mmap lists first, so truncation stops walking them. */
-	for (vma = first; vma; vma = vma->retire_next) {
+	for (vma = first; vma; vma = vma->retire_next)
 		atomic_store_relaxed(&vma->xdetached, true);
-		pm__vma_unlink_file(vma);
-	}
 	return first;
 }
 

@@ -17,9 +17,12 @@
  * with add-unless-zero and re-validated against the entry (gup_fast.c). A pinned page thus
  * outlives its mappings until its last unpin.
  *
- * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock and its deposited
- * PTE table freed; one it covers partly is split into its deposited PTE table first. Neither
- * needs memory, so a zap never fails.
+ * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock, its mapcount
+ * dropped under that lock too, and its deposited PTE table freed; one it covers partly is
+ * split into its deposited PTE table first. Neither needs memory, so a zap never fails.
+ * MADV_DONTNEED of a private hugetlb mapping with reservations is a zap of its own
+ * (pm__zap_hugetlb_resv): each page under its fault mutex, given back with its reservation
+ * (mem/hugetlb.c).
  *
  * Locking: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
  * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive
@@ -83,8 +86,13 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 		pm__folios_put(m, gather, nr);
 }
 
-/* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
-static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+/*
+ * Clear a whole 2 MiB leaf, and its mapcount with it under the PMD lock: the owner of a
+ * private hugetlb mapping counts on that when it takes a page back from its fork children
+ * (fault/hugetlb.c, unmap_ref_private). Return: the leaf's folio, with the reference the
+ * mapping held, or NULL if *@pmdp is no longer a leaf.
+ */
+static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	struct pm_folio *folio;
@@ -95,16 +103,26 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
-		return false;
+		return NULL;
 	}
 	pmdp_get_and_clear(pmdp);
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	/* A hugetlb leaf carries no deposited table (fault/hugetlb.c). */
 	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	pm_spin_unlock(pml);
 	if (deposit)
 		pm__pte_free_now(mm->m, deposit); /* never published: no walker can hold it */
-	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	return folio;
+}
+
+/* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
+static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	struct pm_folio *folio = clear_huge_pmd(mm, pmdp);
+
+	if (!folio)
+		return false;
 	folio_put(folio);
 	return true;
 }
@@ -133,5 +151,37 @@ void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 		} else if (pmd_table(pmd)) {
 			zap_pte_range(mm, pmdp, a, next);
 		}
+	}
+}
+
+/**
+ * pm__zap_hugetlb_resv() - MADV_DONTNEED of [@start, @end), 2 MiB aligned, in @vma, a private
+ * hugetlb VMA with a reservation map: each page goes back to the pool and its reservation
+ * comes back (Linux 6.9+), a 2 MiB page at a time under that page's fault mutex, so that the
+ * mapping's own fault on it comes wholly before or wholly after (mem/hugetlb.c, (a) and (b)).
+ * Context: mmap_lock held (any mode).
+ */
+void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			  unsigned long end)
+{
+	mmap_assert_locked(mm);
+	pm_assert(vma->hresv && !(start & ~PMD_MASK) && !(end & ~PMD_MASK));
+	for (unsigned long a = start; a < end; a += PMD_SIZE) {
+		pthread_mutex_t *fm = pm__hugetlb_fault_mutex(mm->m, vma->file,
+							      vma_pgoff(vma, a) >> HPAGE_PMD_ORDER);
+		struct pm_folio *folio = NULL;
+		pm_entry_t *pmdp;
+
+		pthread_mutex_lock(fm);
+		pmdp = pm__pmd_lookup(mm, a);
+		if (pmdp && pmd_leaf(pmdp_get(pmdp)))
+			folio = clear_huge_pmd(mm, pmdp);
+		else if (pmdp && !pmd_none(pmdp_get(pmdp)))
+			pm__zap_range(mm, a, a + PMD_SIZE); /* not a leaf: what it maps goes */
+		if (folio)
+			pm__hugetlb_put_restore(vma->hresv, a, folio);
+		else
+			pm__hugetlb_resv_restore(vma->hresv, a, a + PMD_SIZE);
+		pthread_mutex_unlock(fm);
 	}
 }
