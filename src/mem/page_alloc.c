@@ -76,7 +76,7 @@
  * for each CPU in turn. That can cost as much as sharing lines. Measured on the 2-CPU
  * development VMs with a program that does only page_fault3's memory traffic (two atomics on
  * a 64-byte descriptor, a PTE store and a byte of the page, then the zap's atomics;
- * tools/interleave-bench.c), two threads reached 0.98 of twice one thread's rate when each
+ * experiments/interleave-bench.c), two threads reached 0.98 of twice one thread's rate when each
  * worked on its own descriptor array, 0.65-0.70 when the arrays were interleaved in runs of 1
  * to 512 descriptors, 0.94 with runs of 4096 and 1.0 with 16384. Half an hour later the same
  * VM showed no difference at all (1.0 in every row): whatever the host does with the VM's
