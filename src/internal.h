@@ -17,7 +17,7 @@
  * A double underscore inside a name means nothing more: there is no "__" variant convention.
  *
  * Glossary (Linux's words):
- *  frame	one 4 KiB unit of the machine's arena; pfn = its index
+ *  frame	one 4 KiB unit of the machine's memory (m->frames); pfn = its index
  *  struct pm_page	the descriptor of one frame; type-stable for the machine's life
  *  folio	2^order frames managed as one; its fields live in the head page's descriptor
  *  pte/pmd/pud/pgd	entries of the four page-table levels; a pmd may be a 2 MiB leaf
@@ -382,7 +382,7 @@ struct pm_machine {
 	unsigned nr_cpus;
 	bool range_mm;			/* new mms use the range design (mm/range.c) */
 	uint16_t slot;			/* index in pm__machines[] */
-	char *arena;			/* nr_pages frames, 2 MiB aligned */
+	char *frames;			/* the machine's memory: nr_pages frames, 2 MiB aligned */
 	struct pm_page *pages;		/* nr_pages descriptors; initialised below the zones'
 					 * frontiers */
 	unsigned long nr_pages;
@@ -396,8 +396,8 @@ struct pm_machine {
 					   * depot (mem/objcache.c, shmem/cache.c) */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
-	void *arena_map;		/* the mmap that holds the arena */
-	size_t arena_map_len;
+	void *frames_map;		/* the mmap that holds the frames */
+	size_t frames_map_len;
 
 	/* The buddy zones (page_alloc.c): one per home, each with its own lock and lists. */
 	struct pm_zone *zones;		/* nr_zones, each __cacheline_aligned */
@@ -459,7 +459,7 @@ static inline struct pm_page *pfn_to_page(const struct pm_machine *m, unsigned l
 
 static inline void *pfn_to_virt(const struct pm_machine *m, unsigned long pfn)
 {
-	return m->arena + (pfn << PAGE_SHIFT);
+	return m->frames + (pfn << PAGE_SHIFT);
 }
 
 static inline void *page_address(const struct pm_machine *m, const struct pm_page *page)
@@ -469,7 +469,7 @@ static inline void *page_address(const struct pm_machine *m, const struct pm_pag
 
 static inline unsigned long virt_to_pfn(const struct pm_machine *m, const void *p)
 {
-	return (unsigned long)((const char *)p - m->arena) >> PAGE_SHIFT;
+	return (unsigned long)((const char *)p - m->frames) >> PAGE_SHIFT;
 }
 
 static inline bool page_test(const struct pm_page *page, enum pm_pageflag bit)
