@@ -17,7 +17,7 @@
  * A double underscore inside a name means nothing more: there is no "__" variant convention.
  *
  * Glossary (Linux's words):
- *  frame	one 4 KiB unit of the machine's arena; pfn = its index
+ *  frame	one 4 KiB unit of the machine's memory (m->frames); pfn = its index
  *  struct pm_page	the descriptor of one frame; type-stable for the machine's life
  *  folio	2^order frames managed as one; its fields live in the head page's descriptor
  *  pte/pmd/pud/pgd	entries of the four page-table levels; a pmd may be a 2 MiB leaf
@@ -32,7 +32,7 @@
  *  (F) free frames = frames on buddy lists + frames in per-CPU caches
  *	+ never-used frames above the allocator's frontier (page_alloc.c)
  *  (T) total frames = free + page tables + frames of allocated folios + 1 (zero page)
- *	+ 512 * free hugetlb pool pages (mem/hugetlb.c)
+ *	+ 512 * free hugetlb pool pages (mem/hugetlb_pool.c)
  *  (H) hugetlb pool: total = free + hugetlb folios in use; reserved <= free
  *  (X) a page mapped writable in a private mapping is AnonExclusive, and an AnonExclusive
  *	page is mapped by at most one address space.
@@ -204,7 +204,7 @@ enum pm_pageflag {
 	PG_table,	   /* a page-table page */
 	PG_zero,	   /* the machine's shared zero page */
 	PG_shmem,	   /* in (or removed from) a shmem page cache */
-	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb.c) */
+	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb_pool.c) */
 };
 #define PGF(bit) (1UL << (bit))
 
@@ -370,7 +370,7 @@ struct pm_obj_cache {
 #define OBJ_CACHE_HIGH 128	/* a CPU's cache gives a batch back to the depot above this */
 #define OBJ_DEPOT_MAX 4096	/* the depot frees to malloc above this */
 
-#define PM_HUGETLB_FAULT_MUTEXES 64 /* hashed by (object, 2 MiB index), mem/hugetlb.c */
+#define PM_HUGETLB_FAULT_MUTEXES 64 /* hashed by (object, 2 MiB index), mem/hugetlb_pool.c */
 
 /*
  * struct pm_machine - physical memory and everything global to it.
@@ -382,7 +382,7 @@ struct pm_machine {
 	unsigned nr_cpus;
 	bool range_mm;			/* new mms use the range design (mm/range.c) */
 	uint16_t slot;			/* index in pm__machines[] */
-	char *arena;			/* nr_pages frames, 2 MiB aligned */
+	char *frames;			/* the machine's memory: nr_pages frames, 2 MiB aligned */
 	struct pm_page *pages;		/* nr_pages descriptors; initialised below the zones'
 					 * frontiers */
 	unsigned long nr_pages;
@@ -396,8 +396,8 @@ struct pm_machine {
 					   * depot (mem/objcache.c, shmem/cache.c) */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
-	void *arena_map;		/* the mmap that holds the arena */
-	size_t arena_map_len;
+	void *frames_map;		/* the mmap that holds the frames */
+	size_t frames_map_len;
 
 	/* The buddy zones (page_alloc.c): one per home, each with its own lock and lists. */
 	struct pm_zone *zones;		/* nr_zones, each __cacheline_aligned */
@@ -407,14 +407,14 @@ struct pm_machine {
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
 
-	/* The hugetlb pool (mem/hugetlb.c): free 2 MiB pages on a list, under hugetlb_lock. */
+	/* The hugetlb pool (mem/hugetlb_pool.c): free 2 MiB pages on a list, under hugetlb_lock. */
 	struct pm_spinlock hugetlb_lock __cacheline_aligned;
 	struct pm_list hugetlb_free;	/* free pool pages, linked through the head's lru */
 	unsigned long hugetlb_total;	/* nr_hugepages; read-only after creation */
 	unsigned long hugetlb_nr_free;	/* pages on hugetlb_free; under hugetlb_lock */
 	unsigned long hugetlb_resv;	/* free pages promised to mappings; under hugetlb_lock */
 	/* Linux's hugetlb_fault_mutex_table: the faults of private mappings on one 2 MiB page
-	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb.c). */
+	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
@@ -459,7 +459,7 @@ static inline struct pm_page *pfn_to_page(const struct pm_machine *m, unsigned l
 
 static inline void *pfn_to_virt(const struct pm_machine *m, unsigned long pfn)
 {
-	return m->arena + (pfn << PAGE_SHIFT);
+	return m->frames + (pfn << PAGE_SHIFT);
 }
 
 static inline void *page_address(const struct pm_machine *m, const struct pm_page *page)
@@ -469,7 +469,7 @@ static inline void *page_address(const struct pm_machine *m, const struct pm_pag
 
 static inline unsigned long virt_to_pfn(const struct pm_machine *m, const void *p)
 {
-	return (unsigned long)((const char *)p - m->arena) >> PAGE_SHIFT;
+	return (unsigned long)((const char *)p - m->frames) >> PAGE_SHIFT;
 }
 
 static inline bool page_test(const struct pm_page *page, enum pm_pageflag bit)
@@ -632,7 +632,7 @@ __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
 
-/* // mem/hugetlb.c */
+/* // mem/hugetlb_pool.c */
 struct pm_hugetlb_resv;
 __hidden int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr);
 __hidden void pm__hugetlb_pool_exit(struct pm_machine *m);
@@ -766,7 +766,7 @@ struct pm_vma {
 	_Atomic bool xhugetlb_unmapped; /* a fork child's private hugetlb VMA that lost a page
 					 * to its parent (HPAGE_RESV_UNMAPPED): its faults on
 					 * empty entries are SIGBUS. Set under file->i_mmap_lock
-					 * and the PMD lock (fault/hugetlb.c); not inherited by
+					 * and the PMD lock (fault/hugetlb_fault.c); not inherited by
 					 * fork */
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
@@ -1192,7 +1192,7 @@ struct pm_shmem {
 	pthread_mutex_t i_mmap_lock __cacheline_aligned; /* the mapping list and VMA bounds */
 	struct pm_list i_mmap;
 	pthread_mutex_t truncate_lock;	/* serialises size changes */
-	/* hugetlb objects (shmem/hugetlb.c): Linux's hugetlb_fault_mutex and the object's
+	/* hugetlb objects (shmem/hugetlbfs.c): Linux's hugetlb_fault_mutex and the object's
 	 * reservation map - bit i set: 2 MiB page i is reserved in the pool, not yet in the
 	 * cache. Under hugetlb_mutex. */
 	pthread_mutex_t hugetlb_mutex;
@@ -1214,7 +1214,7 @@ __hidden void pm__shmem_get(struct pm_shmem *f);
 __hidden void pm__shmem_kill(struct pm_shmem *f);
 __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size);
 
-/* // shmem/hugetlb.c */
+/* // shmem/hugetlbfs.c */
 __hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
 __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
 				       unsigned long nr);
@@ -1269,7 +1269,7 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 __hidden int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 			     unsigned long addr, unsigned fault_flags);
 
-/* // fault/hugetlb.c */
+/* // fault/hugetlb_fault.c */
 __hidden int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 			       unsigned fault_flags);
 __hidden int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src,

@@ -2,7 +2,7 @@
 /*
  * pinmm/machine.h - a machine: physical memory, its allocator, counters and knobs.
  *
- * A machine owns one arena of real memory cut into 4 KiB frames, a struct pm_page for every
+ * A machine owns one region of real memory cut into 4 KiB frames, a struct pm_page for every
  * frame (type-stable: never freed while the machine lives), a buddy allocator with per-CPU
  * caches, and per-thread event counters. Several machines may live in one process; they share
  * nothing but the RCU implementation.

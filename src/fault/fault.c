@@ -57,7 +57,7 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 	assert_fault_locked(vma);
 	count_event(mm->m, FAULTS, 1);
 	if (is_vm_hugetlb_page(vma))
-		return pm__hugetlb_fault(mm, vma, addr, fault_flags); /* fault/hugetlb.c */
+		return pm__hugetlb_fault(mm, vma, addr, fault_flags); /* fault/hugetlb_fault.c */
 	pmdp = pm__pmd_alloc(mm, addr);
 	if (!pmdp)
 		return -ENOMEM;

@@ -15,7 +15,7 @@
  *    write on either side copies or reuses it (cow.c).
  * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
  * be is shared at PMD level, write-protected. Private hugetlb VMAs are copied by
- * fault/hugetlb.c the same way, a 2 MiB page at a time (copied whole, never split); the child
+ * fault/hugetlb_fault.c the same way, a 2 MiB page at a time (copied whole, never split); the child
  * gets no reservation.
  *
  * Concurrency. Fork holds the parent's mmap_lock for write and write-locks each of its VMAs,
@@ -120,7 +120,7 @@ out:
  * that the folio need not be copied (may not be pinned): an anonymous folio stops being
  * exclusive and the parent's leaf loses write; the folio gains a reference and a PMD mapping.
  * @deposit, if not NULL, becomes the child leaf's deposited table (a THP; hugetlb leaves have
- * none). Shared by THP (copy_huge_pmd) and hugetlb (fault/hugetlb.c).
+ * none). Shared by THP (copy_huge_pmd) and hugetlb (fault/hugetlb_fault.c).
  * Context: fork, the parent's PMD lock held; the child's nests inside it (only fork does this).
  */
 void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,

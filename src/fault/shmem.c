@@ -292,7 +292,7 @@ static void zero_partial_page(struct pm_shmem *f, size_t pos)
 /*
  * A hugetlb object: sizes in whole 2 MiB pages, cache indices in 2 MiB units. The same steps
  * as below, with the reservations past the new size released; hugetlb_mutex orders the size
- * against a fault filling a hole (shmem/hugetlb.c), and the PMD lock and the barriers order
+ * against a fault filling a hole (shmem/hugetlbfs.c), and the PMD lock and the barriers order
  * PG_shmem against the mapping, as in (a) and (b) above with the PMD lock as the PTL.
  */
 static int hugetlb_truncate(struct pm_shmem *f, size_t size)
@@ -318,7 +318,7 @@ static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 			folio_put(batch[i]);
 	} while (n == ARRAY_SIZE(batch));
 	pm__shmem_hugetlb_unreserve_from(f, new_hp);
-	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb.c) */
+	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb_fault.c) */
 	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER);
 	pthread_mutex_unlock(&f->truncate_lock);
 	return 0;

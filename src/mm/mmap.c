@@ -298,7 +298,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 
 	/* MAP_SHARED|MAP_ANONYMOUS is backed by an internal shmem object, as in Linux, and so is
 	 * every anonymous hugetlb mapping (hugetlb_file_setup): its i_mmap list is how the owner
-	 * of a private one finds its fork children's mappings (fault/hugetlb.c). */
+	 * of a private one finds its fork children's mappings (fault/hugetlb_fault.c). */
 	if ((flags & PM_MAP_ANONYMOUS) && (type == PM_MAP_SHARED || hugetlb)) {
 		file = hugetlb ? pm__shmem_create_internal_hugetlb(mm->m, len) :
 				 pm__shmem_create_internal(mm->m, len);

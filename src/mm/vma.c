@@ -233,7 +233,7 @@ int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
  * has zapped them (pm__vma_unlink_file, then pm__vma_retire), as Linux's free_pgtables unlinks
  * a VMA only after unmap_vmas: whoever walks an i_mmap list sees every mapping of the object's
  * pages that is not yet zapped - the owner of a private hugetlb mapping taking a page back
- * from its fork children counts on it (fault/hugetlb.c, unmap_ref_private). The range must not
+ * from its fork children counts on it (fault/hugetlb_fault.c, unmap_ref_private). The range must not
  * cut a VMA (split first). Return: the detached VMAs chained through retire_next in address
  * order, NULL if there were none; *@err is 0, or -ENOMEM with nothing changed.
  * Context: mmap_lock (W).

@@ -4,7 +4,7 @@
  *
  * Layout. x86-64 with 4 levels and 48-bit addresses: PGD (bits 39-47), PUD (30-38), PMD
  * (21-29), PTE (12-20); each table is one 4 KiB frame of 512 64-bit entries taken from the
- * machine's arena. An upper entry holds the next table's pfn | PRESENT|RW|USER|ACCESSED; a PMD
+ * machine's memory. An upper entry holds the next table's pfn | PRESENT|RW|USER|ACCESSED; a PMD
  * entry is either such a table pointer or a 2 MiB leaf (PSE) mapping an order-9 folio.
  *
  * Locks (Linux's split page-table locks). mm->page_table_lock serialises populating PGD and PUD

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * hugetlb.c - faults in hugetlb mappings (Linux's hugetlb_fault, hugetlb_no_page, hugetlb_wp)
+ * hugetlb_fault.c - faults in hugetlb mappings (Linux's hugetlb_fault, hugetlb_no_page, hugetlb_wp)
  * and fork's copy of their page tables (copy_hugetlb_page_range).
  *
  * A hugetlb VMA is mapped only by 2 MiB PMD leaves, each a whole pool page; its PMDs never
  * point to PTE tables, its leaves carry no deposited table (nothing ever splits them: the VMA
  * layer refuses every cut inside a 2 MiB page, mm/vma.c), and its folios are never split.
  *
- *  - Shared mappings map the object's page-cache page (shmem/hugetlb.c fills a hole from the
+ *  - Shared mappings map the object's page-cache page (shmem/hugetlbfs.c fills a hole from the
  *    pool, with the reservation the mmap made), writable when VM_WRITE allows.
  *  - Private mappings map an exclusive anonymous page of their own, taken with the mapping's
- *    reservation (mem/hugetlb.c) - or, for a private mapping of an object, the page-cache page
+ *    reservation (mem/hugetlb_pool.c) - or, for a private mapping of an object, the page-cache page
  *    read-only until a write copies it. A read fault maps the new page read-only, a write
  *    makes it writable (Linux maps it so and lets hugetlb_wp reuse it).
  *  - hugetlb_wp: an anonymous page that is exclusive, or mapped only here, is reused (Linux
@@ -43,7 +43,7 @@
  * A fault holds mmap_lock or the VMA's read lock (assert_fault_locked); fork holds the
  * parent's mmap_lock for write with every VMA write-locked (fork.c). A fault on an empty
  * entry of a private mapping also holds the page's fault mutex from its look at the entry to
- * the installed page (mem/hugetlb.c, (a)): MADV_DONTNEED holds it from clearing the leaf to
+ * the installed page (mem/hugetlb_pool.c, (a)): MADV_DONTNEED holds it from clearing the leaf to
  * the restored reservation, so the owner's refault finds its page or its reservation, never
  * the moment between; and a second fault of the owner on the same empty entry waits for the
  * first and finds its page, rather than the pool empty while the first holds the page.
@@ -197,7 +197,7 @@ static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	if (atomic_load_relaxed(&vma->xhugetlb_unmapped))
 		return -EFAULT;
 	if (vma->flags & VM_SHARED) {
-		/* The object's hugetlb_mutex orders the faults on a hole (shmem/hugetlb.c). */
+		/* The object's hugetlb_mutex orders the faults on a hole (shmem/hugetlbfs.c). */
 		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
 		if (!folio)
 			return err;
