@@ -14,8 +14,6 @@
  */
 #include "internal.h"
 
-#define VM_FAULT_FALLBACK 1
-
 bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
 {
 	unsigned long haddr = addr & PMD_MASK;
@@ -25,8 +23,8 @@ bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
 }
 
 /* A fault on an empty PTE of an anonymous VMA. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			  unsigned long addr, unsigned fault_flags)
+vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				 unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
@@ -40,7 +38,7 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 		entry.val |= _PAGE_SPECIAL;
 		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 		if (!ptep)
-			return -EAGAIN;
+			return VM_FAULT_AGAIN;
 		if (pte_none(ptep_get(ptep)))
 			set_pte(ptep, entry);
 		pm_spin_unlock(ptl);
@@ -49,20 +47,20 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 
 	folio = pm__folio_alloc(m, 0, PM_ALLOC_ZERO);
 	if (!folio)
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
 	entry = pm__mk_pte(vma, page_to_pfn(m, &folio->page), vma->flags & VM_WRITE, true);
 
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep) {
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	if (!pte_none(ptep_get(ptep))) {
 		/* Someone mapped it meanwhile (maybe the zero page): look again. */
 		pm_spin_unlock(ptl);
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&folio->page.xmapcount, 1);
 	set_pte(ptep, entry); /* the folio's reference now belongs to this mapping */
@@ -72,10 +70,10 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 
 /*
  * A fault on an empty PMD of a THP-suitable VMA. Context: mmap_lock or the VMA's lock held (fault path).
- * Return: 0 (mapped), -EAGAIN (the PMD changed meanwhile: look again), VM_FAULT_FALLBACK
- * (no 2 MiB block: use 4 KiB pages).
+ * Return: 0 (mapped), VM_FAULT_AGAIN (the PMD changed meanwhile: look again),
+ * VM_FAULT_FALLBACK (no 2 MiB block: use 4 KiB pages).
  */
-int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
+vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *pml;
@@ -111,7 +109,7 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 		pm_spin_unlock(pml);
 		folio_put(folio);
 		pm__pte_free_now(m, deposit);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
 	pm__pgtable_deposit(mm, pmdp, deposit);

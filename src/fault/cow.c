@@ -27,8 +27,8 @@
 #include "internal.h"
 
 /* A write or unshare fault on a read-only PTE. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
-		   unsigned fault_flags)
+vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			  unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	bool unshare = fault_flags & FAULT_FLAG_UNSHARE;
@@ -41,11 +41,11 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 	assert_fault_locked(vma);
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep)
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	pte = ptep_get(ptep);
 	if (!pte_present(pte)) {
 		pm_spin_unlock(ptl);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	if (pte_write(pte)) {
 		pm_spin_unlock(ptl);
@@ -70,7 +70,7 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 	if (!new) {
 		if (src)
 			folio_put(src);
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	}
 	if (src)
 		memcpy(page_address(m, &new->page), page_address(m, page), PAGE_SIZE);
@@ -83,7 +83,7 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 		folio_put(new);
 		if (src)
 			folio_put(src);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&new->page.xmapcount, 1);
 	atomic_xchg_mb(ptep, pm__mk_pte(vma, page_to_pfn(m, &new->page),
@@ -110,11 +110,12 @@ reuse:
  * pm__wp_huge_pmd_lock() - the start of a write or unshare fault on a PMD leaf, THP or hugetlb
  * (do_huge_pmd_wp_page, hugetlb_wp): take the PMD lock and read the entry again.
  * Return: the folio of the read-only leaf, now *@pmd, with the PMD lock held; or NULL with the
- * lock dropped and *@ret the fault's answer: -EAGAIN (no longer a leaf: look again) or 0
- * (writable already: nothing to do).
+ * lock dropped and *@ret the fault's answer: VM_FAULT_AGAIN (no longer a leaf: look again) or
+ * 0 (writable already: nothing to do).
  * Context: mmap_lock or the VMA's lock held (fault path).
  */
-struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd, int *ret)
+struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd,
+				      vm_fault_t *ret)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
@@ -123,7 +124,7 @@ struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t 
 	*pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(*pmd) || pmd_write(*pmd)) {
 		pm_spin_unlock(pml);
-		*ret = pmd_leaf(*pmd) ? 0 : -EAGAIN;
+		*ret = pmd_leaf(*pmd) ? 0 : VM_FAULT_AGAIN;
 		return NULL;
 	}
 	return page_folio(pfn_to_page(mm->m, pmd_pfn(*pmd)));
@@ -153,8 +154,8 @@ bool pm__wp_huge_pmd_can_reuse_locked(struct pm_spinlock *pml, struct pm_folio *
  * for a write on a writable VMA (an unshare leaves it read-only); drop the PMD lock.
  * Context: the PMD lock (pm__wp_huge_pmd_lock()). Return: 0.
  */
-int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				 pmd_t pmd, bool unshare)
+vm_fault_t pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+					pmd_t pmd, bool unshare)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
@@ -167,12 +168,12 @@ int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 }
 
 /* The same for a read-only PMD leaf. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			    unsigned long addr, unsigned fault_flags)
+vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				   unsigned long addr, unsigned fault_flags)
 {
 	struct pm_folio *folio;
+	vm_fault_t ret;
 	pmd_t pmd;
-	int ret;
 
 	assert_fault_locked(vma);
 	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
@@ -184,5 +185,5 @@ int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 						    fault_flags & FAULT_FLAG_UNSHARE);
 	pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
 	pm__split_huge_pmd(mm, pmdp);
-	return -EAGAIN;
+	return VM_FAULT_AGAIN;
 }

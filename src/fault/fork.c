@@ -149,9 +149,9 @@ void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_ent
 
 /*
  * Share a PMD-mapped THP with the child, write-protected in both; @deposit becomes the child
- * leaf's deposited table (used only when 0 is returned).
- * Return: 0, 1 if the THP may be pinned (the caller splits it and copies at PTE level), or
- * -EAGAIN if the PMD changed.
+ * leaf's deposited table (used only when PM_FORK_LEAF_SHARED is returned).
+ * Return: PM_FORK_LEAF_SHARED, PM_FORK_LEAF_COPY if the THP may be pinned (the caller splits it
+ * and copies at PTE level), or -EAGAIN if the PMD changed.
  */
 static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,
 			 pm_entry_t *src_pmdp, pm_entry_t *deposit)
@@ -170,11 +170,11 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 	if (mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
 	    page_anon_exclusive(&folio->page)) {
 		pm_spin_unlock(pml);
-		return 1;
+		return PM_FORK_LEAF_COPY;
 	}
 	pm__fork_share_huge_pmd_locked(dst, src, dst_pmdp, src_pmdp, pmd, folio, deposit);
 	pm_spin_unlock(pml);
-	return 0;
+	return PM_FORK_LEAF_SHARED;
 }
 
 static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma)
@@ -200,15 +200,15 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 			if (!deposit)
 				return -ENOMEM;
 			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp, deposit);
-			if (ret)
+			if (ret != PM_FORK_LEAF_SHARED)
 				pm__pte_free_now(dst->m, deposit);
 			if (ret == -EAGAIN) {
 				next = addr;
 				continue;
 			}
-			if (ret == 0)
+			if (ret == PM_FORK_LEAF_SHARED)
 				continue;
-			/* May be pinned: split it, and copy at PTE level below. */
+			/* PM_FORK_LEAF_COPY: split it, and copy at PTE level below. */
 			pm__split_huge_pmd(src, src_pmdp);
 		}
 		if (pm__pte_alloc(dst, dst_pmdp))
