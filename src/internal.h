@@ -799,6 +799,12 @@ static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 	return vma->flags & VM_HUGETLB;
 }
 
+/* Does @vma allow any access (not PROT_NONE)? Its entries are then _PAGE_USER (mk_pte()). */
+static inline bool vma_is_accessible(const struct pm_vma *vma)
+{
+	return vma->flags & (VM_READ | VM_WRITE);
+}
+
 static inline bool vma_is_anonymous(const struct pm_vma *vma)
 {
 	return vma->file == NULL;
@@ -1173,7 +1179,6 @@ static inline vm_fault_t vmf_error(int err)
 /* // fault/fault.c */
 __hidden vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 					unsigned fault_flags);
-__hidden pte_t pm__mk_pte(struct pm_vma *vma, unsigned long pfn, bool writable, bool dirty);
 
 /* // fault/anon.c */
 __hidden vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
@@ -1188,12 +1193,26 @@ __hidden vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 __hidden vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma,
 					    pm_entry_t *pmdp, unsigned long addr,
 					    unsigned fault_flags);
+
+/* // fault/huge_pmd.c: the PMD-leaf steps THP (cow.c, fork.c) and hugetlb (hugetlb.c) share */
 __hidden struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd,
 					       vm_fault_t *ret);
 __hidden bool pm__wp_huge_pmd_can_reuse_locked(struct pm_spinlock *pml, struct pm_folio *folio,
 					       bool sole);
 __hidden vm_fault_t pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma,
 						 pm_entry_t *pmdp, pmd_t pmd, bool unshare);
+__hidden void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src,
+					     pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, pmd_t pmd,
+					     struct pm_folio *folio, pm_entry_t *deposit);
+
+/* fork: an anonymous page (or a leaf's folio) it shares with the child stops being exclusive
+ * (fork.c, huge_pmd.c). */
+static inline void share_anon_page(struct pm_page *page)
+{
+	/* Order the "may it be pinned?" test before the clear, as folio_try_dup_anon_rmap. */
+	pm_smp_mb();
+	page_clear(page, PG_anon_exclusive);
+}
 
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
@@ -1322,9 +1341,6 @@ enum pm_fork_leaf {
 				 * caller makes (THP: at PTE level; hugetlb: pass a page) */
 	PM_FORK_LEAF_COPIED,	/* copied into the page the caller passed: now the child's */
 };
-__hidden void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src,
-					     pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, pmd_t pmd,
-					     struct pm_folio *folio, pm_entry_t *deposit);
 
 /* ------------------------------------------------------------------------------------------
  * Zapping: removing mappings (mm/zap.c).

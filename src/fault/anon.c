@@ -34,7 +34,7 @@ vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 
 	assert_fault_locked(vma);
 	if (!(fault_flags & FAULT_FLAG_WRITE)) {
-		entry = pm__mk_pte(vma, page_to_pfn(m, m->zero_page), false, false);
+		entry = mk_pte(page_to_pfn(m, m->zero_page), vma_is_accessible(vma), false, false);
 		entry.val |= _PAGE_SPECIAL;
 		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 		if (!ptep)
@@ -49,7 +49,8 @@ vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 	if (!folio)
 		return VM_FAULT_OOM;
 	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
-	entry = pm__mk_pte(vma, page_to_pfn(m, &folio->page), vma->flags & VM_WRITE, true);
+	entry = mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma), vma->flags & VM_WRITE,
+		       true);
 
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep) {
@@ -78,8 +79,8 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *pml;
 	struct pm_folio *folio;
-	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
 	pm_entry_t *deposit;
+	pmd_t entry;
 
 	assert_fault_locked(vma);
 	/*
@@ -98,10 +99,8 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 	}
 	/* AnonExclusive on the head covers the PMD mapping. */
 	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
-	if (vma->flags & (VM_READ | VM_WRITE))
-		bits |= _PAGE_USER;
-	if (vma->flags & VM_WRITE)
-		bits |= _PAGE_RW;
+	entry = mk_huge_pmd(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
+			    vma->flags & VM_WRITE);
 
 	pml = pm__pmd_lockptr(mm, pmdp);
 	pm_spin_lock(pml);
@@ -113,7 +112,7 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 	}
 	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
 	pm__pgtable_deposit(mm, pmdp, deposit);
-	set_pmd(pmdp, pfn_pmd(page_to_pfn(m, &folio->page), bits));
+	set_pmd(pmdp, entry);
 	pm_spin_unlock(pml);
 	count_event(m, THP_FAULTS, 1);
 	return 0;

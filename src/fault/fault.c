@@ -15,19 +15,6 @@
  */
 #include "internal.h"
 
-pte_t pm__mk_pte(struct pm_vma *vma, unsigned long pfn, bool writable, bool dirty)
-{
-	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED;
-
-	if (vma->flags & (VM_READ | VM_WRITE))
-		bits |= _PAGE_USER;
-	if (writable)
-		bits |= _PAGE_RW;
-	if (dirty)
-		bits |= _PAGE_DIRTY;
-	return pfn_pte(pfn, bits);
-}
-
 /* Would an unshare fault change anything for this read-only mapped page? */
 static bool needs_unshare(struct pm_page *page, bool special)
 {
@@ -113,7 +100,7 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 
 static bool access_error(struct pm_vma *vma, bool write)
 {
-	return write ? !(vma->flags & VM_WRITE) : !(vma->flags & (VM_READ | VM_WRITE));
+	return write ? !(vma->flags & VM_WRITE) : !vma_is_accessible(vma);
 }
 
 /*

@@ -83,26 +83,16 @@
  */
 #include "internal.h"
 
-static pmd_t mk_huge_pmd(struct pm_vma *vma, struct pm_folio *folio, bool writable)
-{
-	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
-
-	if (vma->flags & (VM_READ | VM_WRITE))
-		bits |= _PAGE_USER;
-	if (writable)
-		bits |= _PAGE_RW;
-	return pfn_pmd(page_to_pfn(vma->mm->m, &folio->page), bits);
-}
-
 /*
- * Map @folio (our reference passes to the mapping) at the empty *@pmdp, if it is still empty,
- * @vma has not lost a page to its parent (unmap_ref_private marks it under this lock), and -
- * for a page-cache page, @cache - the page is still in the cache: the barrier pairs with the
- * one truncation takes between clearing PG_shmem and zapping (fault/shmem.c, (a) and (b)).
+ * Map @folio (our reference passes to the mapping), @writable or not, at the empty *@pmdp, if
+ * it is still empty, @vma has not lost a page to its parent (unmap_ref_private marks it under
+ * this lock), and - for a page-cache page, @cache - the page is still in the cache: the
+ * barrier pairs with the one truncation takes between clearing PG_shmem and zapping
+ * (fault/shmem.c, (a) and (b)).
  * Return: 0 or VM_FAULT_AGAIN (our reference dropped).
  */
 static vm_fault_t hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				  struct pm_folio *folio, pmd_t entry, struct pm_folio *cache)
+				  struct pm_folio *folio, bool writable, struct pm_folio *cache)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
@@ -115,7 +105,8 @@ static vm_fault_t hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry
 		return VM_FAULT_AGAIN;
 	}
 	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	set_pmd(pmdp, entry);
+	set_pmd(pmdp, mk_huge_pmd(page_to_pfn(mm->m, &folio->page), vma_is_accessible(vma),
+				  writable));
 	pm_spin_unlock(pml);
 	count_event(mm->m, HUGETLB_FAULTS, 1);
 	return 0;
@@ -167,8 +158,7 @@ static vm_fault_t hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma,
 			return VM_FAULT_SIGBUS;
 		folio = pm__shmem_lookup(vma->file, hidx);
 		if (folio && !write) /* the cache's page, read-only: a write copies it */
-			return hugetlb_install(mm, vma, pmdp, folio, mk_huge_pmd(vma, folio, false),
-					       folio);
+			return hugetlb_install(mm, vma, pmdp, folio, false, folio);
 	}
 	new = hugetlb_new_anon(mm, vma->hresv, haddr, folio, &consumed);
 	if (!new) {
@@ -176,8 +166,7 @@ static vm_fault_t hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma,
 			folio_put(folio);
 		return VM_FAULT_SIGBUS; /* no reservation and an empty pool */
 	}
-	ret = hugetlb_install(mm, vma, pmdp, new,
-			      mk_huge_pmd(vma, new, write && (vma->flags & VM_WRITE)), folio);
+	ret = hugetlb_install(mm, vma, pmdp, new, write && (vma->flags & VM_WRITE), folio);
 	if (ret)
 		hugetlb_new_undo(vma, haddr, consumed);
 	if (folio)
@@ -204,8 +193,7 @@ static vm_fault_t hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry
 		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
 		if (!folio)
 			return err == -EAGAIN ? VM_FAULT_AGAIN : vmf_error(err);
-		return hugetlb_install(mm, vma, pmdp, folio,
-				       mk_huge_pmd(vma, folio, vma->flags & VM_WRITE), folio);
+		return hugetlb_install(mm, vma, pmdp, folio, vma->flags & VM_WRITE, folio);
 	}
 	fm = pm__hugetlb_fault_mutex(mm->m, vma->file, hidx);
 	pthread_mutex_lock(fm);
@@ -273,8 +261,8 @@ static void unmap_ref_private(struct pm_vma *vma, struct pm_folio *folio, unsign
 
 /*
  * A write or unshare fault on a read-only hugetlb leaf: the THP leaf's start and reuse
- * (fault/cow.c), but reuse when this is the only mapping, as Linux's hugetlb_wp, and a copy of
- * the whole page otherwise. Context: as hugetlb_no_page.
+ * (fault/huge_pmd.c), but reuse when this is the only mapping, as Linux's hugetlb_wp, and a
+ * copy of the whole page otherwise. Context: as hugetlb_no_page.
  */
 static vm_fault_t hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 			     unsigned long haddr, unsigned fault_flags)
@@ -338,7 +326,8 @@ retry:
 		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&new->page.xentire_mapcount, 1);
-	atomic_xchg_mb(pmdp, mk_huge_pmd(vma, new, !unshare && (vma->flags & VM_WRITE)).val);
+	atomic_xchg_mb(pmdp, mk_huge_pmd(page_to_pfn(mm->m, &new->page), vma_is_accessible(vma),
+					 !unshare && (vma->flags & VM_WRITE)).val);
 	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	folio_put(folio); /* the old mapping's reference */
 	pm_spin_unlock(pml);
@@ -425,7 +414,8 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 		page_set(&copy->page, PG_anon_exclusive);
 		atomic_store_relaxed(&copy->page.xentire_mapcount, 1);
 		pm_spin_lock(dst_pml);
-		set_pmd(dst_pmdp, mk_huge_pmd(vma, copy, vma->flags & VM_WRITE));
+		set_pmd(dst_pmdp, mk_huge_pmd(page_to_pfn(src->m, &copy->page),
+					      vma_is_accessible(vma), vma->flags & VM_WRITE));
 		pm_spin_unlock(dst_pml);
 		pm_spin_unlock(pml);
 		count_event(src->m, FORK_PINNED_COPIES, HPAGE_PMD_NR);

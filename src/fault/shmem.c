@@ -231,8 +231,8 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 		return vmf_error(err);
 	if (shared || !write)
 		return shmem_map(mm, pmdp, addr, folio,
-				 pm__mk_pte(vma, page_to_pfn(m, &folio->page),
-					    shared && (vma->flags & VM_WRITE), write),
+				 mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
+					shared && (vma->flags & VM_WRITE), write),
 				 folio);
 
 	copy = pm__folio_alloc(m, 0, 0);
@@ -243,7 +243,8 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	memcpy(page_address(m, &copy->page), page_address(m, &folio->page), PAGE_SIZE);
 	folio_set_flags_new(copy, PGF(PG_anon) | PGF(PG_anon_exclusive));
 	ret = shmem_map(mm, pmdp, addr, copy,
-			pm__mk_pte(vma, page_to_pfn(m, &copy->page), vma->flags & VM_WRITE, true),
+			mk_pte(page_to_pfn(m, &copy->page), vma_is_accessible(vma),
+			       vma->flags & VM_WRITE, true),
 			folio);
 	folio_put(folio);
 	if (!ret)
