@@ -182,22 +182,22 @@ retry:
  * @cache - the page-cache page it is, or was copied from - is still in the cache: the PTL
  * orders this test against truncation's zap (see the top of the file).
  */
-static int shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
-		     struct pm_folio *folio, pte_t entry, struct pm_folio *cache)
+static vm_fault_t shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+			    struct pm_folio *folio, pte_t entry, struct pm_folio *cache)
 {
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 
 	if (!ptep) {
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	pm_smp_mb(); /* pairs with truncate's barrier before its zap */
 	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem)) {
 		/* Someone mapped it, or truncation took the page out: look again. */
 		pm_spin_unlock(ptl);
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_add_relaxed(&folio->page.xmapcount, 1);
 	set_pte(ptep, entry); /* our reference now belongs to the mapping */
@@ -213,41 +213,43 @@ static int shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
  * exclusive anonymous copy instead (do_cow_fault) - installed only if the page it was copied
  * from is still in the cache, so truncation cannot miss it.
  * Context: mmap_lock or the VMA's lock held (fault path).
- * Return: 0, -EAGAIN (look again), -EFAULT (SIGBUS), -ENOMEM.
+ * Return: 0, VM_FAULT_AGAIN (look again), VM_FAULT_SIGBUS, VM_FAULT_OOM.
  */
-int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
-		    unsigned fault_flags)
+vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			   unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	bool write = fault_flags & FAULT_FLAG_WRITE;
 	bool shared = vma->flags & VM_SHARED;
 	struct pm_folio *folio, *copy;
+	vm_fault_t ret;
 	int err = 0;
 
 	assert_fault_locked(vma);
 	folio = shmem_get_folio(vma->file, vma_pgoff(vma, addr), &err);
 	if (!folio)
-		return err;
+		return vmf_error(err);
 	if (shared || !write)
 		return shmem_map(mm, pmdp, addr, folio,
-				 pm__mk_pte(vma, page_to_pfn(m, &folio->page),
-					    shared && (vma->flags & VM_WRITE), write),
+				 mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
+					shared && (vma->flags & VM_WRITE), write),
 				 folio);
 
 	copy = pm__folio_alloc(m, 0, 0);
 	if (!copy) {
 		folio_put(folio);
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	}
 	memcpy(page_address(m, &copy->page), page_address(m, &folio->page), PAGE_SIZE);
 	folio_set_flags_new(copy, PGF(PG_anon) | PGF(PG_anon_exclusive));
-	err = shmem_map(mm, pmdp, addr, copy,
-			pm__mk_pte(vma, page_to_pfn(m, &copy->page), vma->flags & VM_WRITE, true),
+	ret = shmem_map(mm, pmdp, addr, copy,
+			mk_pte(page_to_pfn(m, &copy->page), vma_is_accessible(vma),
+			       vma->flags & VM_WRITE, true),
 			folio);
 	folio_put(folio);
-	if (!err)
+	if (!ret)
 		count_event(m, COW_COPIES, 1);
-	return err;
+	return ret;
 }
 
 /* ---- truncate ---- */
