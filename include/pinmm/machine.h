@@ -67,6 +67,13 @@ PM_API unsigned pm_machine_flags(struct pm_machine *m);
  */
 PM_API int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free);
 
+/**
+ * pm_hugetlb_reserved() - @resv gets the pool's pages promised to hugetlb mappings and not yet
+ * faulted in (HugePages_Rsvd): they are among the free pages of pm_hugetlb_pool(). @resv may be
+ * NULL. Return: 0, or -EINVAL for a NULL machine.
+ */
+PM_API int pm_hugetlb_reserved(struct pm_machine *m, size_t *resv);
+
 /*
  * Event counters, in pages unless the comment says calls. Each thread counts into its own slot;
  * pm_machine_stats() sums the slots, so no counter is a cache line that every CPU writes.

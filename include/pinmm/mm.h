@@ -121,6 +121,105 @@ PM_API void pm_mm_notifier_unregister(struct pm_mm_notifier *mn, struct pm_mm *m
 /** pm_mm_machine() - the machine an address space lives in; NULL for NULL or a dead one. */
 PM_API struct pm_machine *pm_mm_machine(struct pm_mm *mm);
 
+/*
+ * Introspection: what /proc/PID/maps, smaps, pagemap, /proc/kpageflags, /proc/kpagecount and
+ * mincore(2) show, for tests and tools. Each call holds @mm's lock for read over its span (as
+ * the slow GUP does), takes no page reference and faults nothing in; what it returns is a
+ * snapshot, which concurrent faults, zaps and pins may make stale at once, as /proc's is.
+ * A NULL or dead @mm is -EINVAL.
+ */
+struct pm_map_info {		   /* one VMA, as a line of /proc/PID/maps shows it */
+	unsigned long start, end;
+	unsigned prot;		   /* PM_PROT_* */
+	unsigned flags;		   /* PM_MAP_SHARED or PM_MAP_PRIVATE, | PM_MAP_ANONYMOUS,
+				    * PM_MAP_HUGETLB */
+	unsigned long pgoff;	   /* Linux's vm_pgoff: in the object, in 4 KiB pages; private
+				    * anonymous: the address >> 12 where first mapped (kept by a
+				    * move once faulted); shared anonymous: 0 at mmap */
+	const struct pm_shmem *shmem; /* the object mapped (borrowed: never pm_shmem_put); NULL
+				    * for private anonymous memory */
+	unsigned vmflags;	   /* PM_VMF_* below: smaps' VmFlags that pinmm keeps */
+	unsigned long rss_pages;   /* smaps Rss in 4 KiB pages: zero pages not counted;
+				    * hugetlb 0 */
+	unsigned long anon_pages;  /* smaps Anonymous */
+	unsigned long anon_huge_pages; /* smaps AnonHugePages, in 4 KiB pages */
+};
+#define PM_VMF_LOCKED 0x01	/* lo */
+#define PM_VMF_GROWSDOWN 0x02	/* gd */
+#define PM_VMF_HUGEPAGE 0x04	/* hg */
+#define PM_VMF_NOHUGEPAGE 0x08	/* nh */
+#define PM_VMF_DONTCOPY 0x10	/* dc (MADV_DONTFORK) */
+#define PM_VMF_WIPEONFORK 0x20	/* wf */
+
+/**
+ * pm_mm_maps() - fill up to @max entries with the VMAs that end above @start, in address
+ * order, as /proc/PID/maps lists them (adjacent mappings that merged are one entry), with
+ * smaps' Rss, Anonymous and AnonHugePages.
+ *
+ * As Linux: a private anonymous hugetlb mapping is backed by an internal object
+ * (hugetlb_file_setup), so its pgoff is the offset in that object, 0 at mmap; @shmem is NULL
+ * for it all the same. Rss counts present pages other than zero pages (a PTE one each, a
+ * PMD-mapped THP 512); Anonymous those of anonymous folios (private anonymous memory and
+ * private COW copies of an object's pages); AnonHugePages the anonymous ones mapped by a PMD.
+ * Hugetlb mappings count 0 in all three (smaps shows them as *_Hugetlb).
+ *
+ * Return: the number of entries filled (0: no VMA ends above @start, @start at or beyond
+ * PM_TASK_SIZE, or @max 0); -EINVAL (NULL or dead @mm, @max < 0); -EFAULT (@out NULL while
+ * there was something to fill).
+ */
+PM_API long pm_mm_maps(struct pm_mm *mm, unsigned long start, struct pm_map_info *out, long max);
+
+#define PM_PAGE_PRESENT 0x001	     /* mapped in this mm (pagemap bit 63) */
+#define PM_PAGE_EXCLUSIVE 0x002	     /* pagemap bit 56: present, not a zero page,
+				      * mapcount == 1 */
+#define PM_PAGE_ANON 0x004	     /* kpageflags ANON: private anonymous and private hugetlb
+				      * pages; not shmem, shared anonymous or zero pages */
+#define PM_PAGE_ZERO 0x008	     /* a zero page (kpageflags ZERO_PAGE; the huge one:
+				      * ZERO|THP) */
+#define PM_PAGE_THP 0x010	     /* part of a PMD-mappable large folio (kpageflags THP) */
+#define PM_PAGE_HUGETLB 0x020	     /* kpageflags HUGE */
+#define PM_PAGE_DIRTY 0x040	     /* the folio's dirty flag (kpageflags DIRTY) */
+/* pinmm only: no host interface shows these */
+#define PM_PAGE_ANON_EXCLUSIVE 0x100 /* PageAnonExclusive: a PTE mapping's page; a PMD
+				      * mapping's head */
+#define PM_PAGE_MAYBE_PINNED 0x200   /* folio_maybe_dma_pinned */
+#define PM_PAGE_WRITABLE 0x400	     /* the entry maps it writable */
+struct pm_page_info {
+	uint64_t pfn;	   /* the frame mapped (pm_pfn_to_page()); 0 when not present */
+	unsigned flags;	   /* PM_PAGE_* */
+	unsigned mapcount; /* as /proc/kpagecount */
+};
+
+/**
+ * pm_pagemap() - one entry per 4 KiB page of [@addr, @addr + @nr * 4096): pagemap,
+ * kpageflags and kpagecount of the page mapped there, in one call. Pages not present (holes
+ * between VMAs included) give an entry of zeros. mapcount is /proc/kpagecount's: the page's
+ * PTE mappings plus its folio's PMD mappings; hugetlb: the folio's; zero pages 0. A THP stays
+ * PM_PAGE_THP when its PMD mapping is split into PTEs (the folio is not split).
+ *
+ * Return: the number of entries filled, @nr or fewer past the top of the address space
+ * (PM_TASK_SIZE; 0 from there on, as a read of pagemap there); -EINVAL (NULL or dead @mm;
+ * @addr not page aligned: pinmm's choice, pagemap's offsets are per page); -EFAULT (@out
+ * NULL while there was something to fill). @nr 0 is 0.
+ */
+PM_API long pm_pagemap(struct pm_mm *mm, unsigned long addr, unsigned long nr,
+		       struct pm_page_info *out);
+
+/**
+ * pm_mincore() - mincore(2), mm/mincore.c's rules: one byte per 4 KiB page of [@addr,
+ * @addr + @len) (@len rounded up to a page), 1 if resident, else 0. Anonymous memory: 1 if
+ * mapped (the zero page too). An object's mappings, shared or private, shmem or shared
+ * anonymous: 1 if mapped here, else if the object's page cache holds the page (whether or not
+ * any mm maps it). Hugetlb mappings: 1 if mapped in @mm. Pages are filled VMA by VMA; a hole
+ * stops the walk with the bytes before it written.
+ *
+ * Return: 0; -EINVAL (NULL or dead @mm, @addr not page aligned); -ENOMEM (the range reaches
+ * past PM_TASK_SIZE or wraps, even with @len 0, or part of it is not mapped); -EFAULT (@vec
+ * NULL, where Linux's copy_to_user fails: once the first VMA was found). @len 0 is 0.
+ */
+PM_API int pm_mincore(struct pm_mm *mm, unsigned long addr, unsigned long len,
+		      unsigned char *vec);
+
 #ifdef __cplusplus
 }
 #endif

@@ -353,6 +353,9 @@ again:
 		goto fail;
 	vma->start = (unsigned long)ret;
 	vma->end = vma->start + len;
+	/* Linux's vm_pgoff of private anonymous memory: the page it was first mapped at. */
+	if (!file)
+		vma->pgoff = vma->start >> PAGE_SHIFT;
 	if (hresv)
 		pm__hugetlb_resv_set_base(hresv, vma->start);
 	ret = pm__vma_insert(mm, vma) ?: ret;
