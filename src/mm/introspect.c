@@ -129,6 +129,28 @@ static void smaps_leaf(struct walk *w, unsigned long addr, unsigned long n, uint
 	}
 }
 
+/*
+ * smaps' VmFlags that pinmm keeps, with Linux's names. Those that later mapping kinds bring
+ * (VM_LOCKED, VM_GROWSDOWN, VM_WIPEONFORK) are shown as soon as the VMA layer defines them.
+ */
+static const struct {
+	unsigned long vm;
+	unsigned vmf;
+} vmflags_shown[] = {
+#ifdef VM_LOCKED
+	{ VM_LOCKED, PM_VMF_LOCKED },
+#endif
+#ifdef VM_GROWSDOWN
+	{ VM_GROWSDOWN, PM_VMF_GROWSDOWN },
+#endif
+#ifdef VM_WIPEONFORK
+	{ VM_WIPEONFORK, PM_VMF_WIPEONFORK },
+#endif
+	{ VM_HUGEPAGE, PM_VMF_HUGEPAGE },
+	{ VM_NOHUGEPAGE, PM_VMF_NOHUGEPAGE },
+	{ VM_DONTCOPY, PM_VMF_DONTCOPY },
+};
+
 /* One VMA as /proc/PID/maps and smaps show it. Context: the mm's lock held (read). */
 static void map_info(struct pm_mm *mm, struct pm_vma *vma, struct pm_map_info *mi)
 {
@@ -147,33 +169,13 @@ static void map_info(struct pm_mm *mm, struct pm_vma *vma, struct pm_map_info *m
 		mi->flags |= PM_MAP_HUGETLB;
 	/* The internal object of a private anonymous (hugetlb) mapping is not shown. */
 	mi->shmem = anon && !(f & VM_MAYSHARE) ? NULL : vma->file;
-	/*
-	 * VmFlags: the bits pinmm keeps. Those that later mapping kinds bring (VM_EXEC,
-	 * VM_LOCKED, VM_GROWSDOWN, VM_WIPEONFORK) are reported as soon as the VMA layer defines
-	 * them, with Linux's names.
-	 */
+	for (unsigned i = 0; i < ARRAY_SIZE(vmflags_shown); i++)
+		if (f & vmflags_shown[i].vm)
+			mi->vmflags |= vmflags_shown[i].vmf;
 #ifdef VM_EXEC
 	if (f & VM_EXEC)
 		mi->prot |= PM_PROT_EXEC;
 #endif
-#ifdef VM_LOCKED
-	if (f & VM_LOCKED)
-		mi->vmflags |= PM_VMF_LOCKED;
-#endif
-#ifdef VM_GROWSDOWN
-	if (f & VM_GROWSDOWN)
-		mi->vmflags |= PM_VMF_GROWSDOWN;
-#endif
-#ifdef VM_WIPEONFORK
-	if (f & VM_WIPEONFORK)
-		mi->vmflags |= PM_VMF_WIPEONFORK;
-#endif
-	if (f & VM_HUGEPAGE)
-		mi->vmflags |= PM_VMF_HUGEPAGE;
-	if (f & VM_NOHUGEPAGE)
-		mi->vmflags |= PM_VMF_NOHUGEPAGE;
-	if (f & VM_DONTCOPY)
-		mi->vmflags |= PM_VMF_DONTCOPY;
 	/* Hugetlb pages are smaps' *_Hugetlb, never Rss: nothing to count. */
 	if (!is_vm_hugetlb_page(vma))
 		walk_range(&w, vma->start, vma->end);

@@ -23,6 +23,17 @@ struct pm_machine *pmt_machine(size_t mib, unsigned knobs)
 	return m;
 }
 
+struct pm_machine *pmt_hmachine(size_t mib, size_t nr_huge)
+{
+	struct pm_config cfg = { .mem_bytes = mib << 20, .nr_hugepages = nr_huge };
+	struct pm_machine *m = pm_machine_create(&cfg);
+
+	if (!m)
+		diag("pm_machine_create(%zu MiB, %zu hugepages): errno %d", mib, nr_huge, errno);
+	ASSERT_TRUE(m != NULL);
+	return m;
+}
+
 struct pm_mm *pmt_fork(struct pm_mm *mm)
 {
 	struct pm_mm *c = pm_mm_fork(mm);

@@ -34,17 +34,6 @@
 
 static struct pm_page *pages[2048];
 
-static struct pm_machine *hmachine(size_t mib, size_t nr_huge)
-{
-	struct pm_config cfg = { .mem_bytes = mib * MiB, .nr_hugepages = nr_huge };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	if (!m)
-		diag("pm_machine_create(%zu MiB, %zu hugepages): errno %d", mib, nr_huge, errno);
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
 static size_t pool_free(struct pm_machine *m)
 {
 	size_t total = 0, free = 0;
@@ -64,18 +53,6 @@ static char peek(struct pm_mm *mm, unsigned long addr)
 static long poke(struct pm_mm *mm, unsigned long addr, char c)
 {
 	return pm_access(mm, addr, &c, 1, 1);
-}
-
-/* The end of a case: the pool is whole again, frames are back, the machine checks clean. */
-static void hend(struct pm_machine *m, size_t free0, size_t nr_huge, const char *what)
-{
-	size_t total = 0, free = 0;
-
-	pm_rcu_barrier();
-	pm_hugetlb_pool(m, &total, &free);
-	ok(total == nr_huge && free == nr_huge, "%s: the pool is whole again (%zu of %zu free)",
-	   what, free, total);
-	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 static void test_config(void)
@@ -117,7 +94,7 @@ static void test_config(void)
 	is_int(pm_machine_check(m), 0, "pm_machine_check knows the free pool");
 	pm_machine_destroy(m);
 
-	m = hmachine(16, 0);
+	m = pmt_hmachine(16, 0);
 	is_int(pm_hugetlb_pool(m, &total, &free), 0, "no pool");
 	ok(total == 0 && free == 0, "0 pages");
 	pm_machine_destroy(m);
@@ -126,7 +103,7 @@ static void test_config(void)
 /* Reservation at mmap: -ENOMEM there, never at fault. */
 static void test_reserve(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	long a, b, c;
@@ -160,12 +137,12 @@ static void test_reserve(void)
 	is_int(pool_free(m), 2, "two free");
 	ok(peek(mm, a + 77) == 'a' && peek(mm, a + 2 * HP + 77) == 'c', "the others keep their data");
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "reserve");
+	pmt_hend(m, free0, 4, "reserve");
 }
 
 static void test_alignment(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_shmem *f, *plain;
@@ -206,12 +183,12 @@ static void test_alignment(void)
 	pm_shmem_put(plain);
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "alignment");
+	pmt_hend(m, free0, 4, "alignment");
 }
 
 static void test_fault_rw(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_folio *folio;
@@ -237,12 +214,12 @@ static void test_fault_rw(void)
 	ok(a > 0 && pool_free(m) == 1, "MAP_POPULATE faults the page in at mmap");
 	ok(pmt_pfn_at(mm, a) != ~0UL, "mapped without a fault");
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "fault");
+	pmt_hend(m, free0, 4, "fault");
 }
 
 static void test_pins(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_folio *f0, *f1;
@@ -312,12 +289,12 @@ static void test_pins(void)
 	pm_unpin_user_page(pages[0]);
 	is_int(pool_free(m), 4, "the last unpin gives it back to the pool");
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "pins");
+	pmt_hend(m, free0, 4, "pins");
 }
 
 static void test_fork(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	struct pm_stats s0;
@@ -355,13 +332,13 @@ static void test_fork(void)
 	pm_unpin_user_page(pages[0]);
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "fork");
+	pmt_hend(m, free0, 4, "fork");
 }
 
 /* The child has no reservation: with the pool all promised, its COW gets -EFAULT (SIGBUS). */
 static void test_fork_sigbus(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	long a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0), b;
@@ -382,7 +359,7 @@ static void test_fork_sigbus(void)
 	ok(peek(mm, a) == 'A', "the parent is untouched");
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "fork sigbus");
+	pmt_hend(m, free0, 2, "fork sigbus");
 }
 
 /*
@@ -395,7 +372,7 @@ static void test_fork_sigbus(void)
  */
 static void test_fork_owner_cow(void)
 {
-	struct pm_machine *m = hmachine(64, 3);
+	struct pm_machine *m = pmt_hmachine(64, 3);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	long a = pm_mmap(mm, 0, 3 * HP, RW, HPRIV, NULL, 0);
@@ -449,10 +426,10 @@ static void test_fork_owner_cow(void)
 	pm_mm_destroy(child);
 	ok(peek(mm, a) == 'A' && peek(mm, a + 2 * HP) == 'c', "the parent's data survive the child");
 	pm_mm_destroy(mm);
-	hend(m, free0, 3, "owner cow");
+	pmt_hend(m, free0, 3, "owner cow");
 
 	/* A free unpromised page: the owner copies, the child keeps its mapping. */
-	m = hmachine(64, 2);
+	m = pmt_hmachine(64, 2);
 	free0 = pm_machine_free_pages(m);
 	mm = pm_mm_create(m);
 	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
@@ -467,10 +444,10 @@ static void test_fork_owner_cow(void)
 	pm_mm_destroy(mm);
 	ok(peek(child, a) == 'C', "the child outlives its parent");
 	pm_mm_destroy(child);
-	hend(m, free0, 2, "owner cow with a free page");
+	pmt_hend(m, free0, 2, "owner cow with a free page");
 
 	/* A R/O pin by the owner unshares the same way (hugetlb_wp with FAULT_FLAG_UNSHARE). */
-	m = hmachine(64, 1);
+	m = pmt_hmachine(64, 1);
 	free0 = pm_machine_free_pages(m);
 	mm = pm_mm_create(m);
 	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
@@ -487,7 +464,7 @@ static void test_fork_owner_cow(void)
 	pm_unpin_user_page(pages[0]);
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
-	hend(m, free0, 1, "owner unshare");
+	pmt_hend(m, free0, 1, "owner unshare");
 }
 
 /*
@@ -546,7 +523,7 @@ static void *owner_race_child(void *arg)
 
 static void test_owner_cow_race(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	int bad_parent = 0, bad_after = 0;
@@ -585,12 +562,12 @@ static void test_owner_cow_race(void)
 	is_int(bad_after, 0, "the child and its child lost the page");
 	is_int(pm_machine_check(m), 0, "check after the races");
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "owner cow race");
+	pmt_hend(m, free0, 2, "owner cow race");
 }
 
 static void test_shared_object(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *mm2 = pm_mm_create(m);
 	struct pm_shmem *f = pm_shmem_create_hugetlb(m, 2 * HP);
@@ -629,12 +606,12 @@ static void test_shared_object(void)
 	pm_shmem_put(f);
 	pm_mm_destroy(mm2);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "shared object");
+	pmt_hend(m, free0, 4, "shared object");
 }
 
 static void test_dontneed(void)
 {
-	struct pm_machine *m = hmachine(64, 3);
+	struct pm_machine *m = pmt_hmachine(64, 3);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	long a = pm_mmap(mm, 0, 2 * HP, RW, HPRIV, NULL, 0), b, sh;
@@ -660,7 +637,7 @@ static void test_dontneed(void)
 	is_int(pm_madvise(mm, sh, HP, PM_MADV_DONTNEED), 0, "DONTNEED of it unmaps it");
 	ok(peek(mm, sh) == 's', "its data stays in the object");
 	pm_mm_destroy(mm);
-	hend(m, free0, 3, "dontneed");
+	pmt_hend(m, free0, 3, "dontneed");
 }
 
 /*
@@ -714,7 +691,7 @@ static void *conc_worker(void *arg)
 
 static void test_concurrent(void)
 {
-	struct pm_machine *m = hmachine(64, 2 * NTHR);
+	struct pm_machine *m = pmt_hmachine(64, 2 * NTHR);
 	size_t free0 = pm_machine_free_pages(m);
 	pthread_t thr[NTHR];
 
@@ -735,7 +712,7 @@ static void test_concurrent(void)
 	is_int(pm_machine_check(m), 0, "check after the threads");
 	pm_mm_destroy(conc.common);
 	pm_shmem_put(conc.f);
-	hend(m, free0, 2 * NTHR, "concurrent");
+	pmt_hend(m, free0, 2 * NTHR, "concurrent");
 }
 
 int main(void)

@@ -34,15 +34,6 @@
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 #define HPRIV (PRIV | PM_MAP_HUGETLB)
 
-static struct pm_machine *hmachine(size_t mib, size_t nr_huge)
-{
-	struct pm_config cfg = { .mem_bytes = mib * MiB, .nr_hugepages = nr_huge };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
 static long poke(struct pm_mm *mm, unsigned long addr, char c)
 {
 	return pm_access(mm, addr, &c, 1, 1);
@@ -56,22 +47,11 @@ static int peek(struct pm_mm *mm, unsigned long addr)
 	return ret == 1 ? (unsigned char)c : (int)ret;
 }
 
-static void hend(struct pm_machine *m, size_t free0, size_t nr_huge, const char *what)
-{
-	size_t total = 0, free = 0;
-
-	pm_rcu_barrier();
-	pm_hugetlb_pool(m, &total, &free);
-	ok(total == nr_huge && free == nr_huge, "%s: the pool is whole again (%zu of %zu free)",
-	   what, free, total);
-	pmt_end(m, free0, &pmt_end_returned, what);
-}
-
 /* ---- 1. a hint not 2 MiB aligned ---- */
 
 static void test_hint(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	const unsigned long hint = 0x40001000UL;
@@ -103,14 +83,14 @@ static void test_hint(void)
 	is_int(peek(mm, b), 'b', "the anonymous page below is intact");
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "hint");
+	pmt_hend(m, free0, 2, "hint");
 }
 
 static void test_hint_edges(void)
 {
 	static const unsigned long hints[] = { PM_TASK_SIZE - PG, PM_TASK_SIZE - HP + PG,
 					       ~0UL - PG + 1, PG };
-	struct pm_machine *m = hmachine(64, 1);
+	struct pm_machine *m = pmt_hmachine(64, 1);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 
@@ -127,14 +107,14 @@ static void test_hint_edges(void)
 	}
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	pm_mm_destroy(mm);
-	hend(m, free0, 1, "hint_edges");
+	pmt_hend(m, free0, 1, "hint_edges");
 }
 
 /* ---- 2. no fault and no fork may retry forever ---- */
 
 static void test_pte_table(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	pm_entry_t *pmdp;
@@ -160,14 +140,14 @@ static void test_pte_table(void)
 	is_int(peek(mm, a + HP), 'p', "the good huge page is intact");
 	is_int(pm_munmap(mm, a, 2 * HP), 0, "munmap takes the table away");
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "pte_table");
+	pmt_hend(m, free0, 2, "pte_table");
 }
 
 /* ---- pm_machine_check's (V) ---- */
 
 static void test_check_vma(void)
 {
-	struct pm_machine *m = hmachine(64, 1);
+	struct pm_machine *m = pmt_hmachine(64, 1);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_vma *vma;
@@ -184,14 +164,14 @@ static void test_check_vma(void)
 	vma->pgoff -= 1;
 	is_int(pm_machine_check(m), 0, "put back: clean");
 	pm_mm_destroy(mm);
-	hend(m, free0, 1, "check_vma");
+	pmt_hend(m, free0, 1, "check_vma");
 }
 
 /* ---- 7. a writable shared mapping longer than its object ---- */
 
 static void test_grow(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_shmem *f = pm_shmem_create_hugetlb(m, HP);
@@ -231,13 +211,10 @@ static void test_grow(void)
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "grow");
+	pmt_hend(m, free0, 4, "grow");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+static const struct pmt_group groups[] = {
 	{ "hint", test_hint },		 { "hint_edges", test_hint_edges },
 	{ "pte_table", test_pte_table }, { "check_vma", test_check_vma },
 	{ "grow", test_grow },
@@ -245,19 +222,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
-		if (only && strcmp(only, groups[i].name))
-			continue;
-		diag("%s", groups[i].name);
-		alarm(60); /* a fault or fork that never returns fails here, not by CI's timeout */
-		groups[i].fn();
-		alarm(0);
-	}
-	return done_testing();
+	return pmt_run_groups(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 60);
 }
