@@ -54,7 +54,7 @@ static void pattern(uint8_t *buf, size_t len, unsigned b, unsigned c)
 
 	for (size_t i = 0; i < len; i++) {
 		if (i % 8 == 0)
-			s = rng_next(&s);
+			s = xorshift64s(&s);
 		buf[i] = (uint8_t)(s >> (8 * (i % 8))) | 1; /* never 0: differs from a fresh page */
 	}
 }

@@ -9,7 +9,7 @@
 
 static unsigned long rnd(uint64_t *s, unsigned long n)
 {
-	return n ? (unsigned long)(rng_next(s) % n) : 0;
+	return n ? (unsigned long)(xorshift64s(s) % n) : 0;
 }
 
 /*
@@ -128,7 +128,7 @@ static void gen_push(struct gen *g, struct interp_op op)
 static void gen_recipe(struct gen *g, const struct interp_op *gup, unsigned group)
 {
 	uint8_t mm = gup->mm, child = (uint8_t)gen_free(g->mms, MODEL_MAX_MMS);
-	uint16_t c = (uint16_t)rng_next(&g->s);
+	uint16_t c = (uint16_t)xorshift64s(&g->s);
 
 	if (rnd(&g->s, 3) || child >= MODEL_MAX_MMS)
 		return;
@@ -180,9 +180,9 @@ static void gen_op(struct gen *g, struct interp_op *op, size_t i)
 	op->npages = (uint16_t)gen_len(g);
 	if (interp_vma_heavy && op->code <= OP_MADVISE)
 		op->npages = (uint16_t)(1 + rnd(&g->s, 6)); /* small: many VMAs, many splits */
-	op->a = (uint8_t)rng_next(&g->s);
+	op->a = (uint8_t)xorshift64s(&g->s);
 	op->b = (uint8_t)gen_pick(g, g->objs, MODEL_MAX_OBJS);
-	op->c = (uint16_t)rng_next(&g->s);
+	op->c = (uint16_t)xorshift64s(&g->s);
 	switch (op->code) {
 	case OP_MMAP:
 		if (!interp_vma_heavy && rnd(&g->s, 100) < 45) { /* whole PMD regions: THPs */

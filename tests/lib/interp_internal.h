@@ -14,6 +14,7 @@
 #define PM_TESTS_INTERP_INTERNAL_H
 
 #include "interp.h"
+#include "xorshift.h" /* the generator's numbers, and the bytes accesses write */
 
 #define W_PAGES MODEL_WINDOW_PAGES
 #define PS MODEL_PAGE_SIZE
@@ -21,17 +22,6 @@
 /* The contract's argument errors OP_BADARG chooses from (badarg() in interp.c). */
 #define NR_BADARG 27
 
-/* xorshift64*: the generator's numbers, and the bytes OP_ACCESS and OP_PIN_WRITE write */
-static inline uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ULL;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
 
 /* @n pages from @page, at least one, clamped to the window */
 static inline unsigned long clamp_pages(unsigned long page, unsigned long n)
