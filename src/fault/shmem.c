@@ -69,12 +69,20 @@
  *     slots under the leaf's lock, which the fault's insert holds, so one of them sees the
  *     other.
  *
+ * (d) Another fault finds that page in the cache before (c) takes it out, and maps it after
+ *     truncate's zap went by: PG_shmem is still set, so (a) and (b) do not stop it. So
+ *     shmem_map() also reads the size, under the PTL and after its barrier, as it reads
+ *     PG_shmem: truncate's size store comes before its clear, so the pairings of (a) and (b)
+ *     make the fault see the new size wherever they make it see the clear, and it looks again
+ *     (then SIGBUS).
+ *
  * To summarize:
  *  1) A page-cache page is mapped only under a PTL, and only while PG_shmem is set.
  *  2) Truncate clears PG_shmem before it zaps, with a full barrier between, and the fault
  *     takes the PTL and a full barrier before it tests PG_shmem: so the zap removes every PTE
  *     a racing fault installed, or the fault installs none (a, b).
- *  3) A page inserted at an index the new size excludes is taken out by the fault itself (c).
+ *  3) A page inserted at an index the new size excludes is taken out by the fault itself (c),
+ *     and mapped by no other fault meanwhile (d).
  *  4) Pinned pages live on until their last unpin: truncation drops only the cache's and the
  *     mappings' references.
  *
@@ -183,7 +191,8 @@ retry:
  * orders this test against truncation's zap (see the top of the file).
  */
 static vm_fault_t shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
-			    struct pm_folio *folio, pte_t entry, struct pm_folio *cache)
+			    struct pm_folio *folio, pte_t entry, struct pm_folio *cache,
+			    struct pm_shmem *f, unsigned long index)
 {
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
@@ -193,8 +202,9 @@ static vm_fault_t shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long ad
 		return VM_FAULT_AGAIN;
 	}
 	pm_smp_mb(); /* pairs with truncate's barrier before its zap */
-	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem)) {
-		/* Someone mapped it, or truncation took the page out: look again. */
+	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem) ||
+	    index >= shmem_size_pages(f)) {
+		/* Someone mapped it, or truncation took the page out or is taking it: look again. */
 		pm_spin_unlock(ptl);
 		folio_put(folio);
 		return VM_FAULT_AGAIN;
@@ -221,19 +231,20 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	struct pm_machine *m = mm->m;
 	bool write = fault_flags & FAULT_FLAG_WRITE;
 	bool shared = vma->flags & VM_SHARED;
+	unsigned long index = vma_pgoff(vma, addr);
 	struct pm_folio *folio, *copy;
 	vm_fault_t ret;
 	int err = 0;
 
 	assert_fault_locked(vma);
-	folio = shmem_get_folio(vma->file, vma_pgoff(vma, addr), &err);
+	folio = shmem_get_folio(vma->file, index, &err);
 	if (!folio)
 		return vmf_error(err);
 	if (shared || !write)
 		return shmem_map(mm, pmdp, addr, folio,
 				 mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
 					shared && (vma->flags & VM_WRITE), write),
-				 folio);
+				 folio, vma->file, index);
 
 	copy = pm__folio_alloc(m, 0, 0);
 	if (!copy) {
@@ -245,7 +256,7 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	ret = shmem_map(mm, pmdp, addr, copy,
 			mk_pte(page_to_pfn(m, &copy->page), vma_is_accessible(vma),
 			       vma->flags & VM_WRITE, true),
-			folio);
+			folio, vma->file, index);
 	folio_put(folio);
 	if (!ret)
 		count_event(m, COW_COPIES, 1);
