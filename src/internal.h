@@ -744,6 +744,7 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
  */
 #define VM_READ 0x00000001UL
 #define VM_WRITE 0x00000002UL
+#define VM_EXEC 0x00000004UL /* kept and reported; grants what x86 grants it: reads */
 #define VM_SHARED 0x00000008UL
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
@@ -799,10 +800,14 @@ static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 	return vma->flags & VM_HUGETLB;
 }
 
-/* Does @vma allow any access (not PROT_NONE)? Its entries are then _PAGE_USER (mk_pte()). */
+/*
+ * Does @vma allow any access (not PROT_NONE)? Its entries are then _PAGE_USER (mk_pte()).
+ * Linux's VM_ACCESS_FLAGS: exec counts, and x86's protection_map makes an exec-only page
+ * user-readable (pinmm has no protection keys, so no execute-only key either).
+ */
 static inline bool vma_is_accessible(const struct pm_vma *vma)
 {
-	return vma->flags & (VM_READ | VM_WRITE);
+	return vma->flags & (VM_READ | VM_WRITE | VM_EXEC);
 }
 
 static inline bool vma_is_anonymous(const struct pm_vma *vma)

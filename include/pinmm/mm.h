@@ -12,9 +12,17 @@
  *    Anonymous mappings whose length is a multiple of 2 MiB are placed 2 MiB-aligned (Linux
  *    6.12+), so THP can back them. mmap never fails for lack of frames (overcommit).
  *  - pm_munmap: unaligned addr, len == 0, or a range outside the user space -> -EINVAL.
- *  - pm_mprotect / pm_madvise: unaligned addr or unknown bits -> -EINVAL; len == 0 -> 0 (as
- *    Linux); a hole in the range -> -ENOMEM, after applying the change up to the hole
- *    (mprotect) or to every mapped part (madvise), as Linux.
+ *  - pm_mprotect (do_mprotect_pkey's order): unaligned addr -> -EINVAL; len == 0 -> 0 and a
+ *    length that wraps -> -ENOMEM, whatever prot says; prot bits other than READ, WRITE, EXEC
+ *    and PROT_SEM (0x8, accepted and ignored) -> -EINVAL. PROT_GROWSDOWN (0x01000000) and
+ *    PROT_GROWSUP (0x02000000): both -> -EINVAL; either -> -ENOMEM on a hole, else -EINVAL
+ *    (no VMA grows: pinmm has no MAP_GROWSDOWN yet, x86 no VM_GROWSUP). PM_PROT_EXEC is kept
+ *    (VM_EXEC) and reported by pm_mm_maps; nothing executes, and an exec-only mapping reads
+ *    as on x86 without protection keys (slow GUP needs PROT_READ).
+ *  - pm_madvise: unknown advice or an unaligned addr -> -EINVAL; len == 0 -> 0; a length
+ *    that wraps -> -EINVAL.
+ *  - pm_mprotect / pm_madvise: a hole in the range -> -ENOMEM, after applying the change up
+ *    to the hole (mprotect) or to every mapped part (madvise), as Linux.
  *  - Hugetlb mappings (PM_MAP_HUGETLB, or any mapping of a pm_shmem_create_hugetlb object), as
  *    Linux: the length rounds up to 2 MiB; PM_MAP_HUGETLB with a file that is not a hugetlb
  *    object, a PM_MAP_FIXED address or an offset not 2 MiB aligned -> -EINVAL; the pages are

@@ -35,6 +35,7 @@ extern "C" {
 #define PM_PROT_NONE 0x0
 #define PM_PROT_READ 0x1
 #define PM_PROT_WRITE 0x2
+#define PM_PROT_EXEC 0x4 /* kept (VM_EXEC) and reported; nothing executes */
 
 /* mmap flags (Linux MAP_* values). */
 #define PM_MAP_SHARED 0x01

@@ -17,10 +17,15 @@
 #define PM_MAP_KNOWN (PM_MAP_SHARED | PM_MAP_PRIVATE | PM_MAP_FIXED | PM_MAP_ANONYMOUS | \
 		      PM_MAP_POPULATE | PM_MAP_FIXED_NOREPLACE | PM_MAP_HUGETLB)
 #define PM_PROT_KNOWN (PM_PROT_READ | PM_PROT_WRITE)
+#define LX_PROT_SEM 0x8
+#define LX_PROT_GROWSDOWN 0x01000000
+#define LX_PROT_GROWSUP 0x02000000
 
+/* calc_vm_prot_bits: what mmap and mprotect keep of prot. */
 static unsigned long prot_to_vm(int prot)
 {
-	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0);
+	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0) |
+	       ((prot & PM_PROT_EXEC) ? VM_EXEC : 0);
 }
 
 /* ---- finding a free range ---- */
@@ -407,7 +412,7 @@ static bool can_change_writable(unsigned long vm_flags, struct pm_page *page, bo
 
 static uint64_t prot_bits(unsigned long vm_flags)
 {
-	return (vm_flags & (VM_READ | VM_WRITE)) ? _PAGE_USER : 0;
+	return (vm_flags & (VM_READ | VM_WRITE | VM_EXEC)) ? _PAGE_USER : 0; /* vma_is_accessible */
 }
 
 static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
@@ -464,25 +469,43 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 
 int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 {
+	const int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
 	unsigned long end, tmp;
 	struct pm_vma *vma;
 	bool all = false;
 	int err = 0;
 
-	if (pm__mm_bad(mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
+	/* do_mprotect_pkey's order: the length before prot, so a zero length is 0 and a
+	 * wrapping one -ENOMEM whatever prot says; prot as arch_validate_prot (x86: generic). */
+	prot &= ~grows;
+	if (pm__mm_bad(mm) || grows == (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP) ||
+	    (start & ~PAGE_MASK))
 		return -EINVAL;
 	if (!len)
 		return 0;
 	len = ALIGN_UP(len, PAGE_SIZE);
 	end = start + len;
-	if (!len || end <= start)
+	if (end <= start)
 		return -ENOMEM;
+	if (prot & ~(PM_PROT_READ | PM_PROT_WRITE | PM_PROT_EXEC | LX_PROT_SEM))
+		return -EINVAL;
 
 again:
 	mm_lock_change_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
+	/* PROT_GROWSDOWN/UP extend the range to the VMA's start or end - on a VMA that grows:
+	 * pinmm has no VM_GROWSDOWN VMA yet, and x86 no VM_GROWSUP, so either is -EINVAL
+	 * wherever a VMA is found (-ENOMEM where none is). */
+	if (vma && (grows & LX_PROT_GROWSDOWN) && vma->start < end) {
+		err = -EINVAL;
+		goto out;
+	}
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
+		goto out;
+	}
+	if (grows) {
+		err = -EINVAL;
 		goto out;
 	}
 	for (tmp = start; tmp < end;) {
@@ -494,7 +517,7 @@ again:
 			break;
 		}
 		e = min(vma->end, end);
-		newflags = (vma->flags & ~(VM_READ | VM_WRITE)) | prot_to_vm(prot);
+		newflags = (vma->flags & ~(VM_READ | VM_WRITE | VM_EXEC)) | prot_to_vm(prot);
 		/* Unchanged flags split nothing; changed ones merge before they split, so only
 		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
 		if (newflags != vma->flags) {

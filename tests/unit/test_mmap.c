@@ -294,9 +294,17 @@ static void test_mprotect(void)
 	is_int(map(x, 8 * PG, RW, PRIV | PM_MAP_FIXED), x, "map 8 pages");
 	ok(pmt_fill(mm, x, 8, 4), "fill them");
 	is_int(pm_mprotect(mm, x + 1, PG, PM_PROT_READ), -EINVAL, "mprotect unaligned -> -EINVAL");
-	is_int(pm_mprotect(mm, x, PG, 0x8), -EINVAL, "mprotect unknown bit 0x8 -> -EINVAL");
+	is_int(pm_mprotect(mm, x, PG, RW | 0x10), -EINVAL, "mprotect unknown bit 0x10 -> -EINVAL");
 	is_int(pm_mprotect(mm, x, PG, RW | 0x1000), -EINVAL,
 	       "mprotect unknown bit 0x1000 -> -EINVAL");
+	is_int(pm_mprotect(mm, x, PG, RW | 0x03000000), -EINVAL,
+	       "mprotect PROT_GROWSDOWN|PROT_GROWSUP -> -EINVAL");
+	is_int(pm_mprotect(mm, x, PG, RW | 0x01000000), -EINVAL,
+	       "mprotect PROT_GROWSDOWN of a VMA that does not grow -> -EINVAL");
+	is_int(pm_mprotect(mm, x, PG, RW | 0x02000000), -EINVAL,
+	       "mprotect PROT_GROWSUP (x86 has none) -> -EINVAL");
+	is_int(pm_mprotect(mm, x, 0, 0x10), 0,
+	       "mprotect len 0 with a bad prot -> 0 (Linux's order)");
 	is_int(pm_mprotect(mm, x, 0, PM_PROT_READ), 0, "mprotect len 0 -> 0");
 	is_int(pm_mprotect(mm, 0x70000000UL, 0, PM_PROT_READ), 0, "mprotect len 0 on a hole -> 0");
 	is_int(pm_mprotect(mm, 0x70000000UL, PG, PM_PROT_READ), -ENOMEM,
