@@ -750,6 +750,8 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
 #define VM_DONTCOPY 0x00020000UL
+#define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
+				   * with a VMA without it */
 #define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */
 #define VM_HUGEPAGE 0x20000000UL
 #define VM_NOHUGEPAGE 0x40000000UL
@@ -763,7 +765,8 @@ struct pm_vma {
 	unsigned long pgoff;	  /* file page index of start */
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
 	struct pm_hugetlb_resv *hresv; /* private hugetlb: the mapping's reservations (shared
-					* by the VMAs split from it); NULL in a fork child */
+					* by the VMAs split from it); NULL in a fork child
+					* and with MAP_NORESERVE */
 	_Atomic bool xhugetlb_unmapped; /* a fork child's private hugetlb VMA that lost a page
 					 * to its parent (HPAGE_RESV_UNMAPPED): its faults on
 					 * empty entries are SIGBUS. Set under file->i_mmap_lock
