@@ -26,9 +26,10 @@
  *    exec-only mapping reads as on x86 without protection keys (slow GUP needs PROT_READ).
  *    PM_MAP_NONBLOCK cancels PM_MAP_POPULATE; PM_MAP_STACK sets VM_NOHUGEPAGE (6.7+);
  *    PM_MAP_NORESERVE keeps the VMA from merging with others (VM_NORESERVE) and makes a
- *    hugetlb mapping reserve nothing (below). A hint that is free is used as is. Anonymous
- *    mappings whose length is a multiple of 2 MiB are placed 2 MiB-aligned (Linux 6.12+), so
- *    THP can back them. mmap never fails for lack of frames (overcommit).
+ *    hugetlb mapping reserve nothing (below). A non-fixed mapping's hint is masked down to its
+ *    page (round_hint_to_min) and used if free. Anonymous mappings whose length is a multiple
+ *    of 2 MiB are placed 2 MiB-aligned (Linux 6.12+), so THP can back them. mmap never fails
+ *    for lack of frames (overcommit).
  *  - pm_munmap: unaligned addr, len == 0, or a range outside the user space -> -EINVAL.
  *  - pm_mprotect: unaligned addr -> -EINVAL; len == 0 -> 0 and a length that wraps -> -ENOMEM,
  *    whatever prot says; prot bits other than READ, WRITE, EXEC and PROT_SEM (0x8, accepted
@@ -43,7 +44,7 @@
  *    Linux: the length rounds up to 2 MiB; PM_MAP_HUGETLB with a file that is not a hugetlb
  *    object, anonymous PM_MAP_HUGETLB asking a page size other than 2 MiB (flags >> 26, Linux's
  *    MAP_HUGE_SHIFT: 0 or 21), a PM_MAP_FIXED address or an offset not 2 MiB aligned ->
- *    -EINVAL; a hint is rounded up to 2 MiB. The pages are reserved
+ *    -EINVAL; a hint is masked to its page, then rounded up to 2 MiB. The pages are reserved
  *    from the machine's pool at mmap time (private mappings per mapping, shared ones per
  *    object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
  *    faults never fail for lack of pool pages. With PM_MAP_NORESERVE nothing is reserved:

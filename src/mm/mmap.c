@@ -62,8 +62,9 @@ static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
 }
 
 /*
- * Top-down search below mmap_base for @len bytes aligned to @align, then bottom-up above it
- * (Linux's fallback). O(log n) in the number of VMAs (vma_tree.c). Context: mmap_lock (W).
+ * A free @hint (page aligned: pm_mmap masked it) as is, else a top-down search below mmap_base
+ * for @len bytes aligned to @align, then bottom-up above it (Linux's fallback). O(log n) in the
+ * number of VMAs (vma_tree.c). Context: mmap_lock (W).
  */
 static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			      unsigned long align)
@@ -71,11 +72,8 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
 	long a;
 
 	mmap_assert_write_locked(mm);
-	if (hint) {
-		hint = ALIGN_UP(hint, PAGE_SIZE);
-		if (hint && range_free(mm, hint, len))
-			return (long)hint;
-	}
+	if (hint && range_free(mm, hint, len))
+		return (long)hint;
 	if (mm_range_design(mm))
 		return pm__range_gap_scan(mm, len, align);
 	a = pm__vt_gap_topdown(&mm->set.vmt, PM_USER_MIN, mm->mmap_base, len, align);
@@ -86,12 +84,13 @@ static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned lon
 
 /*
  * lock_for_mmap() - take the locks of a new mapping of @len bytes and choose its address
- * when the caller did not fix it. Linux's design: mmap_lock (W) and the search above. The
- * range design: a fixed mapping holds the ranges it changes; a free hint is used as is; any
- * other goes to this thread's arena, a range of its own that no other thread's mmap writes,
- * and only when that is full to a search of the whole address space with every range held
- * (range.c); with @all (a change that must start again holding every range) the same search
- * with every range held. Return: the address, or -ENOMEM with nothing held.
+ * when the caller did not fix it (@addr: the hint, page aligned, or 0). Linux's design:
+ * mmap_lock (W) and the search above. The range design: a fixed mapping holds the ranges it
+ * changes; a free hint is used as is; any other goes to this thread's arena, a range of its
+ * own that no other thread's mmap writes, and only when that is full to a search of the whole
+ * address space with every range held (range.c); with @all (a change that must start again
+ * holding every range) the same search with every range held. Return: the address, or
+ * -ENOMEM with nothing held.
  */
 static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long len,
 			  unsigned long align, int flags, bool all)
@@ -116,15 +115,11 @@ static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long le
 			mmap_write_unlock(mm);
 		return a;
 	}
-	if (addr) {
-		unsigned long hint = ALIGN_UP(addr, PAGE_SIZE);
-
-		if (hint && hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len) {
-			pm__range_lock_change(mm, hint, hint + len);
-			if (range_free(mm, hint, len))
-				return (long)hint;
-			mmap_write_unlock(mm);
-		}
+	if (addr >= PM_USER_MIN && addr <= PM_TASK_SIZE - len) {
+		pm__range_lock_change(mm, addr, addr + len);
+		if (range_free(mm, addr, len))
+			return (long)addr;
+		mmap_write_unlock(mm);
 	}
 	a = pm__range_arena_area(mm, len, align);
 	if (a >= 0)
@@ -397,6 +392,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	/* do_mmap */
 	if (!len)
 		return -EINVAL;
+	if (!fixed)
+		addr &= PAGE_MASK; /* round_hint_to_min: a hint is masked down, never rounded up */
 	len = ALIGN_UP(len, PAGE_SIZE);
 	if (!len)
 		return -ENOMEM;
