@@ -744,11 +744,14 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
  */
 #define VM_READ 0x00000001UL
 #define VM_WRITE 0x00000002UL
+#define VM_EXEC 0x00000004UL /* kept and reported; grants what x86 grants it: reads */
 #define VM_SHARED 0x00000008UL
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
 #define VM_DONTCOPY 0x00020000UL
+#define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
+				   * with a VMA without it */
 #define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */
 #define VM_HUGEPAGE 0x20000000UL
 #define VM_NOHUGEPAGE 0x40000000UL
@@ -762,7 +765,8 @@ struct pm_vma {
 	unsigned long pgoff;	  /* file page index of start */
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
 	struct pm_hugetlb_resv *hresv; /* private hugetlb: the mapping's reservations (shared
-					* by the VMAs split from it); NULL in a fork child */
+					* by the VMAs split from it); NULL in a fork child
+					* and with MAP_NORESERVE */
 	_Atomic bool xhugetlb_unmapped; /* a fork child's private hugetlb VMA that lost a page
 					 * to its parent (HPAGE_RESV_UNMAPPED): its faults on
 					 * empty entries are SIGBUS. Set under file->i_mmap_lock
@@ -799,10 +803,14 @@ static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 	return vma->flags & VM_HUGETLB;
 }
 
-/* Does @vma allow any access (not PROT_NONE)? Its entries are then _PAGE_USER (mk_pte()). */
+/*
+ * Does @vma allow any access (not PROT_NONE)? Its entries are then _PAGE_USER (mk_pte()).
+ * Linux's VM_ACCESS_FLAGS: exec counts, and x86's protection_map makes an exec-only page
+ * user-readable (pinmm has no protection keys, so no execute-only key either).
+ */
 static inline bool vma_is_accessible(const struct pm_vma *vma)
 {
-	return vma->flags & (VM_READ | VM_WRITE);
+	return vma->flags & (VM_READ | VM_WRITE | VM_EXEC);
 }
 
 static inline bool vma_is_anonymous(const struct pm_vma *vma)

@@ -2,29 +2,59 @@
 /*
  * pinmm/mm.h - address spaces: mmap, munmap, mprotect, madvise, faults and user-mode access.
  *
- * Errors are Linux's, with these choices where Linux is loose or the contract fixes them:
- *  - pm_mmap: len == 0 or a length that overflows when rounded up to a page -> -EINVAL;
- *    unknown prot/flags bits, neither or both of SHARED/PRIVATE, an unaligned offset, or a file
- *    together with PM_MAP_ANONYMOUS -> -EINVAL; no file without PM_MAP_ANONYMOUS -> -EBADF;
- *    a shmem object of another machine than @mm's -> -EINVAL;
- *    PM_MAP_FIXED at an unaligned address -> -EINVAL, below PM_USER_MIN -> -EPERM, beyond
- *    PM_TASK_SIZE -> -ENOMEM; no free range -> -ENOMEM. A hint that is free is used as is.
- *    Anonymous mappings whose length is a multiple of 2 MiB are placed 2 MiB-aligned (Linux
- *    6.12+), so THP can back them. mmap never fails for lack of frames (overcommit).
+ * Errors are Linux's (6.18, x86-64: do_mmap, do_mprotect_pkey, madvise), in Linux's order,
+ * with these choices where Linux is loose or the contract fixes them:
+ *  - pm_mmap: an unaligned offset -> -EINVAL; no file without PM_MAP_ANONYMOUS -> -EBADF (with
+ *    it, the file is ignored, as the fd is); a shmem object of another machine than @mm's ->
+ *    -EINVAL; len == 0 -> -EINVAL; a length that wraps when rounded up to a page -> -ENOMEM
+ *    (to 2 MiB for hugetlb: 0, so -EINVAL); longer than PM_TASK_SIZE -> -ENOMEM. PM_MAP_FIXED
+ *    (and _NOREPLACE): ending beyond PM_TASK_SIZE -> -ENOMEM, an unaligned address -> -EINVAL,
+ *    below PM_USER_MIN -> -EPERM; no free range -> -ENOMEM; FIXED_NOREPLACE over a mapping ->
+ *    -EEXIST. Then, as do_mmap checks once the address is chosen: a mapping of an object
+ *    reaching past PM_SHMEM_MAX_BYTES -> -EOVERFLOW; the type nibble (flags & 0x0f) other than
+ *    PM_MAP_SHARED, PM_MAP_PRIVATE or PM_MAP_SHARED_VALIDATE -> -EINVAL (Linux's MAP_DROPPABLE,
+ *    0x08, too: pinmm has no reclaim to drop pages); PM_MAP_SHARED_VALIDATE with a flag
+ *    outside Linux's legacy set (MAP_SYNC, PM_MAP_FIXED_NOREPLACE, unknown bits) ->
+ *    -EOPNOTSUPP, and on anonymous memory other than hugetlb (which Linux maps through an
+ *    object) -> -EINVAL. Unknown prot bits (PROT_SEM too) and unknown flag bits are ignored,
+ *    as Linux ignores them; PM_MAP_SHARED ignores what SHARED_VALIDATE would refuse. Linux's
+ *    MAP_32BIT (0x40), MAP_ABOVE4G (0x80), MAP_GROWSDOWN (0x100) and MAP_LOCKED (0x2000) are
+ *    -EINVAL: pinmm does not implement them yet, and a mapping without their effect would be
+ *    a silent difference. A failed PM_MAP_FIXED mmap leaves the old mapping in place
+ *    (pinmm's choice: Linux may leave a hole).
+ *    PM_PROT_EXEC is kept (VM_EXEC) and reported by pm_mm_maps; nothing executes, and an
+ *    exec-only mapping reads as on x86 without protection keys (slow GUP needs PROT_READ).
+ *    PM_MAP_NONBLOCK cancels PM_MAP_POPULATE; PM_MAP_STACK sets VM_NOHUGEPAGE (6.7+);
+ *    PM_MAP_NORESERVE keeps the VMA from merging with others (VM_NORESERVE) and makes a
+ *    hugetlb mapping reserve nothing (below). A non-fixed mapping's hint is masked down to its
+ *    page (round_hint_to_min) and used if free. Anonymous mappings whose length is a multiple
+ *    of 2 MiB are placed 2 MiB-aligned (Linux 6.12+), so THP can back them. mmap never fails
+ *    for lack of frames (overcommit).
  *  - pm_munmap: unaligned addr, len == 0, or a range outside the user space -> -EINVAL.
- *  - pm_mprotect / pm_madvise: unaligned addr or unknown bits -> -EINVAL; len == 0 -> 0 (as
- *    Linux); a hole in the range -> -ENOMEM, after applying the change up to the hole
- *    (mprotect) or to every mapped part (madvise), as Linux.
+ *  - pm_mprotect: unaligned addr -> -EINVAL; len == 0 -> 0 and a length that wraps -> -ENOMEM,
+ *    whatever prot says; prot bits other than READ, WRITE, EXEC and PROT_SEM (0x8, accepted
+ *    and ignored) -> -EINVAL. PROT_GROWSDOWN (0x01000000) and PROT_GROWSUP (0x02000000):
+ *    both -> -EINVAL; either -> -ENOMEM on a hole, else -EINVAL (no VMA grows: pinmm has no
+ *    MAP_GROWSDOWN yet, x86 no VM_GROWSUP).
+ *  - pm_madvise: unknown advice or an unaligned addr -> -EINVAL; len == 0 -> 0; a length
+ *    that wraps -> -EINVAL.
+ *  - pm_mprotect / pm_madvise: a hole in the range -> -ENOMEM, after applying the change up
+ *    to the hole (mprotect) or to every mapped part (madvise), as Linux.
  *  - Hugetlb mappings (PM_MAP_HUGETLB, or any mapping of a pm_shmem_create_hugetlb object), as
  *    Linux: the length rounds up to 2 MiB; PM_MAP_HUGETLB with a file that is not a hugetlb
- *    object, a PM_MAP_FIXED address or an offset not 2 MiB aligned -> -EINVAL; the pages are
- *    reserved from the machine's pool at mmap time (private mappings per mapping, shared ones
- *    per object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
- *    faults never fail for lack of pool pages. A fork child has no reservation: its COW of a
- *    private hugetlb page takes a free pool page or fails with -EFAULT (SIGBUS). munmap,
- *    mprotect and madvise that would cut a 2 MiB page -> -EINVAL, except MADV_DONTNEED, which
- *    needs a 2 MiB aligned start and rounds its end down; it gives private pages back to the
- *    pool and restores their reservation (Linux 6.9+). Hugetlb folios are never split.
+ *    object, anonymous PM_MAP_HUGETLB asking a page size other than 2 MiB (flags >> 26, Linux's
+ *    MAP_HUGE_SHIFT: 0 or 21), a PM_MAP_FIXED address or an offset not 2 MiB aligned ->
+ *    -EINVAL; a hint is masked to its page, then rounded up to 2 MiB. The pages are reserved
+ *    from the machine's pool at mmap time (private mappings per mapping, shared ones per
+ *    object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
+ *    faults never fail for lack of pool pages. With PM_MAP_NORESERVE nothing is reserved:
+ *    its faults take a pool page nobody was promised (a shared one also the object's
+ *    reservation for that page, if another mapping made it) or fail with -EFAULT (SIGBUS).
+ *    A fork child has no reservation: its COW of a private hugetlb page takes a free pool
+ *    page or fails with -EFAULT (SIGBUS). munmap, mprotect and madvise that would cut a 2 MiB
+ *    page -> -EINVAL, except MADV_DONTNEED, which needs a 2 MiB aligned start and rounds its
+ *    end down; it gives private pages back to the pool and restores their reservation (Linux
+ *    6.9+). Hugetlb folios are never split.
  *  - Splitting a VMA may need memory: -ENOMEM, with nothing changed. Splitting a PMD (THP)
  *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
  *    for lack of memory.

@@ -35,13 +35,18 @@ extern "C" {
 #define PM_PROT_NONE 0x0
 #define PM_PROT_READ 0x1
 #define PM_PROT_WRITE 0x2
+#define PM_PROT_EXEC 0x4 /* kept (VM_EXEC) and reported; nothing executes */
 
 /* mmap flags (Linux MAP_* values). */
 #define PM_MAP_SHARED 0x01
 #define PM_MAP_PRIVATE 0x02
+#define PM_MAP_SHARED_VALIDATE 0x03	/* MAP_SHARED, and unknown flags are -EOPNOTSUPP */
 #define PM_MAP_FIXED 0x10
 #define PM_MAP_ANONYMOUS 0x20
+#define PM_MAP_NORESERVE 0x4000		/* hugetlb: no reservation; faults may SIGBUS */
 #define PM_MAP_POPULATE 0x8000
+#define PM_MAP_NONBLOCK 0x10000		/* cancels PM_MAP_POPULATE */
+#define PM_MAP_STACK 0x20000		/* VM_NOHUGEPAGE (Linux 6.7+) */
 #define PM_MAP_HUGETLB 0x40000		/* 2 MiB pages from the machine's hugetlb pool */
 #define PM_MAP_FIXED_NOREPLACE 0x100000 /* extension: MAP_FIXED that fails with -EEXIST */
 

@@ -333,7 +333,8 @@ long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long ali
 
 /*
  * pm__range_area_all() - pm__range_arena_area() for a change that holds every range already:
- * a free hint as is, else this thread's arena, else the whole address space.
+ * a free hint (page aligned, or 0) as is, else this thread's arena, else the whole address
+ * space.
  */
 long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			unsigned long align)
@@ -344,7 +345,6 @@ long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 	long a = -ENOMEM;
 
 	mmap_assert_write_locked(mm);
-	hint = ALIGN_UP(hint, PAGE_SIZE);
 	if (hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len &&
 	    !pm__find_vma_intersection(mm, hint, hint + len))
 		return (long)hint;

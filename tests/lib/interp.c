@@ -538,16 +538,19 @@ static int badarg(struct interp *it, const struct interp_op *op, int mi)
 	case 3:
 		return expect(it, pm_mmap(mm, w, PS, rw, PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0),
 			      -EINVAL);
-	case 4:
-		return expect(it, pm_mmap(mm, w, PS, 0x40, anon, NULL, 0), -EINVAL);
+	case 4: /* unknown prot bits are ignored; the type nibble never is */
+		return expect(it, pm_mmap(mm, w, PS, rw | 0x40, (anon & ~PM_MAP_PRIVATE) | 0x04,
+					  NULL, 0), -EINVAL);
 	case 5:
 		return expect(it, pm_mmap(mm, w, PS, rw, PM_MAP_PRIVATE | PM_MAP_FIXED, NULL, 0),
 			      -EBADF);
 	case 6:
 		if (!f)
 			return skip(it, "no object");
-		return expect(it, pm_mmap(mm, w, PS, rw, PM_MAP_SHARED | PM_MAP_ANONYMOUS |
-					  PM_MAP_FIXED, f, 0), -EINVAL);
+		/* MAP_SHARED_VALIDATE of an object with an unknown flag: W keeps its mapping */
+		return expect(it, pm_mmap(mm, w, PS, rw,
+					  PM_MAP_SHARED_VALIDATE | PM_MAP_FIXED | 0x200, f, 0),
+			      -EOPNOTSUPP);
 	case 7:
 		if (!f)
 			return skip(it, "no object");
@@ -558,7 +561,7 @@ static int badarg(struct interp *it, const struct interp_op *op, int mi)
 	case 9:
 		return expect(it, pm_mmap(mm, PM_TASK_SIZE, PS, rw, anon, NULL, 0), -ENOMEM);
 	case 10:
-		return expect(it, pm_mmap(mm, w, (size_t)-1, rw, anon, NULL, 0), -EINVAL);
+		return expect(it, pm_mmap(mm, w, (size_t)-1, rw, anon, NULL, 0), -ENOMEM);
 	case 11:
 		return expect(it, pm_munmap(mm, w + 1, PS), -EINVAL);
 	case 12:
