@@ -12,6 +12,8 @@
  *   check_vma		pm_machine_check rejects a hugetlb VMA whose offset is not 2 MiB aligned
  *   grow		a writable mapping longer than its hugetlb object grows the object to
  *			its end (hugetlbfs_file_mmap); a read-only one does not
+ *   noop_partial	mprotect or madvise of part of a huge page that changes nothing is 0,
+ *			as Linux returns before split_vma; one that changes something -EINVAL
  *
  * A hang is a failure: each group runs under alarm(). "-t NAME" runs one group only.
  */
@@ -214,10 +216,32 @@ static void test_grow(void)
 	pmt_hend(m, free0, 4, "grow");
 }
 
+/* ---- a change of part of a huge page that changes nothing ---- */
+
+static void test_noop_partial(void)
+{
+	struct pm_machine *m = pmt_hmachine(64, 1);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	long a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
+
+	ASSERT_TRUE(a > 0);
+	is_int(poke(mm, a, 'n'), 1, "the huge page is written");
+	is_int(pm_mprotect(mm, a + PG, PG, RW), 0, "mprotect of 4 KiB to the same prot: 0");
+	is_int(pm_madvise(mm, a, PG, PM_MADV_DOFORK), 0, "MADV_DOFORK of 4 KiB (no change): 0");
+	is_int(pm_mprotect(mm, a, PG, PM_PROT_READ), -EINVAL,
+	       "mprotect of 4 KiB that changes it: -EINVAL");
+	is_int(pm_madvise(mm, a, PG, PM_MADV_DONTFORK), -EINVAL, "MADV_DONTFORK of 4 KiB: -EINVAL");
+	is_int(peek(mm, a), 'n', "the page is intact");
+	is_int(pm_machine_check(m), 0, "the machine checks clean");
+	pm_mm_destroy(mm);
+	pmt_hend(m, free0, 1, "noop_partial");
+}
+
 static const struct pmt_group groups[] = {
 	{ "hint", test_hint },		 { "hint_edges", test_hint_edges },
 	{ "pte_table", test_pte_table }, { "check_vma", test_check_vma },
-	{ "grow", test_grow },
+	{ "grow", test_grow },		 { "noop_partial", test_noop_partial },
 };
 
 int main(int argc, char **argv)
