@@ -872,6 +872,8 @@ struct pm_mm {
 	pm_entry_t *pgd;
 	_Atomic int xhas_pinned;	     /* MMF_HAS_PINNED: set before the first pin, never cleared */
 	_Atomic unsigned xwrite_protect_seq; /* odd while fork write-protects; under mmap_lock (W) */
+	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
+					      * call reads it, only the destroy writes it */
 
 	struct pm_rwsem mmap_lock __cacheline_aligned;
 	/* Bumped when mmap_lock (W) is released: every VMA write-locked in that section is
@@ -886,7 +888,6 @@ struct pm_mm {
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
 	struct pm_mm_notifier *notifiers;   /* told of the teardown; under machine->lock */
-	bool dead;			    /* emptied by pm_machine_destroy (see pm__mm_bad) */
 };
 
 /*
