@@ -339,9 +339,6 @@ static int mmap_prepare(struct pm_mm *mm, struct pm_shmem **file, unsigned long 
 		goto nomem;
 	if (reserve && !shared && !(*hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT)))
 		goto nomem;
-	/* hugetlbfs_file_mmap: a writable mapping grows the object to its end. */
-	if (hugetlb && !anon && (vm_flags & VM_WRITE))
-		pm__shmem_hugetlb_extend(*file, offset + len);
 	return 0;
 nomem:
 	if (*file)
@@ -476,6 +473,10 @@ again:
 		goto fail;
 	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
 	hresv = NULL;
+	/* hugetlbfs_file_mmap: a writable mapping grows its object to its end - once the
+	 * mapping stands, so a failed mmap leaves the size as it was. */
+	if (hugetlb && !anon && (vm_flags & VM_WRITE))
+		pm__shmem_hugetlb_extend(file, offset + len);
 	pm__vma_link_file(vma);
 	/* Uncharged at the limit, it merges - or, without memory to merge, is charged now. */
 	pm__vma_settle(mm, pm__vma_try_merge(mm, vma));

@@ -207,6 +207,11 @@ static void test_grow(void)
 	is_int(pm_shmem_size(f), 4 * HP, "a shorter one never shrinks it");
 	is_int(peek(mm, a), 0, "its first page reads (never written: zero)");
 	is_int(pm_munmap(mm, a, HP), 0, "unmapped");
+	a = pm_mmap(mm, 0, HP, RW, PRIV, NULL, 0);
+	is_int(pm_mmap(mm, a, HP, RW, PM_MAP_SHARED | PM_MAP_FIXED_NOREPLACE, f, 4 * HP), -EEXIST,
+	       "a writable mapping past the end where the range is taken: -EEXIST");
+	is_int(pm_shmem_size(f), 4 * HP, "a failed mmap leaves the size as it was");
+	is_int(pm_munmap(mm, a, HP), 0, "unmapped");
 	is_int(pm_mmap(mm, 0, HP, RW, PM_MAP_SHARED, f, (1UL << 46)), -EOVERFLOW,
 	       "a mapping past the largest object: -EOVERFLOW");
 	is_int(pm_shmem_size(f), 4 * HP, "and the size stays");
