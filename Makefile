@@ -10,6 +10,7 @@
 #   make stress             longer randomized stress runs (STRESS_SECONDS, SEED from the environment)
 #   make torture            concurrent torture (TORTURE_MINUTES)
 #   make fuzz               libFuzzer target over the differential interpreter (clang)
+#   make trace              the trace build: src/ instrumented, the tracer's runtime (mk/trace.mk)
 #   make WERROR=1 ...       warnings are errors (CI)
 #
 # Missing Debian packages are installed by scripts/deps.sh when run as root (apt-get), or it
