@@ -8,6 +8,9 @@
 #	instrumentation. Programs link it with $(TRACE_LDFLAGS) and $(TRACE_LIBS); the
 #	--wrap flags are not optional (the runtime calls __real_memset and
 #	__real_pthread_mutex_lock).
+#   make check-trace
+#	the tracer's own tests (tests/trace/), TAP on stdout.
+#   `make check` runs check-trace when clang is installed and says it skipped it otherwise.
 #
 # Needs clang (Debian's clang package: 14 on Debian 12) and addr2line (binutils); `sh
 # scripts/deps.sh trace` installs them as root or prints the apt-get line, as for the other
@@ -31,8 +34,11 @@ TRACE_LIBS := $(LIB_LIBS) -lm
 TRACE_LIB_OBJS := $(LIB_SRCS:%.c=$(TRACE_O)/%.o)
 TRACE_RT_SRCS := $(sort $(wildcard trace/*.c))
 TRACE_RT_OBJS := $(TRACE_RT_SRCS:%.c=$(TRACE_O)/%.o)
+TRACE_TEST := $(TRACE_O)/tests/trace/test_trace
+# The test's operations are instrumented like src/; its harness is not.
+TRACE_TEST_OPS := $(TRACE_O)/tests/trace/trace_ops.o
 
-.PHONY: trace
+.PHONY: trace check-trace check-trace-if-clang
 
 trace: $(TRACE_LIBA)
 
@@ -51,4 +57,28 @@ $(TRACE_O)/trace/%.o: trace/%.c | $(TRACE_DEPS)
 $(TRACE_LIBA): $(TRACE_LIB_OBJS) $(TRACE_RT_OBJS)
 	rm -f $@ && $(AR) rcs $@ $^
 
--include $(wildcard $(TRACE_LIB_OBJS:.o=.d) $(TRACE_RT_OBJS:.o=.d))
+$(TRACE_TEST_OPS): tests/trace/trace_ops.c | $(TRACE_DEPS)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TRACE_CPPFLAGS) -Itests $(TRACE_CFLAGS) $(TRACE_INSTR) -c $< -o $@
+
+$(TRACE_TEST): tests/trace/test_trace.c tests/trace/trace_ops.h $(TRACE_TEST_OPS) $(TRACE_LIBA)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TRACE_CPPFLAGS) -Itests $(TRACE_CFLAGS) $< $(TRACE_TEST_OPS) $(TRACE_LIBA) \
+		-o $@ $(TRACE_LDFLAGS) $(TRACE_LIBS)
+
+check-trace: $(TRACE_TEST)
+	@$(TRACE_TEST) > $(TRACE_O)/test_trace.log 2>&1; rc=$$?; \
+	grep -E '^(not ok|#   |Bail out)' $(TRACE_O)/test_trace.log | head -40; \
+	p=$$(grep -c '^ok ' $(TRACE_O)/test_trace.log); f=$$(grep -c '^not ok ' $(TRACE_O)/test_trace.log); \
+	echo "check-trace: $$p passed, $$f failed (log: $(TRACE_O)/test_trace.log)"; \
+	[ $$rc -eq 0 ] && [ $$f -eq 0 ]
+
+check-trace-if-clang:
+	@if command -v $(TRACE_CC) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory check-trace; \
+	else \
+		echo "check-trace: skipped: $(TRACE_CC) not found (the trace build needs it: sh scripts/deps.sh trace)"; \
+	fi
+
+-include $(wildcard $(TRACE_LIB_OBJS:.o=.d) $(TRACE_RT_OBJS:.o=.d) $(TRACE_TEST_OPS:.o=.d) \
+	$(TRACE_TEST).d)
