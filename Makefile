@@ -10,6 +10,8 @@
 #   make stress             longer randomized stress runs (STRESS_SECONDS, SEED from the environment)
 #   make torture            concurrent torture (TORTURE_MINUTES)
 #   make fuzz               libFuzzer target over the differential interpreter (clang)
+#   make trace              the trace build: src/ instrumented, the tracer's runtime (mk/trace.mk)
+#   make check-trace        the tracer's tests; make check runs them when clang is installed
 #   make WERROR=1 ...       warnings are errors (CI)
 #
 # Missing Debian packages are installed by scripts/deps.sh when run as root (apt-get), or it
@@ -133,6 +135,7 @@ CHECK_SAN := $(if $(SAN),$(SAN),asan)
 check:
 	@$(MAKE) --no-print-directory SAN=$(CHECK_SAN) tests
 	@O=build/$(CHECK_SAN) SAN=$(CHECK_SAN) sh tests/run.sh
+	@$(MAKE) --no-print-directory check-trace-if-clang
 
 # The same tests with every machine of the range design (PINMM_RANGE_MM=1, src/mm/range.c).
 check-range:

@@ -57,6 +57,7 @@
 #include "lib/rcu.h"
 #include "lib/rwsem.h"
 #include "lib/spinlock.h"
+#include "lib/trace.h"
 #include "mm/vma_tree.h"
 
 /* ------------------------------------------------------------------------------------------

@@ -148,6 +148,7 @@ struct pm_stat_block *pm__stat_block_slow(struct pm_machine *m)
 		if (!b && !posix_memalign((void **)&b, PM_CACHELINE, sizeof(*b))) {
 			memset(b, 0, sizeof(*b));
 			pm_list_add_tail(&b->link, &m->stat_blocks);
+			pm__trace_object(b, sizeof(*b), "pm_stat_block");
 		}
 		if (b)
 			b->in_use = true;
@@ -216,6 +217,34 @@ struct pm_machine *pm__page_machine_search(const struct pm_page *page)
 	if (!m)
 		pm_die("a page descriptor of no machine");
 	return m;
+}
+
+/* The machine's own objects, named for the tracer (lib/trace.h); nothing in other builds. */
+static void machine_trace_objects(struct pm_machine *m, bool gone)
+{
+#if PM_TRACE
+	void *objs[] = { m, m->frames, m->pages, m->pcp, m->pcp_away, m->zones, m->shmem_nodes };
+
+	if (gone) {
+		for (unsigned i = 0; i < ARRAY_SIZE(objs); i++)
+			if (objs[i])
+				pm__trace_object_gone(objs[i]);
+		return;
+	}
+	pm__trace_object(m, sizeof(*m), "pm_machine");
+	pm__trace_object(m->frames, m->nr_pages << PAGE_SHIFT, "frame");
+	pm__trace_object(m->pages, m->nr_pages * sizeof(*m->pages), "pm_page");
+	pm__trace_object(m->pcp, m->nr_cpus * sizeof(*m->pcp), "pm_pcp");
+	if (m->pcp_away)
+		pm__trace_object(m->pcp_away, m->nr_cpus * m->nr_zones * sizeof(*m->pcp_away),
+				 "pm_pcp_away");
+	pm__trace_object(m->zones, m->nr_zones * sizeof(*m->zones), "pm_zone");
+	pm__trace_object(m->shmem_nodes, (m->nr_cpus + 1) * sizeof(*m->shmem_nodes),
+			 "pm_obj_cache");
+#else
+	(void)m;
+	(void)gone;
+#endif
 }
 
 struct pm_machine *pm_machine_create(const struct pm_config *cfg)
@@ -309,6 +338,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	if (c.nr_hugepages > c.mem_bytes / PMD_SIZE ||
 	    pm__hugetlb_pool_init(m, c.nr_hugepages))
 		goto fail_slot;
+	machine_trace_objects(m, false);
 	return m;
 
 fail_slot:
@@ -321,6 +351,7 @@ fail_slot:
 		struct pm_list *pos = m->stat_blocks.next;
 
 		pm_list_del(pos);
+		pm__trace_object_gone(pm_list_entry(pos, struct pm_stat_block, link));
 		free(pm_list_entry(pos, struct pm_stat_block, link));
 	}
 	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++)
@@ -354,8 +385,10 @@ void pm__machine_free(struct pm_machine *m)
 	pthread_mutex_lock(&machines_lock);
 	atomic_store_relaxed(&pm__machines[m->slot], NULL);
 	pthread_mutex_lock(&m->lock);
-	pm_list_for_each_safe(pos, n, &m->stat_blocks)
+	pm_list_for_each_safe(pos, n, &m->stat_blocks) {
+		pm__trace_object_gone(pm_list_entry(pos, struct pm_stat_block, link));
 		free(pm_list_entry(pos, struct pm_stat_block, link));
+	}
 	pthread_mutex_unlock(&m->lock);
 	pthread_mutex_unlock(&machines_lock);
 
@@ -364,6 +397,7 @@ void pm__machine_free(struct pm_machine *m)
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 
+	machine_trace_objects(m, true);
 	pm__obj_cache_destroy(m, m->shmem_nodes); /* after the RCU barrier: no node is pending */
 	pm__page_alloc_exit(m);
 	free(m->pcp);

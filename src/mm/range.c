@@ -145,6 +145,8 @@ int pm__range_init(struct pm_mm *mm)
 	c->pool = PM_MAX_MAP_COUNT;
 	atomic_store_relaxed(&c->xdebt, false);
 	mm->count = c;
+	pm__trace_object(mm->ranges, PM_NR_RANGES * sizeof(*mm->ranges), "pm_mm_range");
+	pm__trace_object(c, sizeof(*c), "pm_mm_count");
 	return 0;
 }
 
@@ -155,6 +157,8 @@ void pm__range_fini(struct pm_mm *mm)
 		return;
 	for (unsigned r = 0; r < PM_NR_RANGES; r++)
 		pm__vt_destroy(&mm->ranges[r].set.vmt);
+	pm__trace_object_gone(mm->ranges);
+	pm__trace_object_gone(mm->count);
 	free(mm->ranges);
 	free(mm->count);
 	mm->ranges = NULL;

@@ -304,6 +304,7 @@ struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 		return NULL;
 	vma->mm = mm;
 	pm_list_init(&vma->shared);
+	pm__trace_object(vma, sizeof(*vma), "pm_vma");
 	return vma;
 }
 
@@ -318,6 +319,7 @@ void pm__vma_free(struct pm_vma *vma)
 	if (vma->file)
 		pm_shmem_put(vma->file);
 	pm__vma_free_pcpu(vma);
+	pm__trace_object_gone(vma);
 	free(vma);
 }
 
@@ -378,6 +380,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	vma_mark_new(new);
 	/* The tree entry of @vma shrinks to [start, addr) and @new takes the rest. */
 	if (vmas_store(mm, addr, end, new)) {
+		pm__trace_object_gone(new);
 		free(new);
 		vma_count_uncharge(mm, charged);
 		return -ENOMEM;

@@ -131,14 +131,18 @@ static void vma_note_contention(struct pm_vma *vma)
 		return; /* no memory: stay central */
 	memset(pc, 0, sizeof(*pc) + nr * sizeof(pc->slot[0]));
 	pc->mask = nr - 1;
+	pm__trace_object(pc, sizeof(*pc) + nr * sizeof(pc->slot[0]), "pm_vma_pcpu");
 	if (!atomic_compare_exchange_strong_explicit(&vma->xpcpu, &none, pc, memory_order_seq_cst,
-						     memory_order_relaxed))
+						     memory_order_relaxed)) {
+		pm__trace_object_gone(pc);
 		free(pc);
+	}
 }
 
 /* Free the per-CPU counts of a VMA no reader can reach any more. */
 void pm__vma_free_pcpu(struct pm_vma *vma)
 {
+	pm__trace_object_gone(atomic_load_relaxed(&vma->xpcpu));
 	free(atomic_load_relaxed(&vma->xpcpu));
 	atomic_store_relaxed(&vma->xpcpu, NULL);
 }
@@ -289,6 +293,7 @@ static void vma_chain_free(struct pm_vma *vma)
 		struct pm_vma *next = vma->retire_next;
 
 		pm__vma_free_pcpu(vma);
+		pm__trace_object_gone(vma);
 		free(vma);
 		vma = next;
 	}

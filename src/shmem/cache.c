@@ -112,6 +112,7 @@ static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
 		n->m = f->m;
 		n->shift = shift;
 		pm_spin_init(&n->lock);
+		pm__trace_object(n, sizeof(*n), "pm_shmem_node");
 	}
 	return n;
 }
