@@ -1224,6 +1224,15 @@ static inline void share_anon_page(struct pm_page *page)
 	page_clear(page, PG_anon_exclusive);
 }
 
+/* fork: must the child get its own copy of a leaf's folio now, rather than share it (Linux's
+ * folio_needs_cow_for_dma)? An exclusive anonymous folio of an mm that has pinned, which may
+ * be pinned. */
+static inline bool fork_leaf_needs_copy(struct pm_mm *src, struct pm_folio *folio)
+{
+	return folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
+	       page_anon_exclusive(&folio->page);
+}
+
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
  * lookups), a size, an optional exact limit, and the list of VMAs mapping it. The object sits

@@ -127,8 +127,7 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 		return -EAGAIN;
 	}
 	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
-	if (mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
-	    page_anon_exclusive(&folio->page)) {
+	if (fork_leaf_needs_copy(src, folio)) {
 		pm_spin_unlock(pml);
 		return PM_FORK_LEAF_COPY;
 	}

@@ -402,8 +402,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 		return pmd_none(pmd) ? PM_FORK_LEAF_SHARED : -EFAULT;
 	}
 	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
-	if (folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
-	    page_anon_exclusive(&folio->page)) {
+	if (fork_leaf_needs_copy(src, folio)) {
 		if (!copy) {
 			pm_spin_unlock(pml);
 			return PM_FORK_LEAF_COPY;

@@ -13,7 +13,8 @@
  *   counters      pmt_stats(), PMT_STAT(), pmt_free_pages(), pmt_pins_balanced()
  *   pages         pmt_pfn_at(), pmt_page_at(), pmt_order_at(), pmt_snapshot() and
  *                 pmt_counts_equal() (refcounts and pincounts back where they were)
- *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch()
+ *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch(); one byte: pmt_poke(),
+ *                 pmt_peek()
  *   contents      address patterns: pmt_fill(), pmt_check(), pmt_reads_zero();
  *                 tagged pages (tag << 32 | page index): pmt_put_tag(), pmt_bad_tag(),
  *                 pmt_bad_pin(), pmt_page_is(); whole pages of one word: pmt_fill_words(),
@@ -186,6 +187,21 @@ static inline void pmt_teardown(struct pm_machine **m, struct pm_mm **mm, size_t
 	*mm = NULL;
 	pmt_end(*m, free0, &pmt_end_after_destroy, what);
 	*m = NULL;
+}
+
+/* One user-mode byte: pm_access's answer (1, or -errno) for a store of @c at @addr. */
+static inline long pmt_poke(struct pm_mm *mm, unsigned long addr, char c)
+{
+	return pm_access(mm, addr, &c, 1, 1);
+}
+
+/* The byte a user-mode load at @addr reads (0..255), or pm_access's -errno. */
+static inline int pmt_peek(struct pm_mm *mm, unsigned long addr)
+{
+	char c = 0;
+	long ret = pm_access(mm, addr, &c, 1, 0);
+
+	return ret == 1 ? (unsigned char)c : (int)ret;
 }
 
 /* ---- pages and folios ---- */

@@ -83,19 +83,6 @@ static void end(struct pm_machine *m, size_t free0, size_t nr_huge, const char *
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
-static long poke(struct pm_mm *mm, unsigned long addr, char c)
-{
-	return pm_access(mm, addr, &c, 1, 1);
-}
-
-static int peek(struct pm_mm *mm, unsigned long addr)
-{
-	char c = 0;
-	long ret = pm_access(mm, addr, &c, 1, 0);
-
-	return ret == 1 ? (unsigned char)c : (int)ret;
-}
-
 /* The VMA that holds @addr, as pm_mm_maps shows it; false if there is none. */
 static bool vma_at(struct pm_mm *mm, unsigned long addr, struct pm_map_info *mi)
 {
@@ -170,7 +157,7 @@ static void test_ignored(void)
 	a = pm_mmap(mm, 0, PG, RW | 0x1000 | 0x40, PRIV, NULL, 0);
 	ok(a > 0 && vma_at(mm, a, &mi) && mi.prot == RW,
 	   "%s: mmap ignores unknown prot bits 0x1040: prot read-write", D);
-	ok(poke(mm, a, 'p') == 1, "%s: and the mapping writes", D);
+	ok(pmt_poke(mm, a, 'p') == 1, "%s: and the mapping writes", D);
 	a = pm_mmap(mm, 0, PG, RW, PRIV | X_MAP_UNKNOWN | 0x400, NULL, 0);
 	ok(a > 0, "%s: mmap ignores unknown flags 0x600 (%ld)", D, a);
 	a = pm_mmap(mm, 0, PG, RW, PRIV | X_MAP_HUGE_BIT31, NULL, 0);
@@ -184,7 +171,7 @@ static void test_ignored(void)
 	a = pm_mmap(mm, 0, PG, RW, SHANON, f, 0);
 	ok(a > 0 && vma_at(mm, a, &mi) && (mi.flags & PM_MAP_ANONYMOUS) && mi.shmem != f,
 	   "%s: a file passed with MAP_SHARED|MAP_ANONYMOUS is ignored: shared anonymous", D);
-	ok(poke(mm, a, 's') == 1 && pm_shmem_nr_pages(f) == 0,
+	ok(pmt_poke(mm, a, 's') == 1 && pm_shmem_nr_pages(f) == 0,
 	   "%s: written, and the object stays empty", D);
 	a = pm_mmap(mm, 0, PG, RW, PRIV, fo, 0);
 	ok(a > 0, "%s: an object of another machine with MAP_ANONYMOUS: ignored (%ld)", D, a);
@@ -220,7 +207,7 @@ static void test_validate(void)
 	ok(a > 0 && vma_at(mm, a, &mi) && mi.flags == PM_MAP_SHARED && mi.shmem == f,
 	   "%s: SHARED_VALIDATE of an object: a shared mapping of it", D);
 	b = pm_mmap(mm, 0, 4 * PG, RW, PM_MAP_SHARED, f, 0);
-	ok(b > 0 && poke(mm, a, 'v') == 1 && peek(mm, b) == 'v',
+	ok(b > 0 && pmt_poke(mm, a, 'v') == 1 && pmt_peek(mm, b) == 'v',
 	   "%s: its writes are the object's", D);
 	a = pm_mmap(mm, 0, PG, RW, PM_MAP_SHARED_VALIDATE | X_MAP_DENYWRITE | PM_MAP_POPULATE |
 		    PM_MAP_NORESERVE | PM_MAP_STACK | X_MAP_HUGE_2MB, f, 0);
@@ -234,11 +221,11 @@ static void test_validate(void)
 	is_int(pm_mmap(mm, fixed, PG, RW, PM_MAP_SHARED_VALIDATE | PM_MAP_FIXED_NOREPLACE, f, 0),
 	       -EOPNOTSUPP, "%s: SHARED_VALIDATE|FIXED_NOREPLACE on a free range: -EOPNOTSUPP", D);
 	ASSERT_TRUE(pm_mmap(mm, fixed, PG, RW, PRIV | PM_MAP_FIXED, NULL, 0) == (long)fixed);
-	ASSERT_TRUE(poke(mm, fixed, 'k') == 1);
+	ASSERT_TRUE(pmt_poke(mm, fixed, 'k') == 1);
 	is_int(pm_mmap(mm, fixed, PG, RW, PM_MAP_SHARED_VALIDATE | PM_MAP_FIXED_NOREPLACE, f, 0),
 	       -EEXIST, "%s: ... and over a mapping: -EEXIST comes first", D);
 	a = pm_mmap(mm, fixed, PG, RW, PM_MAP_SHARED_VALIDATE | PM_MAP_FIXED | X_MAP_UNKNOWN, f, 0);
-	ok(a == -EOPNOTSUPP && peek(mm, fixed) == 'k',
+	ok(a == -EOPNOTSUPP && pmt_peek(mm, fixed) == 'k',
 	   "%s: SHARED_VALIDATE|FIXED with an unknown flag over it: -EOPNOTSUPP, it stays (%ld)",
 	   D, a);
 	a = pm_mmap(mm, 0, HP, RW, PM_MAP_SHARED_VALIDATE | PM_MAP_ANONYMOUS | PM_MAP_HUGETLB,
@@ -280,8 +267,8 @@ static void test_exec(void)
 
 	x = pm_mmap(mm, at, PG, PM_PROT_EXEC, PRIV | PM_MAP_FIXED, NULL, 0);
 	is_int(x, (long)at, "%s: an exec-only mapping", D);
-	is_int(peek(mm, at), 0, "%s: reads (x86: exec implies read without protection keys)", D);
-	ok(x == (long)at && poke(mm, at, 'x') == -EFAULT &&
+	is_int(pmt_peek(mm, at), 0, "%s: reads (x86: exec implies read without protection keys)", D);
+	ok(x == (long)at && pmt_poke(mm, at, 'x') == -EFAULT &&
 		   pm_get_user_pages(mm, at, 1, 0, &page) == -EFAULT,
 	   "%s: but neither writes nor lets slow GUP take it (no VM_READ)", D);
 	ASSERT_TRUE(pm_mmap(mm, at + PG, PG, PM_PROT_READ, PRIV | PM_MAP_FIXED, NULL, 0) ==
@@ -332,7 +319,7 @@ static void test_flags(void)
 	ok(a == (long)at && vma_at(mm, at, &mi) && (mi.vmflags & PM_VMF_NOHUGEPAGE),
 	   "%s: MAP_STACK: VM_NOHUGEPAGE (nh)", D);
 	is_int(pm_madvise(mm, at, HP, PM_MADV_HUGEPAGE), 0, "%s: MADV_HUGEPAGE over it", D);
-	is_int(poke(mm, at, 's'), 1, "%s: written", D);
+	is_int(pmt_poke(mm, at, 's'), 1, "%s: written", D);
 	ok(vma_at(mm, at, &mi) && !(mi.vmflags & PM_VMF_NOHUGEPAGE) && mi.anon_huge_pages == 512,
 	   "%s: then a THP backs it, as any hugepage VMA", D);
 	a = pm_mmap(mm, at + HP, PG, RW, PRIV | PM_MAP_FIXED | PM_MAP_STACK, NULL, 0);
@@ -368,7 +355,7 @@ static void test_noreserve(void)
 	is_int(pm_fault(mm, a, PM_FAULT_WRITE), 0, "%s: NORESERVE fault 1: a free page", D);
 	is_int(pm_fault(mm, a + HP, 0), 0, "%s: fault 2: the last unpromised page", D);
 	ok(a > 0 && pm_fault(mm, a + 2 * HP, PM_FAULT_WRITE) == -EFAULT &&
-		   poke(mm, a + 3 * HP, 'n') == -EFAULT && poke(mm, r, 'r') == 1,
+		   pmt_poke(mm, a + 3 * HP, 'n') == -EFAULT && pmt_poke(mm, r, 'r') == 1,
 	   "%s: faults 3 and 4: the promised page is not theirs: -EFAULT (SIGBUS)", D);
 	is_int(pm_munmap(mm, a, 4 * HP), 0, "%s: the NORESERVE mapping unmapped", D);
 
@@ -380,12 +367,12 @@ static void test_noreserve(void)
 	ok(s > 0 && resv == 0,
 	   "%s: shared NORESERVE of an object larger than the free pool: mapped, none reserved",
 	   D);
-	is_int(poke(mm, s, 'a'), 1, "%s: page 1 from the pool", D);
-	is_int(poke(mm, s + HP, 'b'), 1, "%s: page 2", D);
-	ok(s > 0 && poke(mm, s + 2 * HP, 'c') == -EFAULT,
+	is_int(pmt_poke(mm, s, 'a'), 1, "%s: page 1 from the pool", D);
+	is_int(pmt_poke(mm, s + HP, 'b'), 1, "%s: page 2", D);
+	ok(s > 0 && pmt_poke(mm, s + 2 * HP, 'c') == -EFAULT,
 	   "%s: page 3: the pool is empty: -EFAULT", D);
 	a = pm_mmap(mm, 0, HP, RW, SHANON | PM_MAP_HUGETLB | PM_MAP_NORESERVE, NULL, 0);
-	ok(a > 0 && poke(mm, a, 'd') == -EFAULT,
+	ok(a > 0 && pmt_poke(mm, a, 'd') == -EFAULT,
 	   "%s: shared anonymous NORESERVE with the pool in use: mapped, its fault -EFAULT", D);
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
