@@ -338,6 +338,11 @@ enum pm_stat_item {
 	HUGETLB_FAULTS,
 	ZONE_LOCK_ACQUISITIONS,
 	REMOTE_FRAMES,
+	PGMIGRATE_SUCCESS,
+	PGMIGRATE_FAIL,
+	COMPACT_SUCCESS,
+	COMPACT_FAIL,
+	MIGRATE_PINNED_SKIPS,
 	PM_NR_PUBLIC_ITEMS,
 	/*
 	 * Private items, each an event that several public counters count: the hot path adds to

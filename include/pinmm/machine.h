@@ -31,6 +31,10 @@ extern "C" {
 #define PM_KNOB_UNPIN_PER_PAGE 0x08	     /* unpin one page at a time, no folio batching */
 #define PM_KNOB_SHMEM_LOCK_TWICE 0x10	     /* shmem fault takes info->lock twice (pre-2010) */
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
+#define PM_KNOB_LONGTERM_PIN_IN_PLACE 0x100 /* FOLL_LONGTERM pins movable pages in place
+					     * (before Linux 5.13) */
+#define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate (use_zero_page=0) */
+#define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
 #define PM_KNOB_ALL 0x3f
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
@@ -42,6 +46,8 @@ struct pm_config {
 	unsigned knobs;	     /* PM_KNOB_* above; 0 = modern behaviour */
 	unsigned flags;	     /* PM_MACHINE_* below; 0 = the default design */
 	size_t nr_hugepages; /* 2 MiB hugetlb pages set aside at creation (vm.nr_hugepages) */
+	size_t movable_bytes; /* the top of memory as a movable zone (Linux's movablecore=), a
+			       * multiple of 2 MiB below mem_bytes; 0: none */
 };
 
 /*
@@ -113,6 +119,13 @@ struct pm_stats {
 	unsigned long zone_lock_acquisitions; /* times the buddy lists' lock was taken */
 	unsigned long remote_frames;	    /* 4 KiB frames allocated on a CPU other than the
 					     * one whose cache took them when they were freed */
+	/* Migration and compaction, vmstat's meanings (folios, runs): */
+	unsigned long pgmigrate_success;    /* folios moved */
+	unsigned long pgmigrate_fail;	    /* folios tried and not moved */
+	unsigned long compact_success;	    /* compaction runs that freed a 2 MiB block */
+	unsigned long compact_fail;	    /* compaction runs that freed none */
+	unsigned long migrate_pinned_skips; /* folios left in place: pinned or another extra
+					     * reference */
 };
 
 /**
