@@ -211,6 +211,9 @@ static void test_move(void)
 	move_case(mm, 4 * HP, 0, 0, true);
 	move_case(mm, 2 * HP, 0, PG, true);
 	move_case(mm, 2 * HP, 0, MiB, true);
+	move_case(mm, HP, HP - 8 * PG, 512UL * 1024 * MiB - 4 * PG, false); /* into another range */
+	move_case(mm, 2 * HP, 0, 512UL * 1024 * MiB, true);
+	move_case(mm, 16 * PG, 512UL * 1024 * MiB - 8 * PG, 0, false); /* across two ranges */
 
 	/* MAYMOVE growth into an occupied neighbourhood moves it */
 	{
@@ -508,6 +511,62 @@ static void test_pgoff(void)
 	pmt_end(m, free0, &pmt_end_returned, "pgoff");
 }
 
+
+/* ---- failures: an allocation failure anywhere leaves the old mapping whole ---- */
+
+/*
+ * For layouts of 1..40 small VMAs (flags alternating, so none merge: the VMA tree grows a
+ * level, and taking the moved VMA out of it may need a node after the new one went in - the
+ * path that moves the entries back), fail each allocation of a FIXED move in turn.
+ */
+static void test_failures(void)
+{
+	struct pm_machine *m = machine(64, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	const unsigned long a = W, t = W + 1024 * 1024 * MiB; /* another range */
+	long bad = 0, failures = 0, points = 0;
+
+	for (int nv = 1; nv <= 40; nv++) {
+		for (long n = 1; n < 64; n++) {
+			struct pm_mm *mm = pm_mm_create(m);
+			unsigned long f0 = PMT_STAT(m, alloc_failures);
+			bool injected;
+			long r;
+
+			ASSERT_TRUE(mm != NULL);
+			for (int i = 0; i < nv; i++)
+				ASSERT_EQ(map_at(mm, a + i * PG, PG, (i & 1) ? RW | PM_PROT_EXEC : RW),
+					  (long)(a + i * PG));
+			ASSERT_TRUE(pmt_fill(mm, a, nv, nv));
+			pm_fail_nth(m, n);
+			r = pm_mremap(mm, a, PG, PG, FIXED, t);
+			pm_fail_nth(m, 0);
+			injected = PMT_STAT(m, alloc_failures) != f0;
+			points += injected;
+			if (r == -ENOMEM) {
+				failures++;
+				if (!pmt_check(mm, a, nv, nv) || pmt_peek(mm, t) != -EFAULT ||
+				    nr_maps(mm, a, a + nv * PG) != nv)
+					bad++, diag("nv %d n %ld: the failed move changed something",
+						    nv, n);
+			} else if (r != (long)t || !moved(mm, t, a, 1, nv) ||
+				   pmt_peek(mm, a) != -EFAULT ||
+				   (nv > 1 && !pmt_check(mm, a + PG, nv - 1, nv))) {
+				bad++, diag("nv %d n %ld: answer %ld, or the data is wrong", nv, n, r);
+			}
+			if (pm_machine_check(m))
+				bad++, diag("nv %d n %ld: pm_machine_check", nv, n);
+			pm_mm_destroy(mm);
+			if (!injected)
+				break;
+		}
+	}
+	ok(points > 40 && failures > 0, "%s: failures: %ld injection points over 40 layouts", dn,
+	   points);
+	is_int(bad, 0, "%s: failures: each one left the old mapping whole, the target empty", dn);
+	pmt_end(m, free0, &pmt_end_returned, "failures");
+}
+
 int main(void)
 {
 	static const unsigned designs[] = { PM_MACHINE_LINUX_MM, PM_MACHINE_RANGE_MM };
@@ -525,6 +584,7 @@ int main(void)
 		test_multi();
 		test_pins();
 		test_pgoff();
+		test_failures();
 	}
 	return done_testing();
 }
