@@ -290,8 +290,8 @@ struct pm_hugetlb_resv *pm__hugetlb_resv_alloc_moved(struct pm_machine *m, unsig
 /*
  * pm__hugetlb_resv_move() - the reservations of [@start, @start + @to->nr pages) of @from go
  * to @to, bit for bit: the pool's count does not change (Linux keeps the resv_map with the
- * moved VMA, indexed by pgoff, which a move keeps). Context: mmap_lock (W); no fault can
- * consume a bit meanwhile (both VMAs are write-locked).
+ * moved VMA, indexed by pgoff, which a move keeps). Called by mremap with both VMAs
+ * write-locked, so no fault consumes a bit meanwhile; the bits change under @from's lock.
  */
 void pm__hugetlb_resv_move(struct pm_hugetlb_resv *from, unsigned long start,
 			   struct pm_hugetlb_resv *to)

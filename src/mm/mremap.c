@@ -425,6 +425,9 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__unmap_region(mm, gone, addr, old_end);
 	} else if (v->old_len) {
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
+#ifdef VM_LOCKED
+		vma->flags &= ~VM_LOCKED; /* dontunmap_complete: its pages are gone */
+#endif
 	}
 	new->hresv = hresv;
 	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
