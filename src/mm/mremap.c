@@ -366,6 +366,9 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 				return err;
 		}
 	}
+	/* No fault under the VMA's own lock from here on: none may fill an entry that
+	 * prepare_tables() found empty (Linux's move_vma write-locks it first too). */
+	pm__vma_start_write(vma);
 	if (vma->hresv && v->old_len) {
 		hresv = pm__hugetlb_resv_alloc_moved(mm->m, v->new_len >> PMD_SHIFT, new_addr);
 		if (!hresv)
@@ -391,8 +394,9 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__vma_free(new); /* never in the tree: drops the file reference */
 		goto fail;
 	}
+	/* A fork child's VMA that lost a page to its parent stays one (HPAGE_RESV_UNMAPPED). */
+	atomic_store_relaxed(&new->xhugetlb_unmapped, atomic_load_relaxed(&vma->xhugetlb_unmapped));
 	pm__vma_link_file(new);
-	pm__vma_start_write(vma);
 
 	if (vma->file)
 		pm__shmem_map_lock(vma->file);

@@ -2,10 +2,13 @@
 /*
  * stress_mremap.c - mremap moves racing GUP-fast pins, pm_access and faults on the same pages.
  *
- *   mover (1 thread)      moves one region of NP pages between three slots with MREMAP_FIXED:
+ *   mover (1 thread)      moves one region of NPAGES pages (two THPs) between three slots with
+ *                         MREMAP_FIXED:
  *                         two 2 MiB aligned (a THP leaf moves whole), one 4 KiB off (the THP
  *                         is split); now and then it shrinks and regrows its tail in place
- *                         (the tail refaults as zero); it publishes where the region is after
+ *                         (the tail refaults as zero, the second THP's PMD empty again, so
+ *                         faults race the move into empty tables); it publishes where the
+ *                         region is after
  *                         each call.
  *   pinners (NP threads)  pin a random page of the region at the published slot with
  *                         pm_pin_user_pages_fast (FOLL_WRITE), check that the pinned page holds
@@ -39,7 +42,7 @@
 #define FIXED (PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED)
 
 #define NP 3
-#define NPAGES 512 /* one THP */
+#define NPAGES 1024 /* two THPs */
 #define TAIL 448   /* pages from here on are shrunk away and refault as zero */
 #define TAG 0x5a
 
