@@ -136,7 +136,7 @@ PM_API int pm_madvise(struct pm_mm *mm, unsigned long addr, size_t len, int advi
  * length 0 or above the address space, FIXED or DONTUNMAP without MAYMOVE, DONTUNMAP with a
  * length change or on hugetlb, overlapping old and new ranges, a zero @old_len of a private
  * mapping, hugetlb growth or unaligned hugetlb addresses), -EFAULT (@old_addr not mapped, or
- * the old range not inside one VMA; hugetlb growth past it), -ENOMEM (cannot grow in place
+ * the old range not inside one VMA), -ENOMEM (cannot grow in place
  * without MAYMOVE, no room for the target, max_map_count, no memory), -EPERM (FIXED below the
  * lowest user address). Context: takes mmap_lock for write (range design: the ranges of the
  * old and new range; every range when it must choose the target).

@@ -8,8 +8,7 @@
  *                         is split); now and then it shrinks and regrows its tail in place
  *                         (the tail refaults as zero, the second THP's PMD empty again, so
  *                         faults race the move into empty tables); it publishes where the
- *                         region is after
- *                         each call.
+ *                         region is after each call.
  *   pinners (NP threads)  pin a random page of the region at the published slot with
  *                         pm_pin_user_pages_fast (FOLL_WRITE), check that the pinned page holds
  *                         its own tag (page i of the region: tag i; the tail: tag i or zero),

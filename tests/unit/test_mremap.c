@@ -357,7 +357,39 @@ static void test_hugetlb(void)
 	       dn);
 	is_int(pm_mremap(mm, b, 2 * HP, HP, 0, 0), (long)b, "%s: hugetlb: shrink", dn);
 	is_int(pmt_peek(mm, b + HP), -EFAULT, "%s: hugetlb: shrink unmapped the tail", dn);
-	pm_mm_destroy(mm);
+	ASSERT_EQ(pm_munmap(mm, b, HP), 0);
+
+	/* the second page of a private mapping alone: the map splits with the VMA */
+	ASSERT_EQ(pm_mmap(mm, a, 3 * HP, RW, PRIV | FIX | PM_MAP_HUGETLB, NULL, 0), (long)a);
+	ASSERT_EQ(pmt_poke(mm, a, 1), 1);
+	is_int(pm_mremap(mm, a + HP, HP, HP, FIXED, b), (long)b,
+	       "%s: hugetlb: the middle page of three moved", dn);
+	pm_hugetlb_reserved(m, &resv);
+	is_int(resv, 2, "%s: hugetlb: both unfaulted pages still reserved", dn);
+	ok(pmt_poke(mm, b, 2) == 1 && pmt_poke(mm, a + 2 * HP, 3) == 1 && pmt_peek(mm, a) == 1 &&
+		   pmt_peek(mm, a + HP) == -EFAULT,
+	   "%s: hugetlb: each piece faults its reserved page", dn);
+	pm_hugetlb_reserved(m, &resv);
+	is_int(resv, 0, "%s: hugetlb: the reservations consumed", dn);
+	ASSERT_EQ(pm_munmap(mm, a, 3 * HP), 0);
+	ASSERT_EQ(pm_munmap(mm, b, HP), 0);
+
+	/* shared hugetlb: the object's pages move, its reservations stay with it */
+	{
+		struct pm_shmem *f = pm_shmem_create_hugetlb(m, 2 * HP);
+
+		ASSERT_TRUE(f != NULL);
+		ASSERT_EQ(pm_mmap(mm, a, 2 * HP, RW, PM_MAP_SHARED | FIX, f, 0), (long)a);
+		ASSERT_EQ(pmt_poke(mm, a + HP, 9), 1);
+		p0 = pfn(mm, a + HP);
+		is_int(pm_mremap(mm, a, 2 * HP, 2 * HP, FIXED, b), (long)b,
+		       "%s: shared hugetlb moved", dn);
+		ok(pfn(mm, b + HP) == p0 && pmt_peek(mm, b + HP) == 9 && pmt_poke(mm, b, 4) == 1,
+		   "%s: shared hugetlb: same page, the other still faults in", dn);
+		pm_mm_destroy(mm);
+		mm = NULL;
+		pm_shmem_put(f);
+	}
 	pmt_hend(m, free0, 8, "hugetlb");
 }
 
