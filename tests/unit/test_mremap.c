@@ -435,6 +435,11 @@ static void test_dontunmap(void)
 	       "%s: DONTUNMAP of a shared mapping", dn);
 	ok(pmt_peek(mm, b) == 42 && pmt_peek(mm, a) == 42,
 	   "%s: DONTUNMAP shared: both ranges see the object's page", dn);
+	/* old_len 0 duplicates a shared mapping (Linux's "duplicate shm area") */
+	r = pm_mremap(mm, b, 0, 4 * PG, MAYMOVE, 0);
+	ok(r > 0 && (unsigned long)r != b && pmt_peek(mm, r) == 42 && pmt_peek(mm, b) == 42 &&
+		   pmt_poke(mm, r + PG, 43) == 1 && pmt_peek(mm, b + PG) == 43,
+	   "%s: old_len 0: a second mapping of the same object, the first kept", dn);
 	pm_mm_destroy(mm);
 	pm_shmem_put(f);
 	pmt_end(m, free0, &pmt_end_returned, "dontunmap");
