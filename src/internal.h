@@ -663,6 +663,10 @@ __hidden struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m,
 						 struct pm_hugetlb_resv *resv,
 						 unsigned long addr, bool *consumed);
 __hidden void pm__hugetlb_resv_undo(struct pm_hugetlb_resv *resv, unsigned long addr);
+__hidden struct pm_hugetlb_resv *pm__hugetlb_resv_alloc_moved(struct pm_machine *m,
+							 unsigned long nr, unsigned long base);
+__hidden void pm__hugetlb_resv_move(struct pm_hugetlb_resv *from, unsigned long start,
+				   struct pm_hugetlb_resv *to);
 
 static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 {
@@ -1137,6 +1141,13 @@ __hidden int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 			    unsigned long end, unsigned long flags);
 __hidden void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
+
+/* // mm/mmap.c (for mremap.c) */
+__hidden int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+				    unsigned long align);
+__hidden void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			       unsigned long end);
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 

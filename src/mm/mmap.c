@@ -218,6 +218,27 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 	return err;
 }
 
+/* For mremap.c, which unmaps and searches as munmap and mmap do. Context: mmap_lock (W). */
+int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	mmap_assert_write_locked(mm);
+	return do_munmap(mm, start, end);
+}
+
+void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+		      unsigned long end)
+{
+	mmap_assert_locked(mm);
+	unmap_region(mm, vma, start, end);
+}
+
+long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			   unsigned long align)
+{
+	mmap_assert_write_locked(mm);
+	return get_unmapped_area(mm, hint, len, align);
+}
+
 int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 {
 	struct pm_vma *vma;
