@@ -33,9 +33,11 @@ extern "C" {
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
 #define PM_KNOB_LONGTERM_PIN_IN_PLACE 0x100 /* FOLL_LONGTERM pins movable pages in place
 					     * (before Linux 5.13) */
-#define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate (use_zero_page=0) */
+#define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate a THP, as writes do
+					     * (use_zero_page=0); without it they map the huge
+					     * zero page (use_zero_page=1, Linux's default) */
 #define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
-#define PM_KNOB_ALL 0x3f
+#define PM_KNOB_ALL (0x3f | PM_KNOB_NO_HUGE_ZERO_PAGE)
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
  * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
