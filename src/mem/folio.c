@@ -373,5 +373,5 @@ bool pm_page_anon_exclusive(struct pm_page *page)
 
 bool pm_page_is_zero(struct pm_page *page)
 {
-	return page_test(page, PG_zero);
+	return page_test(page, PG_zero) || is_huge_zero_folio(page_folio(page));
 }

@@ -2,8 +2,34 @@
 /*
  * interp_encode.c - the differential interpreter's byte encoding (interp.h): one byte of knobs,
  * then 10 bytes an operation; any byte string decodes to a valid sequence.
+ *
+ * The knobs byte holds the bits of PM_KNOB_ALL packed in order (bit j: the j-th knob from the
+ * lowest), so that knobs above 0x80 fit: at most eight knobs.
  */
 #include "interp_internal.h"
+
+_Static_assert(__builtin_popcount(PM_KNOB_ALL) <= 8, "the knobs fit one byte");
+
+static uint8_t knobs_pack(unsigned knobs)
+{
+	unsigned all = PM_KNOB_ALL, j = 0;
+	uint8_t b = 0;
+
+	for (; all; all &= all - 1, j++)
+		if (knobs & all & -all)
+			b |= (uint8_t)(1U << j);
+	return b;
+}
+
+static unsigned knobs_unpack(uint8_t b)
+{
+	unsigned all = PM_KNOB_ALL, j = 0, knobs = 0;
+
+	for (; all; all &= all - 1, j++)
+		if (b & (1U << j))
+			knobs |= all & -all;
+	return knobs;
+}
 
 size_t interp_encode(unsigned knobs, const struct interp_op *ops, size_t n, uint8_t *out,
 		     size_t cap)
@@ -12,7 +38,7 @@ size_t interp_encode(unsigned knobs, const struct interp_op *ops, size_t n, uint
 
 	if (!cap)
 		return 0;
-	out[0] = (uint8_t)knobs;
+	out[0] = knobs_pack(knobs);
 	for (size_t i = 0; i < n && len + INTERP_OP_BYTES <= cap; i++) {
 		uint8_t *p = out + len;
 
@@ -36,7 +62,7 @@ size_t interp_decode(const uint8_t *data, size_t len, unsigned *knobs, struct in
 {
 	size_t n = 0;
 
-	*knobs = len ? data[0] & PM_KNOB_ALL : 0;
+	*knobs = len ? knobs_unpack(data[0]) : 0;
 	for (size_t off = 1; off + INTERP_OP_BYTES <= len && n < max; off += INTERP_OP_BYTES) {
 		const uint8_t *p = data + off;
 

@@ -249,7 +249,8 @@ static void gup(void)
 	ok(pm_page_to_pfn(pages[0]) == pi[0].pfn && pm_page_to_pfn(pages[NR - 1]) == pi[0].pfn +
 		   NR - 1 && pm_page_folio(pages[NR - 1]) == hz && pm_folio_order(hz) == 9,
 	   "gup: the pages of the huge zero folio");
-	ok(!pm_page_is_zero(pages[0]) && !pm_folio_test_anon(hz), "gup: not the 4 KiB zero page, not anon");
+	ok(pm_page_is_zero(pages[0]) && pm_page_is_zero(pages[NR - 1]) && !pm_folio_test_anon(hz),
+	   "gup: zero pages (kpageflags ZERO), not anonymous");
 	ok(pm_folio_pincount(hz) == (int)NR && pm_folio_maybe_dma_pinned(hz) &&
 		   PMT_STAT(m, nr_foll_pin_acquired) == pins0 + NR,
 	   "gup: pinned and counted like any large folio (pincount %d)", pm_folio_pincount(hz));
