@@ -93,9 +93,11 @@ struct pm_stats {
 	unsigned long gup_slow_pages;	    /* pages taken under mmap_lock */
 	unsigned long gup_fast_fallbacks;   /* fast calls that left the lockless walk (calls) */
 	unsigned long faults;		    /* faults handled (calls into the fault handler) */
-	unsigned long thp_faults;	    /* faults that mapped a 2 MiB folio at PMD level */
+	unsigned long thp_faults;	    /* faults that mapped a new 2 MiB folio at PMD level
+					     * (not the huge zero page: thp_fault_alloc) */
 	unsigned long thp_fallbacks;	    /* THP-eligible faults that fell back to 4 KiB */
-	unsigned long thp_splits;	    /* PMD mappings split into PTE tables */
+	unsigned long thp_splits;	    /* PMD mappings split into PTE tables (the huge
+					     * zero page's too: thp_split_pmd) */
 	unsigned long cow_copies;	    /* write/unshare faults that copied a page */
 	unsigned long cow_reuses;	    /* write/unshare faults that reused a page in place */
 	unsigned long fork_pinned_copies;   /* pages copied at fork because they may be pinned */
