@@ -6,9 +6,9 @@
  * The 2008 fast_gup takes references on the pages of the caller's address space without
  * mmap_lock, the way the CPU's own page walker reaches them: entries are read with single
  * atomic loads, and nothing is locked. Whatever it cannot handle - an empty or non-present
- * entry, a missing permission, the zero page, a page that must be unshared first - stops the
- * walk, and the caller continues from there with the slow path, keeping what was taken (so
- * the result is always a contiguous prefix of the range).
+ * entry, a missing permission, a zero page (4 KiB or huge), a page that must be unshared
+ * first - stops the walk, and the caller continues from there with the slow path, keeping
+ * what was taken (so the result is always a contiguous prefix of the range).
  *
  * Why this is safe. Linux's walker disables interrupts, which holds off the IPIs that page
  * table freeing and THP splitting wait for. User space has no such thing, so pinmm uses RCU
