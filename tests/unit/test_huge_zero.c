@@ -421,6 +421,61 @@ static void zap_and_protect(void)
 	teardown("zap");
 }
 
+/* ---- edges: FOLL_FORCE, read-only and shared mappings, a window that does not fit ---- */
+
+static void edges(void)
+{
+	struct pm_page *p = NULL;
+	unsigned long h;
+	long a;
+
+	setup(0);
+	/* A read-only private mapping: the huge zero page; FOLL_FORCE writes through a copy. */
+	a = pm_mmap(mm, 0, 2 * HP, PM_PROT_READ, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
+	ASSERT_TRUE(a > 0);
+	h = ((unsigned long)a + HP - 1) & ~(HP - 1);
+	ASSERT_EQ(pm_madvise(mm, (unsigned long)a, 2 * HP, PM_MADV_HUGEPAGE), 0);
+	is_int(pmt_peek(mm, h + 6 * PG), 0, "read-only: read fault");
+	pagemap(mm, h);
+	ok(pi[6].flags == HZ_FLAGS, "read-only: the huge zero page");
+	is_int(pm_pin_user_pages(mm, h + 6 * PG, 1, PM_FOLL_WRITE | PM_FOLL_FORCE, &p), 1,
+	       "read-only: FOLL_FORCE|FOLL_WRITE pin");
+	pagemap(mm, h);
+	ok(p && !pm_page_is_zero(p) && pi[6].pfn == pm_page_to_pfn(p) &&
+		   !(pi[6].flags & PM_PAGE_WRITABLE) && (pi[6].flags & PM_PAGE_ANON_EXCLUSIVE) &&
+		   all_flags(7, NR, ZERO_FLAGS, 0),
+	   "read-only: a private copy, mapped read-only; the rest 4 KiB zero pages");
+	((char *)pm_page_address(p))[1] = 'f';
+	is_int(pmt_peek(mm, h + 6 * PG + 1), 'f', "read-only: the process sees the forced write");
+	pm_unpin_user_page(p);
+
+	/* Shared anonymous memory is never THP-eligible: page-cache pages, no huge zero. */
+	a = pm_mmap(mm, 0, 2 * HP, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS, NULL, 0);
+	ASSERT_TRUE(a > 0);
+	h = ((unsigned long)a + HP - 1) & ~(HP - 1);
+	ASSERT_EQ(pm_madvise(mm, (unsigned long)a, 2 * HP, PM_MADV_HUGEPAGE), 0);
+	is_int(pmt_peek(mm, h), 0, "shared: read fault");
+	pagemap(mm, h);
+	ok(!(pi[0].flags & PM_PAGE_ZERO) && !(pi[0].flags & PM_PAGE_THP),
+	   "shared: not a zero page (flags %#x)", pi[0].flags);
+
+	/* Without MADV_HUGEPAGE, or where the 2 MiB window sticks out: the 4 KiB zero page. */
+	h = thp_window(mm);
+	ASSERT_EQ(pm_madvise(mm, h, HP, PM_MADV_NOHUGEPAGE), 0);
+	is_int(pmt_peek(mm, h), 0, "nohugepage: read fault");
+	pagemap(mm, h);
+	ok(pi[0].flags == ZERO_FLAGS && pi[1].flags == 0, "nohugepage: one 4 KiB zero page");
+	h = 0x200000000000UL + PG; /* [h, h + 2 MiB) holds no aligned 2 MiB window */
+	ASSERT_EQ(pm_mmap(mm, h, HP, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0),
+		  (long)h);
+	ASSERT_EQ(pm_madvise(mm, h, HP, PM_MADV_HUGEPAGE), 0);
+	is_int(pmt_peek(mm, h), 0, "misfit: read fault where no window fits");
+	pagemap(mm, h & ~(HP - 1));
+	ok(pi[(h & (HP - 1)) / PG].flags == ZERO_FLAGS, "misfit: the 4 KiB zero page");
+	is_int(pm_machine_check(m), 0, "edges: pm_machine_check");
+	teardown("edges");
+}
+
 static const struct pmt_group groups[] = {
 	{ "read fault", read_fault },
 	{ "knob", knob },
@@ -429,6 +484,7 @@ static const struct pmt_group groups[] = {
 	{ "pin outlives its users", pin_outlives },
 	{ "fork", fork_case },
 	{ "dontneed, mprotect, munmap", zap_and_protect },
+	{ "edges", edges },
 };
 
 int main(int argc, char **argv)
