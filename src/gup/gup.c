@@ -394,10 +394,11 @@ void pm_unpin_user_page(struct pm_page *page)
 	count_event(m, UNPIN_SMALL_ONE, 1); /* one pin released in one folio update */
 }
 
-/* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. */
+/* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. A zero
+ * page, 4 KiB or huge, has no contents to write back and stays clean. */
 static void unpin_dirty(struct pm_folio *folio)
 {
-	if (folio_is_zero(folio) || folio_test(folio, PG_dirty))
+	if (folio_is_zero(folio) || is_huge_zero_folio(folio) || folio_test(folio, PG_dirty))
 		return;
 	pm__folio_lock(folio);
 	pm__folio_mark_dirty(folio);

@@ -258,8 +258,9 @@ static void gup(void)
 	pagemap(mm, h);
 	ok(pi[0].flags == HZ_FLAGS, "gup: still the huge zero page");
 	is_int(pm_machine_check(m), 0, "gup: pm_machine_check with the pins");
-	pm_unpin_user_pages(pages, NR);
-	ok(pm_folio_pincount(hz) == 0 && pmt_pins_balanced(m), "gup: unpinned");
+	pm_unpin_user_pages_dirty_lock(pages, NR, true);
+	ok(pm_folio_pincount(hz) == 0 && pmt_pins_balanced(m) && !pm_folio_test_dirty(hz),
+	   "gup: unpinned (dirty_lock), and the huge zero folio stays clean");
 
 	is_int(pm_get_user_pages_fast(mm, h + 4 * PG, 1, 0, &p), 1, "gup: GET fast");
 	ok(p && pm_page_folio(p) == hz && pm_folio_ref_count(hz) >= 2, "gup: a reference on it");
