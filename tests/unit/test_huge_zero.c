@@ -422,6 +422,44 @@ static void zap_and_protect(void)
 	teardown("zap");
 }
 
+/* ---- mremap: the leaf moves whole with its deposit when aligned, else is split first ---- */
+
+static void mremap_case(void)
+{
+	unsigned long h, to;
+	size_t before;
+	long r;
+
+	setup(0);
+	h = thp_window(mm);
+	to = thp_window(mm);
+	is_int(pmt_peek(mm, h), 0, "mremap: read fault");
+	before = pmt_free_pages(m);
+	r = pm_mremap(mm, h, HP, HP, PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, to);
+	is_int(r, (long)to, "mremap: an aligned move");
+	pagemap(mm, to);
+	ok(pi[0].flags == HZ_FLAGS && pi[NR - 1].flags == HZ_FLAGS,
+	   "mremap: the huge zero page, moved whole");
+	ok(pmt_free_pages(m) <= before, "mremap: the move frees no frame");
+	is_int(pmt_poke(mm, to + 7 * PG, 'm'), 1, "mremap: a write at the new address");
+	pagemap(mm, to);
+	ok(pi[7].flags == ANON_RW && pi[8].flags == ZERO_FLAGS, "mremap: copies 4 KiB there");
+	is_int(pm_machine_check(m), 0, "mremap: pm_machine_check");
+
+	h = thp_window(mm);
+	to = thp_window(mm);
+	is_int(pmt_peek(mm, h), 0, "mremap: read fault again");
+	r = pm_mremap(mm, h + PG, HP - PG, HP - PG, PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, to);
+	is_int(r, (long)to, "mremap: an unaligned move of 2 MiB less 4 KiB");
+	pagemap(mm, h);
+	ok(pi[0].flags == ZERO_FLAGS && pi[1].flags == 0, "mremap: split; page 0 stays, zero");
+	ASSERT_EQ(pm_pagemap(mm, to, NR - 1, pi), (long)(NR - 1));
+	ok(all_flags(0, NR - 1, ZERO_FLAGS, 0), "mremap: the rest moved as 4 KiB zero pages");
+	is_int(pmt_peek(mm, to + 3 * PG), 0, "mremap: and reads zero");
+	is_int(pm_machine_check(m), 0, "mremap: pm_machine_check after the split move");
+	teardown("mremap");
+}
+
 /* ---- edges: FOLL_FORCE, read-only and shared mappings, a window that does not fit ---- */
 
 static void edges(void)
@@ -485,6 +523,7 @@ static const struct pmt_group groups[] = {
 	{ "pin outlives its users", pin_outlives },
 	{ "fork", fork_case },
 	{ "dontneed, mprotect, munmap", zap_and_protect },
+	{ "mremap", mremap_case },
 	{ "edges", edges },
 };
 
