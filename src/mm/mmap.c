@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * mmap.c - pm_mmap, pm_munmap, pm_mprotect and pm_madvise.
+ * mmap.c - pm_mmap, pm_munmap and pm_mprotect (pm_madvise is madvise.c's).
  *
- * All four validate their arguments first (Linux's errors in Linux's order, see
+ * All three validate their arguments first (Linux's errors in Linux's order, see
  * include/pinmm/mm.h; pm_mmap answers those that Linux finds only once it has chosen the
- * address after choosing it, with nothing held for the mapping), then work under mmap_lock:
- * for write when they change the VMA set or VMA flags, for read for MADV_DONTNEED, which only
- * zaps. Changes that may need memory (a VMA split) are made before anything destructive, so a
- * failure leaves the address space as it was - at most with a VMA split in two, which changes
- * nothing observable. Splitting a PMD mapping needs no memory (the leaf carries a deposited
- * PTE table), so MADV_DONTNEED never fails for lack of memory.
+ * address after choosing it, with nothing held for the mapping), then work under mmap_lock
+ * for write. Changes that may need memory (a VMA split) are made before anything destructive,
+ * so a failure leaves the address space as it was - at most with a VMA split in two, which
+ * changes nothing observable.
  *
  * A PMD leaf (a PMD-mapped THP) always lies inside one VMA: pm__split_vma splits the leaf when
  * it splits the VMA inside it.
@@ -650,132 +648,6 @@ out:
 		all = true;
 		err = 0;
 		goto again;
-	}
-	return err;
-}
-
-/* ---- madvise ---- */
-
-static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned long end,
-			     int advice)
-{
-	unsigned long tmp = start;
-	bool hole = false;
-	int err = 0;
-
-	while (tmp < end) {
-		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long newflags, s;
-
-		if (!vma || vma->start >= end) {
-			hole = true;
-			break;
-		}
-		if (vma->start > tmp)
-			hole = true;
-		s = max(vma->start, tmp);
-		tmp = min(vma->end, end);
-		newflags = vma->flags;
-		switch (advice) {
-		case PM_MADV_HUGEPAGE:
-			newflags = (newflags & ~VM_NOHUGEPAGE) | VM_HUGEPAGE;
-			break;
-		case PM_MADV_NOHUGEPAGE:
-			newflags = (newflags & ~VM_HUGEPAGE) | VM_NOHUGEPAGE;
-			break;
-		case PM_MADV_DONTFORK:
-			newflags |= VM_DONTCOPY;
-			break;
-		case PM_MADV_DOFORK:
-			newflags &= ~VM_DONTCOPY;
-			break;
-		}
-		/* As mprotect: merge first, split only what must (Linux's madvise_update_vma). */
-		if (newflags != vma->flags) {
-			err = pm__vma_modify(mm, vma, s, tmp, newflags);
-			if (err)
-				return err;
-		}
-	}
-	return hole ? -ENOMEM : 0;
-}
-
-static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	unsigned long tmp = start;
-	bool hole = false;
-
-	while (tmp < end) {
-		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long s, e;
-
-		if (!vma || vma->start >= end) {
-			hole = true;
-			break;
-		}
-		if (vma->start > tmp)
-			hole = true;
-		s = max(vma->start, tmp);
-		e = min(vma->end, end);
-		if (is_vm_hugetlb_page(vma)) {
-			/* Linux: an aligned start, and the end rounded down to a 2 MiB page. */
-			if (s & ~PMD_MASK)
-				return -EINVAL;
-			tmp = e;
-			e &= PMD_MASK;
-			/* The owner's pages go back to the pool with their reservations
-			 * (6.9+), each under its fault mutex (mm/zap.c). */
-			if (s < e && vma->hresv)
-				pm__zap_hugetlb_resv(mm, vma, s, e);
-			else if (s < e)
-				pm__zap_range(mm, s, e);
-			continue;
-		}
-		pm__zap_range(mm, s, e);
-		tmp = e;
-	}
-	return hole ? -ENOMEM : 0;
-}
-
-int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
-{
-	unsigned long end;
-	int err;
-
-	if (pm__mm_bad(mm) || (start & ~PAGE_MASK))
-		return -EINVAL;
-	switch (advice) {
-	case PM_MADV_DONTNEED:
-	case PM_MADV_HUGEPAGE:
-	case PM_MADV_NOHUGEPAGE:
-	case PM_MADV_DONTFORK:
-	case PM_MADV_DOFORK:
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (!len)
-		return 0;
-	len = ALIGN_UP(len, PAGE_SIZE);
-	end = start + len;
-	if (!len || end < start)
-		return -EINVAL;
-	if (end > PM_TASK_SIZE)
-		return -ENOMEM;
-
-	if (advice == PM_MADV_DONTNEED) {
-		mm_lock_read(mm, start, end);
-		err = madvise_dontneed(mm, start, end);
-		mmap_read_unlock(mm);
-	} else {
-		for (bool all = false;; all = true) {
-			mm_lock_change_or_all(mm, start, end, all);
-			err = madvise_vma_flags(mm, start, end, advice);
-			mmap_write_unlock(mm);
-			/* -EAGAIN: the VMA count asks for every range (range.c). */
-			if (err != -EAGAIN || all)
-				break;
-		}
 	}
 	return err;
 }
