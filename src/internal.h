@@ -759,6 +759,8 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 #define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
 				   * with a VMA without it */
 #define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */
+#define VM_WIPEONFORK 0x02000000UL /* MADV_WIPEONFORK: a fork child gets this range empty;
+				    * private anonymous only; kept by the child's VMA */
 #define VM_HUGEPAGE 0x20000000UL
 #define VM_NOHUGEPAGE 0x40000000UL
 
@@ -1301,7 +1303,8 @@ __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
 				       unsigned long nr);
 __hidden struct pm_folio *pm__shmem_hugetlb_get_folio(struct pm_shmem *f, unsigned long hidx,
 						      int *err);
-__hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first);
+__hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first,
+					       unsigned long end);
 __hidden void pm__shmem_hugetlb_extend(struct pm_shmem *f, size_t end);
 
 /* // shmem/cache.c */
@@ -1311,7 +1314,7 @@ __hidden struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long ind
 __hidden int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
-					struct pm_folio **batch, unsigned max);
+					unsigned long end, struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);
 
 /* // shmem/limit.c */
@@ -1349,6 +1352,7 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 /* // fault/shmem.c */
 __hidden vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				    unsigned long addr, unsigned fault_flags);
+__hidden void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long end);
 
 /* // fault/hugetlb_fault.c */
 __hidden vm_fault_t pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
@@ -1370,6 +1374,7 @@ enum pm_fork_leaf {
  * Zapping: removing mappings (mm/zap.c).
  */
 __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 				   unsigned long end);
 
@@ -1382,6 +1387,9 @@ __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigne
 #define FOLL_NOFAULT PM_FOLL_NOFAULT
 #define FOLL_LONGTERM PM_FOLL_LONGTERM
 #define FOLL_PIN (1U << 19)
+/* MADV_POPULATE_*: no VMA at an address is -ENOMEM, one that forbids the access -EINVAL
+ * (Linux's FOLL_MADV_POPULATE); never with @pages. */
+#define FOLL_MADV_POPULATE (1U << 22)
 #define FOLL_PUBLIC_MASK (FOLL_WRITE | FOLL_FORCE | FOLL_NOFAULT | FOLL_LONGTERM)
 
 /* // gup/gup.c */

@@ -37,7 +37,35 @@
  *    both -> -EINVAL; either -> -ENOMEM on a hole, else -EINVAL (no VMA grows: pinmm has no
  *    MAP_GROWSDOWN yet, x86 no VM_GROWSUP).
  *  - pm_madvise: unknown advice or an unaligned addr -> -EINVAL; len == 0 -> 0; a length
- *    that wraps -> -EINVAL.
+ *    that wraps -> -EINVAL. Per advice, as mm/madvise.c (a VMA's error ends the walk at
+ *    once, what came before it done; a hole is -ENOMEM once the rest is done):
+ *    PM_MADV_POPULATE_READ / _WRITE fault the range in as GUP would, without taking page
+ *    references (faultin_page_range): a hole -> -ENOMEM; a VMA that forbids the access (no
+ *    PROT_READ for READ, no PROT_WRITE for WRITE, PROT_NONE) -> -EINVAL; a fault that would
+ *    SIGBUS or SIGSEGV (past a shmem object's size or limit, a NORESERVE hugetlb mapping
+ *    with no pool page) -> -EFAULT; no memory -> -ENOMEM; the pages before the error stay
+ *    populated. WRITE breaks COW in private mappings, as a write fault does; a failure after
+ *    the first page of a GUP call is retried by the next (Linux's loop).
+ *    PM_MADV_WIPEONFORK (VM_WIPEONFORK, "wf"): private anonymous memory only (shared
+ *    anonymous, a file, hugetlb -> -EINVAL); a fork child gets the range empty - no pages,
+ *    reads see zeros - and its VMA keeps the flag; PM_MADV_KEEPONFORK clears it (anywhere).
+ *    PM_MADV_FREE: private anonymous memory only (shared anonymous, a file, hugetlb ->
+ *    -EINVAL). pinmm has no reclaim, so a freed page keeps its contents until it is written
+ *    or zapped, as Linux allows; what changes is Linux's folio_clear_dirty(): the folios it
+ *    covers that this mm alone maps read !PM_PAGE_DIRTY in pm_pagemap afterwards, until a GUP
+ *    write or a dirty unpin marks them again (a user write, as a CPU's store, dirties only
+ *    the PTE). Folios shared with a fork child, and a large folio covered only in part, keep
+ *    their flag (Linux would try to split the latter; pinmm does not, Linux's answer when
+ *    the split fails).
+ *    PM_MADV_REMOVE: fallocate(PUNCH_HOLE) of the range in the mapped object: private
+ *    anonymous memory -> -EINVAL; a private mapping of an object -> -EACCES (Linux asks
+ *    VM_SHARED and VM_MAYWRITE, which every shared mapping here has, a read-only one too).
+ *    The pages leave the object's cache and every mapping; the range reads zeros in every
+ *    mapping of the object afterwards, the size stays, the limit's charge comes back, a pin
+ *    holder keeps its page and data (as truncation); private COW copies stay (shmem's
+ *    punch keeps them). A hugetlb object punches only the 2 MiB pages the range covers whole,
+ *    zaps private copies of them too, and gives back the reservations of pages never
+ *    faulted. The mm's lock is dropped around each punch, as Linux drops mmap_lock.
  *  - pm_mprotect / pm_madvise: a hole in the range -> -ENOMEM, after applying the change up
  *    to the hole (mprotect) or to every mapped part (madvise), as Linux.
  *  - Hugetlb mappings (PM_MAP_HUGETLB, or any mapping of a pm_shmem_create_hugetlb object), as
@@ -67,8 +95,9 @@
  *    VMAs.
  *
  * Synchronization: every call here may run concurrently with every other on the same mm.
- * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write
- * (munmap drops to a read hold before it zaps); madvise(DONTNEED) takes it for read. pm_fault
+ * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK)
+ * take mmap_lock for write (munmap drops to a read hold before it zaps); madvise(DONTNEED,
+ * FREE, POPULATE_*) takes it for read, madvise(REMOVE) for read around each VMA's checks. pm_fault
  * takes only the faulting VMA's own lock, found without mmap_lock (Linux 6.4's per-VMA locks),
  * and mmap_lock for read only when that VMA is being changed or there is none
  * (PM_KNOB_NO_PER_VMA_LOCK: always); so a fault never waits for mmap/munmap of other VMAs.
@@ -98,8 +127,9 @@ PM_API void pm_mm_destroy(struct pm_mm *mm);
 /**
  * pm_mm_fork() - a child address space with Linux fork semantics: shared mappings are shared;
  * private pages become copy-on-write in both, except pages that may be DMA-pinned, which the
- * child gets copies of at once; PM_MADV_DONTFORK ranges are left out. The child does not
- * inherit the has-pinned flag.
+ * child gets copies of at once; PM_MADV_DONTFORK ranges are left out; PM_MADV_WIPEONFORK
+ * ranges are mapped empty in the child (its VMA keeps the flag). The child does not inherit
+ * the has-pinned flag.
  *
  * Return: the child, or NULL with errno ENOMEM (the parent is left intact).
  */

@@ -235,7 +235,9 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 			err = -ENOMEM;
 			break;
 		}
-		if (vma->flags & VM_SHARED)
+		/* Shared pages are the object's; a WIPEONFORK range starts empty in the child,
+		 * whose VMA keeps the flag (dup_mmap). */
+		if (vma->flags & (VM_SHARED | VM_WIPEONFORK))
 			continue;
 		if (is_vm_hugetlb_page(vma))
 			err = pm__copy_hugetlb_page_range(child, parent, vma);

@@ -293,10 +293,12 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		if (!vma || addr >= vma->end) {
 			vma = pm__find_vma(mm, addr);
 			if (!vma || vma->start > addr) {
-				err = -EFAULT;
+				err = (flags & FOLL_MADV_POPULATE) ? -ENOMEM : -EFAULT;
 				break;
 			}
 			err = check_vma_flags(vma, flags);
+			if (err && (flags & FOLL_MADV_POPULATE))
+				err = -EINVAL; /* madvise's answer for a mapping it cannot populate */
 			if (err)
 				break;
 		}

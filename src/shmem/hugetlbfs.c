@@ -132,13 +132,14 @@ void pm__shmem_hugetlb_extend(struct pm_shmem *f, size_t end)
 	pthread_mutex_unlock(&f->truncate_lock);
 }
 
-/* Release the reservations of pages @first and beyond: truncation, or the object's end. */
-void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first)
+/* Release the reservations of pages [@first, @end): truncation, a hole punched, or the
+ * object's end (hugetlb_unreserve_pages). */
+void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first, unsigned long end)
 {
 	unsigned long n = 0;
 
 	pthread_mutex_lock(&f->hugetlb_mutex);
-	for (unsigned long i = first; i < f->hresv_nr; i++)
+	for (unsigned long i = first; i < min(end, f->hresv_nr); i++)
 		if (resv_test(f, i)) {
 			resv_clear(f, i);
 			n++;
