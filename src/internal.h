@@ -755,6 +755,9 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
+#define VM_GROWSDOWN 0x00000100UL /* MAP_GROWSDOWN: a fault below grows it (fault.c) */
+#define VM_LOCKED 0x00002000UL	  /* MAP_LOCKED: populated at mmap; no DONTNEED, FREE or
+				   * REMOVE; not inherited by fork */
 #define VM_DONTCOPY 0x00020000UL
 #define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
 				   * with a VMA without it */
@@ -1137,6 +1140,11 @@ __hidden int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long a
 			   enum pm_split how);
 __hidden int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			    unsigned long end, unsigned long flags);
+/* A VM_GROWSDOWN VMA grows while the gap below it stays this wide and it this small (Linux's
+ * stack_guard_gap, 256 pages, and the default RLIMIT_STACK, 8 MiB). */
+#define STACK_GUARD_GAP (256UL << PAGE_SHIFT)
+#define STACK_RLIMIT (8UL << 20)
+__hidden int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr);
 __hidden void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
 __hidden void pm__vma_link_file(struct pm_vma *vma);

@@ -18,10 +18,24 @@
  *    -EOPNOTSUPP, and on anonymous memory other than hugetlb (which Linux maps through an
  *    object) -> -EINVAL. Unknown prot bits (PROT_SEM too) and unknown flag bits are ignored,
  *    as Linux ignores them; PM_MAP_SHARED ignores what SHARED_VALIDATE would refuse. Linux's
- *    MAP_32BIT (0x40), MAP_ABOVE4G (0x80), MAP_GROWSDOWN (0x100) and MAP_LOCKED (0x2000) are
- *    -EINVAL: pinmm does not implement them yet, and a mapping without their effect would be
- *    a silent difference. A failed PM_MAP_FIXED mmap leaves the old mapping in place
- *    (pinmm's choice: Linux may leave a hole).
+ *    MAP_32BIT (0x40) and MAP_ABOVE4G (0x80) are -EINVAL: pinmm does not implement them yet,
+ *    and a mapping without their effect would be a silent difference. A failed PM_MAP_FIXED
+ *    mmap leaves the old mapping in place (pinmm's choice: Linux may leave a hole).
+ *    PM_MAP_LOCKED (VM_LOCKED, "lo"), as a process with CAP_IPC_LOCK (no RLIMIT_MEMLOCK):
+ *    the mapping is populated at mmap as PM_MAP_POPULATE would (write faults when private
+ *    and writable, read faults otherwise, nothing for PROT_NONE), and PM_MAP_NONBLOCK does
+ *    not cancel that; MADV_DONTNEED, FREE and REMOVE there -> -EINVAL; it merges only with
+ *    locked neighbours; a fork child's copy is not locked; a hugetlb mapping is populated but
+ *    not VM_LOCKED (Linux drops the flag there). pinmm has no reclaim, so nothing else
+ *    changes.
+ *    PM_MAP_GROWSDOWN (VM_GROWSDOWN, "gd"): private anonymous memory only (shared, a file,
+ *    hugetlb -> -EINVAL). A fault (pm_fault, or pm_access's) at an address below such a VMA,
+ *    with no VMA between, grows it down to that page (Linux 6.5+ expand_stack_locked; its
+ *    pgoff follows), unless the VMA below is closer than 256 pages (stack_guard_gap; a
+ *    PROT_NONE or growing-down VMA below keeps no gap) or the VMA would pass 8 MiB
+ *    (RLIMIT_STACK): then the fault is -EFAULT (SIGSEGV). GUP and MADV_POPULATE_* never grow
+ *    it. A fork child's VMA grows down too. Non-fixed mmap does not keep the guard gap free
+ *    below such a VMA (Linux's vm_start_gap): pinmm's placement is its own.
  *    PM_PROT_EXEC is kept (VM_EXEC) and reported by pm_mm_maps; nothing executes, and an
  *    exec-only mapping reads as on x86 without protection keys (slow GUP needs PROT_READ).
  *    PM_MAP_NONBLOCK cancels PM_MAP_POPULATE; PM_MAP_STACK sets VM_NOHUGEPAGE (6.7+);
@@ -34,8 +48,9 @@
  *  - pm_mprotect: unaligned addr -> -EINVAL; len == 0 -> 0 and a length that wraps -> -ENOMEM,
  *    whatever prot says; prot bits other than READ, WRITE, EXEC and PROT_SEM (0x8, accepted
  *    and ignored) -> -EINVAL. PROT_GROWSDOWN (0x01000000) and PROT_GROWSUP (0x02000000):
- *    both -> -EINVAL; either -> -ENOMEM on a hole, else -EINVAL (no VMA grows: pinmm has no
- *    MAP_GROWSDOWN yet, x86 no VM_GROWSUP).
+ *    both -> -EINVAL; either -> -ENOMEM when no VMA meets the range; PROT_GROWSDOWN on a
+ *    PM_MAP_GROWSDOWN VMA changes it from the VMA's start to the range's end, elsewhere
+ *    -EINVAL; PROT_GROWSUP -> -EINVAL (x86 has no VM_GROWSUP).
  *  - pm_madvise: unknown advice or an unaligned addr -> -EINVAL; len == 0 -> 0; a length
  *    that wraps -> -EINVAL. Per advice, as mm/madvise.c (a VMA's error ends the walk at
  *    once, what came before it done; a hole is -ENOMEM once the rest is done):

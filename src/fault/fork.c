@@ -188,7 +188,7 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 		return NULL;
 	new->start = vma->start;
 	new->end = vma->end;
-	new->flags = vma->flags;
+	new->flags = vma->flags & ~VM_LOCKED; /* mlock is not inherited (dup_mmap) */
 	new->pgoff = vma->pgoff;
 	new->file = vma->file;
 	if (pm__vma_insert(child, new)) {

@@ -83,10 +83,13 @@ static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned lon
 	return hole ? -ENOMEM : 0;
 }
 
-/* Linux's madvise_dontneed_free_valid_vma(): pinmm has no VM_LOCKED yet, VM_PFNMAP never. */
+/* Linux's madvise_dontneed_free_valid_vma(): no VM_LOCKED (pinmm has no
+ * MADV_DONTNEED_LOCKED, and VM_PFNMAP never); hugetlb for DONTNEED only. */
 static bool dontneed_free_valid_vma(struct pm_vma *vma, int advice)
 {
-	return advice == PM_MADV_DONTNEED || !is_vm_hugetlb_page(vma);
+	if (!is_vm_hugetlb_page(vma))
+		return !(vma->flags & VM_LOCKED);
+	return advice == PM_MADV_DONTNEED;
 }
 
 /* Clear the dirty flag of a folio this mm alone maps (folio_clear_dirty under its lock). */
@@ -214,8 +217,8 @@ static int madvise_dontneed_free(struct pm_mm *mm, unsigned long start, unsigned
 
 /*
  * madvise_remove(): punch the VMAs' parts of [@start, @end) out of their objects, one VMA at a
- * time, with the mm's lock dropped around each punch (the object held by a reference). A VMA
- * without an object (private anonymous) is -EINVAL, a private mapping of one -EACCES (Linux
+ * time, with the mm's lock dropped around each punch (the object held by a reference). A
+ * locked VMA, or one without an object (private anonymous), is -EINVAL, a private mapping of one -EACCES (Linux
  * asks VM_SHARED and VM_MAYWRITE, which every shared mapping of pinmm's has).
  */
 static int madvise_remove(struct pm_mm *mm, unsigned long start, unsigned long end)
@@ -241,7 +244,7 @@ static int madvise_remove(struct pm_mm *mm, unsigned long start, unsigned long e
 		s = max(vma->start, tmp);
 		e = min(vma->end, end);
 		f = vma->file;
-		if (!f)
+		if ((vma->flags & VM_LOCKED) || !f)
 			err = -EINVAL;
 		else if ((vma->flags & (VM_SHARED | VM_MAYWRITE)) != (VM_SHARED | VM_MAYWRITE))
 			err = -EACCES;

@@ -42,7 +42,7 @@
 
 /* Flags to which Linux gives effects pinmm does not have yet: -EINVAL, once every error Linux
  * answers first is ruled out, rather than a mapping without their effect. */
-#define MAP_NOT_YET (LX_MAP_32BIT | LX_MAP_ABOVE4G | LX_MAP_GROWSDOWN | LX_MAP_LOCKED)
+#define MAP_NOT_YET (LX_MAP_32BIT | LX_MAP_ABOVE4G)
 
 /* calc_vm_prot_bits: what mmap and mprotect keep of prot; other bits are ignored by mmap. */
 static unsigned long prot_to_vm(int prot)
@@ -422,6 +422,11 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		vm_flags |= VM_NOHUGEPAGE; /* calc_vm_flag_bits, 6.7+ */
 	if (uflags & PM_MAP_NORESERVE)
 		vm_flags |= VM_NORESERVE; /* honoured: pinmm overcommits always */
+	if (uflags & LX_MAP_GROWSDOWN)
+		vm_flags |= VM_GROWSDOWN; /* private anonymous only: mmap_late_error */
+	/* No memlock limit (CAP_IPC_LOCK); hugetlb VMAs drop VM_LOCKED, as __mmap_complete. */
+	if ((uflags & LX_MAP_LOCKED) && !hugetlb)
+		vm_flags |= VM_LOCKED;
 	if (!file && !hugetlb && !(vm_flags & VM_SHARED) && !(len & ~PMD_MASK))
 		align = PMD_SIZE; /* anonymous lengths of whole 2 MiB get THP alignment (6.12+) */
 
@@ -480,11 +485,12 @@ again:
 	pm__vma_settle(mm, pm__vma_try_merge(mm, vma));
 	mmap_write_unlock(mm);
 
-	/* populate_vma_page_range: MAP_NONBLOCK cancels it; write faults for a private writable
-	 * mapping, read faults otherwise, forced where any access is allowed (an exec-only or
-	 * write-only mapping); nothing for PROT_NONE. Failures are not mmap's (Linux ignores
-	 * them too). */
-	if ((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE &&
+	/* populate_vma_page_range: MAP_LOCKED always, MAP_POPULATE unless MAP_NONBLOCK; write
+	 * faults for a private writable mapping, read faults otherwise, forced where any access
+	 * is allowed (an exec-only or write-only mapping); nothing for PROT_NONE. Failures are
+	 * not mmap's (Linux ignores them too). */
+	if (((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE ||
+	     (uflags & LX_MAP_LOCKED)) &&
 	    (vm_flags & (VM_READ | VM_WRITE | VM_EXEC))) {
 		unsigned gflags = FOLL_FORCE;
 
@@ -582,7 +588,7 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 
 int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 {
-	const int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
+	int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
 	unsigned long end, tmp;
 	struct pm_vma *vma;
 	bool all = false;
@@ -606,12 +612,20 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 again:
 	mm_lock_change_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
-	/* PROT_GROWSDOWN/UP extend the range to the VMA's start or end - on a VMA that grows:
-	 * pinmm has no VM_GROWSDOWN VMA yet, and x86 no VM_GROWSUP, so either is -EINVAL
-	 * wherever a VMA is found (-ENOMEM where none is). */
-	if (vma && (grows & LX_PROT_GROWSDOWN) && vma->start < end) {
-		err = -EINVAL;
-		goto out;
+	/* PROT_GROWSDOWN extends the change down to the start of the VMA it meets, which must
+	 * grow down (-ENOMEM where none is); x86 has no VM_GROWSUP, so PROT_GROWSUP is -EINVAL
+	 * wherever a VMA is found. The lock of the change covers that VMA: its edge. */
+	if (grows & LX_PROT_GROWSDOWN) {
+		if (!vma || vma->start >= end) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (!(vma->flags & VM_GROWSDOWN)) {
+			err = -EINVAL;
+			goto out;
+		}
+		start = vma->start;
+		grows = 0;
 	}
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
