@@ -1450,6 +1450,8 @@ static __always_inline long pm__gup_check_args(struct pm_mm *mm, unsigned long s
 
 __hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			   unsigned flags, struct pm_page **pages);
+__hidden long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			     unsigned flags, struct pm_page **pages);
 __hidden void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags);
 __hidden bool pm__gup_must_unshare(struct pm_vma *vma, unsigned flags, struct pm_page *page);
 

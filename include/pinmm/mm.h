@@ -25,8 +25,9 @@
  *    the mapping is populated at mmap as PM_MAP_POPULATE would (write faults when private
  *    and writable, read faults otherwise, nothing for PROT_NONE), and PM_MAP_NONBLOCK does
  *    not cancel that; MADV_DONTNEED, FREE and REMOVE there -> -EINVAL; it merges only with
- *    locked neighbours; a fork child's copy is not locked; a hugetlb mapping is populated but
- *    not VM_LOCKED (Linux drops the flag there). pinmm has no reclaim, so nothing else
+ *    locked neighbours; a fork child's copy is not locked; pm_mprotect making part of a
+ *    private locked mapping writable write-faults that part at once (mprotect_fixup); a
+ *    hugetlb mapping is populated but not VM_LOCKED (Linux drops the flag there). pinmm has no reclaim, so nothing else
  *    changes.
  *    PM_MAP_GROWSDOWN (VM_GROWSDOWN, "gd"): private anonymous memory only (shared, a file,
  *    hugetlb -> -EINVAL). A fault (pm_fault, or pm_access's) at an address below such a VMA,

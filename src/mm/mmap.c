@@ -648,10 +648,17 @@ again:
 		/* Unchanged flags split nothing; changed ones merge before they split, so only
 		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
 		if (newflags != vma->flags) {
+			unsigned long oldflags = vma->flags;
+
 			err = pm__vma_modify(mm, vma, tmp, e, newflags);
 			if (err)
 				break;
 			change_protection(mm, tmp, e, newflags);
+			/* A private locked VMA made writable is write-faulted now, as
+			 * mprotect_fixup's populate_vma_page_range; failures are not ours. */
+			if ((oldflags & (VM_WRITE | VM_SHARED | VM_LOCKED)) == VM_LOCKED &&
+			    (newflags & VM_WRITE))
+				pm__gup_locked(mm, tmp, (e - tmp) >> PAGE_SHIFT, FOLL_WRITE, NULL);
 		}
 		tmp = e;
 	}

@@ -7,7 +7,8 @@
  *		faults otherwise, nothing for PROT_NONE, MAP_NONBLOCK does not cancel it), lo
  *		in pm_mm_maps; MADV_DONTNEED, FREE and REMOVE -EINVAL (before a hole's
  *		-ENOMEM); no merge with unlocked neighbours, merges with locked ones; a fork
- *		child's VMA is not locked; hugetlb mappings are populated but not VM_LOCKED
+ *		child's VMA is not locked; hugetlb mappings are populated but not VM_LOCKED;
+ *		mprotect making a private locked VMA writable write-faults it
  *   grows	VM_GROWSDOWN: a fault below grows the VMA (pgoff follows), a user access too;
  *		at most 8 MiB; the gap to the VMA below stays >= 256 pages unless that VMA is
  *		PROT_NONE or grows down too; GUP and MADV_POPULATE never grow it; gd in
@@ -138,6 +139,12 @@ static void test_locked(void)
 	ASSERT_TRUE(a > 0);
 	ok(all_flags(mm, (unsigned long)a, 8 * PG, PM_PAGE_PRESENT | PM_PAGE_ZERO, 0),
 	   "%s: MAP_LOCKED read-only: populated with read faults (zero pages)", DN);
+	is_int(pm_mprotect(mm, (unsigned long)a + 2 * PG, 4 * PG, RW), 0,
+	       "%s: mprotect of part of it to writable", DN);
+	ok(all_flags(mm, (unsigned long)a + 2 * PG, 4 * PG, PM_PAGE_PRESENT | PM_PAGE_WRITABLE,
+		     PM_PAGE_ZERO) &&
+		   all_flags(mm, (unsigned long)a, 2 * PG, PM_PAGE_ZERO, PM_PAGE_WRITABLE),
+	   "%s: ... write-faults that part at once (mprotect_fixup), only that", DN);
 	pm_munmap(mm, (unsigned long)a, 8 * PG);
 	a = pm_mmap(mm, 0, 8 * PG, PM_PROT_NONE, PRIV | PM_MAP_LOCKED, NULL, 0);
 	ASSERT_TRUE(a > 0);
