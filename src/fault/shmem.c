@@ -312,6 +312,9 @@ static void zero_partial_page(struct pm_shmem *f, size_t pos)
 	}
 }
 
+/* Somebody holds @f's truncate_lock (a mutex records no owner: that much can be checked). */
+#define truncate_assert_held(f) pm_assert(pthread_mutex_trylock(&(f)->truncate_lock) == EBUSY)
+
 /*
  * Take the object's pages [@first, @end) out of its cache and then out of every mapping
  * (@even_cows: private copies too). Pinned pages live on until their last unpin. The barrier
@@ -325,6 +328,7 @@ static void remove_pages(struct pm_shmem *f, unsigned long first, unsigned long 
 	struct pm_folio *batch[64];
 	unsigned n;
 
+	truncate_assert_held(f);
 	do {
 		n = pm__shmem_remove_from(f, first, end, batch, ARRAY_SIZE(batch));
 		if (n && f->max_pages)
@@ -343,6 +347,7 @@ static void remove_hugetlb_pages(struct pm_shmem *f, unsigned long first, unsign
 	struct pm_folio *batch[64];
 	unsigned n;
 
+	truncate_assert_held(f);
 	do {
 		n = pm__shmem_remove_from(f, first, end, batch, ARRAY_SIZE(batch));
 		for (unsigned i = 0; i < n; i++)
@@ -410,8 +415,8 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
  * zeros afterwards. Private COW copies stay, as Linux's shmem_fallocate keeps them; hugetlbfs
  * punches whole 2 MiB pages only (the range's inner ones), zaps private copies too, and gives
  * back the reservations of the pages it removes that were never faulted.
- * Context: no lock of pinmm's held (the caller dropped its mm's lock, as Linux's madvise_remove
- * drops mmap_lock).
+ * Context: any, but with no mm's lock: the caller dropped its own, as Linux's madvise_remove
+ * drops mmap_lock around vfs_fallocate (the zaps take the i_mmap lock).
  */
 void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long end)
 {

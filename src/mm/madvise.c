@@ -110,8 +110,10 @@ static void free_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long sta
 			   unsigned long end)
 {
 	struct pm_spinlock *ptl;
-	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
+	pm_entry_t *ptep;
 
+	mmap_assert_locked(mm);
+	ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
 	if (!ptep)
 		return;
 	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {

@@ -163,6 +163,7 @@ static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, 
  */
 void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
+	zap_assert_held(mm);
 	zap_range(mm, start, end, true);
 }
 
@@ -174,6 +175,7 @@ void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
  */
 void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
+	zap_assert_held(mm);
 	zap_range(mm, start, end, false);
 }
 
