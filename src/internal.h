@@ -647,11 +647,15 @@ __hidden pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const vo
 __hidden void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 				      struct pm_folio *folio);
 __hidden bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr);
+__hidden bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr,
+					 unsigned long credit);
 __hidden void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr);
 __hidden struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved);
 __hidden void pm__hugetlb_free_folio(struct pm_folio *folio);
 __hidden struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m,
-							 unsigned long nr);
+							 unsigned long nr, unsigned long credit);
+__hidden unsigned long pm__hugetlb_resv_count(struct pm_hugetlb_resv *resv, unsigned long start,
+					      unsigned long end);
 __hidden void pm__hugetlb_resv_set_base(struct pm_hugetlb_resv *resv, unsigned long base);
 __hidden void pm__hugetlb_resv_get(struct pm_hugetlb_resv *resv);
 __hidden void pm__hugetlb_resv_put(struct pm_hugetlb_resv *resv);
@@ -1308,7 +1312,7 @@ __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t
 /* // shmem/hugetlbfs.c */
 __hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
 __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
-				       unsigned long nr);
+				       unsigned long nr, unsigned long credit);
 __hidden struct pm_folio *pm__shmem_hugetlb_get_folio(struct pm_shmem *f, unsigned long hidx,
 						      int *err);
 __hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first,

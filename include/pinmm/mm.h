@@ -91,7 +91,11 @@
  *    -EINVAL; a hint is masked to its page, then rounded up to 2 MiB. The pages are reserved
  *    from the machine's pool at mmap time (private mappings per mapping, shared ones per
  *    object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
- *    faults never fail for lack of pool pages. With PM_MAP_NORESERVE nothing is reserved:
+ *    faults never fail for lack of pool pages. A PM_MAP_FIXED mapping counts as free the
+ *    reservations that the private mappings it replaces still hold there, as Linux gives
+ *    them back (hugetlb_vm_op_close) before the new mapping reserves; shared mappings'
+ *    reservations stay with their object. (Should the mapping fail after that for want of
+ *    memory, the old mapping stays but gives up those reservations.) With PM_MAP_NORESERVE nothing is reserved:
  *    its faults take a pool page nobody was promised (a shared one also the object's
  *    reservation for that page, if another mapping made it) or fail with -EFAULT (SIGBUS).
  *    A fork child has no reservation: its COW of a private hugetlb page takes a free pool

@@ -313,7 +313,7 @@ static int mmap_late_error(unsigned flags, bool obj, bool hugetlb, size_t offset
  */
 static int mmap_prepare(struct pm_mm *mm, struct pm_shmem **file, unsigned long *pgoff,
 			unsigned long vm_flags, unsigned long len, size_t offset, bool anon,
-			struct pm_hugetlb_resv **hresv)
+			struct pm_hugetlb_resv **hresv, unsigned long credit)
 {
 	bool hugetlb = vm_flags & VM_HUGETLB, shared = vm_flags & VM_MAYSHARE;
 	bool reserve = hugetlb && !(vm_flags & VM_NORESERVE);
@@ -333,9 +333,10 @@ static int mmap_prepare(struct pm_mm *mm, struct pm_shmem **file, unsigned long 
 	/* Hugetlb pages are reserved now (hugetlb_reserve_pages), so that faults never fail for
 	 * lack of them: shared mappings per object range, private ones per mapping. */
 	if (reserve && shared &&
-	    pm__shmem_hugetlb_reserve(*file, *pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT))
+	    pm__shmem_hugetlb_reserve(*file, *pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT, credit))
 		goto nomem;
-	if (reserve && !shared && !(*hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT)))
+	if (reserve && !shared &&
+	    !(*hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT, credit)))
 		goto nomem;
 	return 0;
 nomem:
@@ -343,6 +344,36 @@ nomem:
 		pm_shmem_put(*file);
 	*file = NULL;
 	return -ENOMEM;
+}
+
+/*
+ * The reservations that unmapping [@start, @end) gives back: those the private owners' VMAs
+ * there still hold (shared ones stay with their object). The VMAs are write-locked first, so
+ * no fault consumes one before the munmap that follows. Context: mmap_lock (W).
+ */
+static unsigned long hugetlb_resv_credit(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	unsigned long credit = 0;
+
+	mmap_assert_write_locked(mm);
+	for (struct pm_vma *vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
+	     vma = pm__vma_next(mm, vma)) {
+		if (!vma->hresv)
+			continue;
+		pm__vma_start_write(vma);
+		credit += pm__hugetlb_resv_count(vma->hresv, max(vma->start, start),
+						 min(vma->end, end));
+	}
+	return credit;
+}
+
+/* Give back the reservations hugetlb_resv_credit() counted. Context: mmap_lock (W). */
+static void hugetlb_resv_drop(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	mmap_assert_write_locked(mm);
+	for (struct pm_vma *vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
+	     vma = pm__vma_next(mm, vma))
+		pm__hugetlb_resv_release(vma->hresv, max(vma->start, start), min(vma->end, end));
 }
 
 long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int flags,
@@ -353,6 +384,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	const bool anon = uflags & PM_MAP_ANONYMOUS;
 	const bool fixed = uflags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE);
 	struct pm_hugetlb_resv *hresv = NULL;
+	unsigned long credit = 0;
+	struct pm_shmem *ufile;
 	struct pm_vma *vma = NULL;
 	bool hugetlb, all = false;
 	long ret;
@@ -434,8 +467,9 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	/* Nothing chosen under the lock comes before these for a fixed mapping but -EEXIST. */
 	if (late && fixed && !(uflags & PM_MAP_FIXED_NOREPLACE))
 		return late;
+	ufile = file;
 	if (!late)
-		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv);
+		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv, 0);
 	else
 		file = NULL; /* no reference taken */
 
@@ -447,6 +481,28 @@ again:
 	    pm__find_vma_intersection(mm, (unsigned long)ret, (unsigned long)ret + len)) {
 		ret = -EEXIST;
 		goto fail;
+	}
+	/*
+	 * The pool could not cover a hugetlb MAP_FIXED mapping: Linux reserves only once the old
+	 * mappings there gave theirs back (vms_clean_up_area before mmap_file), so count what
+	 * they will and try again with that credit. The range design does it holding every
+	 * range, where the VMA count cannot ask for a restart after the credit is spent.
+	 */
+	if (late == -ENOMEM && hugetlb && (uflags & PM_MAP_FIXED)) {
+		credit = hugetlb_resv_credit(mm, addr, addr + len);
+		if (credit && mm_range_design(mm) && !all) {
+			credit = 0;
+			ret = -EAGAIN;
+			goto fail;
+		}
+		if (credit) {
+			file = ufile;
+			pgoff = offset >> PAGE_SHIFT;
+			late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv,
+					    credit);
+			if (late)
+				credit = 0;
+		}
 	}
 	if (late) {
 		ret = late;
@@ -501,6 +557,11 @@ again:
 	return ret;
 
 fail:
+	/* A credit spent on a mapping that failed after all: the old mappings give it back
+	 * now, or the pool would stay promised past its free pages. They keep their pages;
+	 * their later faults there take what the pool has (pinmm's failure path only). */
+	if (credit)
+		hugetlb_resv_drop(mm, addr, addr + len);
 	mmap_write_unlock(mm);
 	if (ret == -EAGAIN) {
 		/* The VMA count asks for every range (range.c): start again with them all. */
