@@ -669,11 +669,15 @@ __hidden pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const vo
 __hidden void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 				      struct pm_folio *folio);
 __hidden bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr);
+__hidden bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr,
+					 unsigned long credit);
 __hidden void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr);
 __hidden struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved);
 __hidden void pm__hugetlb_free_folio(struct pm_folio *folio);
 __hidden struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m,
-							 unsigned long nr);
+							 unsigned long nr, unsigned long credit);
+__hidden unsigned long pm__hugetlb_resv_count(struct pm_hugetlb_resv *resv, unsigned long start,
+					      unsigned long end);
 __hidden void pm__hugetlb_resv_set_base(struct pm_hugetlb_resv *resv, unsigned long base);
 __hidden void pm__hugetlb_resv_get(struct pm_hugetlb_resv *resv);
 __hidden void pm__hugetlb_resv_put(struct pm_hugetlb_resv *resv);
@@ -783,10 +787,15 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
+#define VM_GROWSDOWN 0x00000100UL /* MAP_GROWSDOWN: a fault below grows it (fault.c) */
+#define VM_LOCKED 0x00002000UL	  /* MAP_LOCKED: populated at mmap; no DONTNEED, FREE or
+				   * REMOVE; not inherited by fork */
 #define VM_DONTCOPY 0x00020000UL
 #define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
 				   * with a VMA without it */
 #define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */
+#define VM_WIPEONFORK 0x02000000UL /* MADV_WIPEONFORK: a fork child gets this range empty;
+				    * private anonymous only; kept by the child's VMA */
 #define VM_HUGEPAGE 0x20000000UL
 #define VM_NOHUGEPAGE 0x40000000UL
 
@@ -1165,6 +1174,11 @@ __hidden int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long a
 			   enum pm_split how);
 __hidden int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			    unsigned long end, unsigned long flags);
+/* A VM_GROWSDOWN VMA grows while the gap below it stays this wide and it this small (Linux's
+ * stack_guard_gap, 256 pages, and the default RLIMIT_STACK, 8 MiB). */
+#define STACK_GUARD_GAP (256UL << PAGE_SHIFT)
+#define STACK_RLIMIT (8UL << 20)
+__hidden int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr);
 __hidden void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
 
@@ -1335,10 +1349,11 @@ __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t
 /* // shmem/hugetlbfs.c */
 __hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
 __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
-				       unsigned long nr);
+				       unsigned long nr, unsigned long credit);
 __hidden struct pm_folio *pm__shmem_hugetlb_get_folio(struct pm_shmem *f, unsigned long hidx,
 						      int *err);
-__hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first);
+__hidden void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first,
+					       unsigned long end);
 __hidden void pm__shmem_hugetlb_extend(struct pm_shmem *f, size_t end);
 
 /* // shmem/cache.c */
@@ -1348,7 +1363,7 @@ __hidden struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long ind
 __hidden int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
-					struct pm_folio **batch, unsigned max);
+					unsigned long end, struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);
 
 /* // shmem/limit.c */
@@ -1386,6 +1401,7 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 /* // fault/shmem.c */
 __hidden vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				    unsigned long addr, unsigned fault_flags);
+__hidden void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long end);
 
 /* // fault/hugetlb_fault.c */
 __hidden vm_fault_t pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
@@ -1407,6 +1423,7 @@ enum pm_fork_leaf {
  * Zapping: removing mappings (mm/zap.c).
  */
 __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 				   unsigned long end);
 
@@ -1419,6 +1436,9 @@ __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigne
 #define FOLL_NOFAULT PM_FOLL_NOFAULT
 #define FOLL_LONGTERM PM_FOLL_LONGTERM
 #define FOLL_PIN (1U << 19)
+/* MADV_POPULATE_*: no VMA at an address is -ENOMEM, one that forbids the access -EINVAL
+ * (Linux's FOLL_MADV_POPULATE); never with @pages. */
+#define FOLL_MADV_POPULATE (1U << 22)
 #define FOLL_PUBLIC_MASK (FOLL_WRITE | FOLL_FORCE | FOLL_NOFAULT | FOLL_LONGTERM)
 
 /* // gup/gup.c */
@@ -1471,6 +1491,8 @@ static __always_inline long pm__gup_check_args(struct pm_mm *mm, unsigned long s
 
 __hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			   unsigned flags, struct pm_page **pages);
+__hidden long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			     unsigned flags, struct pm_page **pages);
 __hidden void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags);
 __hidden bool pm__gup_must_unshare(struct pm_vma *vma, unsigned flags, struct pm_page *page);
 

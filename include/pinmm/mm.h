@@ -18,10 +18,25 @@
  *    -EOPNOTSUPP, and on anonymous memory other than hugetlb (which Linux maps through an
  *    object) -> -EINVAL. Unknown prot bits (PROT_SEM too) and unknown flag bits are ignored,
  *    as Linux ignores them; PM_MAP_SHARED ignores what SHARED_VALIDATE would refuse. Linux's
- *    MAP_32BIT (0x40), MAP_ABOVE4G (0x80), MAP_GROWSDOWN (0x100) and MAP_LOCKED (0x2000) are
- *    -EINVAL: pinmm does not implement them yet, and a mapping without their effect would be
- *    a silent difference. A failed PM_MAP_FIXED mmap leaves the old mapping in place
- *    (pinmm's choice: Linux may leave a hole).
+ *    MAP_32BIT (0x40) and MAP_ABOVE4G (0x80) are -EINVAL: pinmm does not implement them yet,
+ *    and a mapping without their effect would be a silent difference. A failed PM_MAP_FIXED
+ *    mmap leaves the old mapping in place (pinmm's choice: Linux may leave a hole).
+ *    PM_MAP_LOCKED (VM_LOCKED, "lo"), as a process with CAP_IPC_LOCK (no RLIMIT_MEMLOCK):
+ *    the mapping is populated at mmap as PM_MAP_POPULATE would (write faults when private
+ *    and writable, read faults otherwise, nothing for PROT_NONE), and PM_MAP_NONBLOCK does
+ *    not cancel that; MADV_DONTNEED, FREE and REMOVE there -> -EINVAL; it merges only with
+ *    locked neighbours; a fork child's copy is not locked; pm_mprotect making part of a
+ *    private locked mapping writable write-faults that part at once (mprotect_fixup); a
+ *    hugetlb mapping is populated but not VM_LOCKED (Linux drops the flag there). pinmm has no reclaim, so nothing else
+ *    changes.
+ *    PM_MAP_GROWSDOWN (VM_GROWSDOWN, "gd"): private anonymous memory only (shared, a file,
+ *    hugetlb -> -EINVAL). A fault (pm_fault, or pm_access's) at an address below such a VMA,
+ *    with no VMA between, grows it down to that page (Linux 6.5+ expand_stack_locked; its
+ *    pgoff follows), unless the VMA below is closer than 256 pages (stack_guard_gap; a
+ *    PROT_NONE or growing-down VMA below keeps no gap) or the VMA would pass 8 MiB
+ *    (RLIMIT_STACK): then the fault is -EFAULT (SIGSEGV). GUP and MADV_POPULATE_* never grow
+ *    it. A fork child's VMA grows down too. Non-fixed mmap does not keep the guard gap free
+ *    below such a VMA (Linux's vm_start_gap): pinmm's placement is its own.
  *    PM_PROT_EXEC is kept (VM_EXEC) and reported by pm_mm_maps; nothing executes, and an
  *    exec-only mapping reads as on x86 without protection keys (slow GUP needs PROT_READ).
  *    PM_MAP_NONBLOCK cancels PM_MAP_POPULATE; PM_MAP_STACK sets VM_NOHUGEPAGE (6.7+);
@@ -34,10 +49,39 @@
  *  - pm_mprotect: unaligned addr -> -EINVAL; len == 0 -> 0 and a length that wraps -> -ENOMEM,
  *    whatever prot says; prot bits other than READ, WRITE, EXEC and PROT_SEM (0x8, accepted
  *    and ignored) -> -EINVAL. PROT_GROWSDOWN (0x01000000) and PROT_GROWSUP (0x02000000):
- *    both -> -EINVAL; either -> -ENOMEM on a hole, else -EINVAL (no VMA grows: pinmm has no
- *    MAP_GROWSDOWN yet, x86 no VM_GROWSUP).
+ *    both -> -EINVAL; either -> -ENOMEM when no VMA meets the range; PROT_GROWSDOWN on a
+ *    PM_MAP_GROWSDOWN VMA changes it from the VMA's start to the range's end, elsewhere
+ *    -EINVAL; PROT_GROWSUP -> -EINVAL (x86 has no VM_GROWSUP).
  *  - pm_madvise: unknown advice or an unaligned addr -> -EINVAL; len == 0 -> 0; a length
- *    that wraps -> -EINVAL.
+ *    that wraps -> -EINVAL. Per advice, as mm/madvise.c (a VMA's error ends the walk at
+ *    once, what came before it done; a hole is -ENOMEM once the rest is done):
+ *    PM_MADV_POPULATE_READ / _WRITE fault the range in as GUP would, without taking page
+ *    references (faultin_page_range): a hole -> -ENOMEM; a VMA that forbids the access (no
+ *    PROT_READ for READ, no PROT_WRITE for WRITE, PROT_NONE) -> -EINVAL; a fault that would
+ *    SIGBUS or SIGSEGV (past a shmem object's size or limit, a NORESERVE hugetlb mapping
+ *    with no pool page) -> -EFAULT; no memory -> -ENOMEM; the pages before the error stay
+ *    populated. WRITE breaks COW in private mappings, as a write fault does; a failure after
+ *    the first page of a GUP call is retried by the next (Linux's loop).
+ *    PM_MADV_WIPEONFORK (VM_WIPEONFORK, "wf"): private anonymous memory only (shared
+ *    anonymous, a file, hugetlb -> -EINVAL); a fork child gets the range empty - no pages,
+ *    reads see zeros - and its VMA keeps the flag; PM_MADV_KEEPONFORK clears it (anywhere).
+ *    PM_MADV_FREE: private anonymous memory only (shared anonymous, a file, hugetlb ->
+ *    -EINVAL). pinmm has no reclaim, so a freed page keeps its contents until it is written
+ *    or zapped, as Linux allows; what changes is Linux's folio_clear_dirty(): the folios it
+ *    covers that this mm alone maps read !PM_PAGE_DIRTY in pm_pagemap afterwards, until a GUP
+ *    write or a dirty unpin marks them again (a user write, as a CPU's store, dirties only
+ *    the PTE). Folios shared with a fork child, and a large folio covered only in part, keep
+ *    their flag (Linux would try to split the latter; pinmm does not, Linux's answer when
+ *    the split fails).
+ *    PM_MADV_REMOVE: fallocate(PUNCH_HOLE) of the range in the mapped object: private
+ *    anonymous memory -> -EINVAL; a private mapping of an object -> -EACCES (Linux asks
+ *    VM_SHARED and VM_MAYWRITE, which every shared mapping here has, a read-only one too).
+ *    The pages leave the object's cache and every mapping; the range reads zeros in every
+ *    mapping of the object afterwards, the size stays, the limit's charge comes back, a pin
+ *    holder keeps its page and data (as truncation); private COW copies stay (shmem's
+ *    punch keeps them). A hugetlb object punches only the 2 MiB pages the range covers whole,
+ *    zaps private copies of them too, and gives back the reservations of pages never
+ *    faulted. The mm's lock is dropped around each punch, as Linux drops mmap_lock.
  *  - pm_mprotect / pm_madvise: a hole in the range -> -ENOMEM, after applying the change up
  *    to the hole (mprotect) or to every mapped part (madvise), as Linux.
  *  - Hugetlb mappings (PM_MAP_HUGETLB, or any mapping of a pm_shmem_create_hugetlb object), as
@@ -47,7 +91,11 @@
  *    -EINVAL; a hint is masked to its page, then rounded up to 2 MiB. The pages are reserved
  *    from the machine's pool at mmap time (private mappings per mapping, shared ones per
  *    object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
- *    faults never fail for lack of pool pages. With PM_MAP_NORESERVE nothing is reserved:
+ *    faults never fail for lack of pool pages. A PM_MAP_FIXED mapping counts as free the
+ *    reservations that the private mappings it replaces still hold there, as Linux gives
+ *    them back (hugetlb_vm_op_close) before the new mapping reserves; shared mappings'
+ *    reservations stay with their object. (Should the mapping fail after that for want of
+ *    memory, the old mapping stays but gives up those reservations.) With PM_MAP_NORESERVE nothing is reserved:
  *    its faults take a pool page nobody was promised (a shared one also the object's
  *    reservation for that page, if another mapping made it) or fail with -EFAULT (SIGBUS).
  *    A fork child has no reservation: its COW of a private hugetlb page takes a free pool
@@ -77,8 +125,9 @@
  *    VMAs.
  *
  * Synchronization: every call here may run concurrently with every other on the same mm.
- * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK) take mmap_lock for write
- * (munmap drops to a read hold before it zaps); madvise(DONTNEED) takes it for read. pm_fault
+ * mmap/munmap/mprotect/madvise(HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK)
+ * take mmap_lock for write (munmap drops to a read hold before it zaps); madvise(DONTNEED,
+ * FREE, POPULATE_*) takes it for read, madvise(REMOVE) for read around each VMA's checks. pm_fault
  * takes only the faulting VMA's own lock, found without mmap_lock (Linux 6.4's per-VMA locks),
  * and mmap_lock for read only when that VMA is being changed or there is none
  * (PM_KNOB_NO_PER_VMA_LOCK: always); so a fault never waits for mmap/munmap of other VMAs.
@@ -108,8 +157,9 @@ PM_API void pm_mm_destroy(struct pm_mm *mm);
 /**
  * pm_mm_fork() - a child address space with Linux fork semantics: shared mappings are shared;
  * private pages become copy-on-write in both, except pages that may be DMA-pinned, which the
- * child gets copies of at once; PM_MADV_DONTFORK ranges are left out. The child does not
- * inherit the has-pinned flag.
+ * child gets copies of at once; PM_MADV_DONTFORK ranges are left out; PM_MADV_WIPEONFORK
+ * ranges are mapped empty in the child (its VMA keeps the flag). The child does not inherit
+ * the has-pinned flag.
  *
  * Return: the child, or NULL with errno ENOMEM (the parent is left intact).
  */

@@ -104,6 +104,66 @@ static bool access_error(struct pm_vma *vma, bool write)
 }
 
 /*
+ * The fault's read hold and the first VMA that ends above @addr. The range design holds
+ * @addr's range only, whose tree knows nothing above it; when no VMA is found there, a stack
+ * in the next range may still grow down to @addr - it starts at most STACK_RLIMIT above - so
+ * the span up to there is held instead and the VMA looked up again.
+ */
+static struct pm_vma *lock_mm_and_find_vma(struct pm_mm *mm, unsigned long addr)
+{
+	unsigned long reach = addr < PM_TASK_SIZE - STACK_RLIMIT ? addr + STACK_RLIMIT :
+								    PM_TASK_SIZE;
+	struct pm_vma *vma;
+
+	mm_lock_read(mm, addr, addr + 1);
+	vma = pm__find_vma(mm, addr);
+	if (!vma && mm_range_design(mm) && range_of(reach - 1) != range_of(addr)) {
+		mmap_read_unlock(mm);
+		mm_lock_read(mm, addr, reach);
+		vma = pm__find_vma(mm, addr);
+	}
+	return vma;
+}
+
+/*
+ * lock_mm_and_expand() - the part of Linux's lock_mm_and_find_vma() that grows a stack: @addr
+ * lies below @vma, a VM_GROWSDOWN VMA found under the read hold of pm_fault(). A grow changes
+ * the VMA, so it is made with the write hold of a change (mm_lock_change(): in the range
+ * design the ranges from the guard gap below @addr to the VMA's end, widened as every change
+ * of VMAs is), taken after the read hold is dropped, as Linux's upgrade does when it cannot
+ * trylock; the VMA is looked up again and checked, and the hold is downgraded for the fault
+ * once it has grown. Return: the VMA, grown to cover @addr, with the mm's lock held for read;
+ * or NULL (no VMA there any more, or it cannot grow: SIGSEGV), with the read hold kept too.
+ */
+static struct pm_vma *lock_mm_and_expand(struct pm_mm *mm, struct pm_vma *vma,
+					 unsigned long addr)
+{
+	unsigned long lo = addr & PAGE_MASK, end = vma->end;
+	unsigned long from = lo >= PM_USER_MIN + STACK_GUARD_GAP ? lo - STACK_GUARD_GAP :
+								   PM_USER_MIN;
+
+	for (;;) {
+		mmap_read_unlock(mm);
+		mm_lock_change(mm, from, end);
+		vma = pm__find_vma(mm, addr);
+		/* The range design holds what the VMA spans now, or starts again wider. */
+		if (vma && mm_range_design(mm) && !pm__range_covers(mm, from, vma->end)) {
+			end = vma->end;
+			mmap_write_downgrade(mm);
+			pm__mm_retire_flush(mm, false);
+			continue;
+		}
+		break;
+	}
+	if (vma && vma->start > addr &&
+	    (!(vma->flags & VM_GROWSDOWN) || pm__expand_downwards(mm, vma, lo)))
+		vma = NULL;
+	mmap_write_downgrade(mm);
+	pm__mm_retire_flush(mm, false); /* tree nodes the grow retired (as munmap's) */
+	return vma;
+}
+
+/*
  * pm_fault() - a user-mode fault, as the architecture's handler takes it: first under the
  * VMA's own lock, found without mmap_lock (Linux 6.4); if no VMA lock can be had (no VMA, or
  * one being changed) or the fault asks for a retry, under mmap_lock for read.
@@ -138,8 +198,9 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 	count_event(mm->m, VMA_LOCK_RETRY, 1);
 
 lock_mmap:
-	mm_lock_read(mm, addr, addr + 1);
-	vma = pm__find_vma(mm, addr);
+	vma = lock_mm_and_find_vma(mm, addr);
+	if (vma && vma->start > addr && (vma->flags & VM_GROWSDOWN))
+		vma = lock_mm_and_expand(mm, vma, addr);
 	if (!vma || vma->start > addr || access_error(vma, write))
 		fault = VM_FAULT_SIGSEGV;
 	else

@@ -195,7 +195,7 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 		return NULL;
 	new->start = vma->start;
 	new->end = vma->end;
-	new->flags = vma->flags;
+	new->flags = vma->flags & ~VM_LOCKED; /* mlock is not inherited (dup_mmap) */
 	new->pgoff = vma->pgoff;
 	new->file = vma->file;
 	if (pm__vma_insert(child, new)) {
@@ -242,7 +242,9 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 			err = -ENOMEM;
 			break;
 		}
-		if (vma->flags & VM_SHARED)
+		/* Shared pages are the object's; a WIPEONFORK range starts empty in the child,
+		 * whose VMA keeps the flag (dup_mmap). */
+		if (vma->flags & (VM_SHARED | VM_WIPEONFORK))
 			continue;
 		if (is_vm_hugetlb_page(vma))
 			err = pm__copy_hugetlb_page_range(child, parent, vma);

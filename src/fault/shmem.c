@@ -265,8 +265,13 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 
 /* ---- truncate ---- */
 
-/* Zap [@first, end of file) from every mapping, private copies included. */
-static void unmap_mapping_range(struct pm_shmem *f, unsigned long first)
+/*
+ * Zap the object's pages [@first, @end) from every mapping: with @even_cows, private COW
+ * copies too (truncation); without, only the object's own pages (a hole punched, as Linux's
+ * unmap_mapping_range(..., 0) keeps private copies).
+ */
+static void unmap_mapping_range(struct pm_shmem *f, unsigned long first, unsigned long end,
+				bool even_cows)
 {
 	struct pm_list *pos;
 
@@ -274,12 +279,17 @@ static void unmap_mapping_range(struct pm_shmem *f, unsigned long first)
 	pm_list_for_each(pos, &f->i_mmap) {
 		struct pm_vma *vma = pm_list_entry(pos, struct pm_vma, shared);
 		unsigned long npages = (vma->end - vma->start) >> PAGE_SHIFT;
-		unsigned long start;
+		unsigned long start, stop;
 
-		if (vma->pgoff + npages <= first)
+		if (vma->pgoff + npages <= first || vma->pgoff >= end)
 			continue;
 		start = vma->start + (first > vma->pgoff ? (first - vma->pgoff) << PAGE_SHIFT : 0);
-		pm__zap_range(vma->mm, start, vma->end);
+		stop = end - vma->pgoff < npages ? vma->start + ((end - vma->pgoff) << PAGE_SHIFT) :
+						   vma->end;
+		if (even_cows)
+			pm__zap_range(vma->mm, start, stop);
+		else
+			pm__zap_file_range(vma->mm, start, stop);
 	}
 	pm__shmem_map_unlock(f);
 }
@@ -302,6 +312,51 @@ static void zero_partial_page(struct pm_shmem *f, size_t pos)
 	}
 }
 
+/* Somebody holds @f's truncate_lock (a mutex records no owner: that much can be checked). */
+#define truncate_assert_held(f) pm_assert(pthread_mutex_trylock(&(f)->truncate_lock) == EBUSY)
+
+/*
+ * Take the object's pages [@first, @end) out of its cache and then out of every mapping
+ * (@even_cows: private copies too). Pinned pages live on until their last unpin. The barrier
+ * orders the PG_shmem clears before the zap's reads of the page tables; it pairs with the one
+ * in shmem_map() (a fault that published a table we do not see must see the clear:
+ * store-buffering, which the locks alone do not forbid in C11). Context: truncate_lock.
+ */
+static void remove_pages(struct pm_shmem *f, unsigned long first, unsigned long end,
+			 bool even_cows)
+{
+	struct pm_folio *batch[64];
+	unsigned n;
+
+	truncate_assert_held(f);
+	do {
+		n = pm__shmem_remove_from(f, first, end, batch, ARRAY_SIZE(batch));
+		if (n && f->max_pages)
+			pm__shmem_limit_uncharge(f, n);
+		for (unsigned i = 0; i < n; i++)
+			folio_put(batch[i]);
+	} while (n == ARRAY_SIZE(batch));
+	pm_smp_mb();
+	unmap_mapping_range(f, first, end, even_cows);
+}
+
+/* A hugetlb object's 2 MiB pages [@first, @end) out of its cache, and their reservations
+ * released (hugetlb_unreserve_pages). Context: truncate_lock. */
+static void remove_hugetlb_pages(struct pm_shmem *f, unsigned long first, unsigned long end)
+{
+	struct pm_folio *batch[64];
+	unsigned n;
+
+	truncate_assert_held(f);
+	do {
+		n = pm__shmem_remove_from(f, first, end, batch, ARRAY_SIZE(batch));
+		for (unsigned i = 0; i < n; i++)
+			folio_put(batch[i]);
+	} while (n == ARRAY_SIZE(batch));
+	pm__shmem_hugetlb_unreserve_from(f, first, end);
+	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb_fault.c) */
+}
+
 /*
  * A hugetlb object: sizes in whole 2 MiB pages, cache indices in 2 MiB units. The same steps
  * as below, with the reservations past the new size released; hugetlb_mutex orders the size
@@ -311,8 +366,6 @@ static void zero_partial_page(struct pm_shmem *f, size_t pos)
 static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 {
 	unsigned long new_hp = size >> PMD_SHIFT, old_hp;
-	struct pm_folio *batch[64];
-	unsigned n;
 
 	if (size & ~PMD_MASK)
 		return -EINVAL;
@@ -325,14 +378,8 @@ static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 		pthread_mutex_unlock(&f->truncate_lock);
 		return 0;
 	}
-	do {
-		n = pm__shmem_remove_from(f, new_hp, batch, ARRAY_SIZE(batch));
-		for (unsigned i = 0; i < n; i++)
-			folio_put(batch[i]);
-	} while (n == ARRAY_SIZE(batch));
-	pm__shmem_hugetlb_unreserve_from(f, new_hp);
-	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb_fault.c) */
-	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER);
+	remove_hugetlb_pages(f, new_hp, ULONG_MAX);
+	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER, ULONG_MAX, true);
 	pthread_mutex_unlock(&f->truncate_lock);
 	return 0;
 }
@@ -340,9 +387,7 @@ static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 {
 	unsigned long new_pages, old_pages;
-	struct pm_folio *batch[64];
 	size_t old_size;
-	unsigned n;
 
 	if (unlikely(!f || f->dead) || size > PM_SHMEM_MAX_BYTES)
 		return -EINVAL;
@@ -359,22 +404,34 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 		pthread_mutex_unlock(&f->truncate_lock);
 		return 0;
 	}
-	/* 1. Out of the cache (PG_shmem cleared), in batches. */
-	do {
-		n = pm__shmem_remove_from(f, new_pages, batch, ARRAY_SIZE(batch));
-		if (n && f->max_pages)
-			pm__shmem_limit_uncharge(f, n);
-		for (unsigned i = 0; i < n; i++)
-			folio_put(batch[i]);
-	} while (n == ARRAY_SIZE(batch));
-	/*
-	 * 2. Out of every mapping. Pinned pages live on until their last unpin. The barrier
-	 * orders the PG_shmem clears before the zap's reads of the page tables; it pairs with
-	 * the one in shmem_map() (a fault that published a table we do not see must see the
-	 * clear: store-buffering, which the locks alone do not forbid in C11).
-	 */
-	pm_smp_mb();
-	unmap_mapping_range(f, new_pages);
+	remove_pages(f, new_pages, ULONG_MAX, true);
 	pthread_mutex_unlock(&f->truncate_lock);
 	return 0;
+}
+
+/**
+ * pm__shmem_punch_hole() - fallocate(PUNCH_HOLE | KEEP_SIZE) of pages [@first, @end): what
+ * MADV_REMOVE does. The size stays; the pages leave the cache and every mapping, and read as
+ * zeros afterwards. Private COW copies stay, as Linux's shmem_fallocate keeps them; hugetlbfs
+ * punches whole 2 MiB pages only (the range's inner ones), zaps private copies too, and gives
+ * back the reservations of the pages it removes that were never faulted.
+ * Context: any, but with no mm's lock: the caller dropped its own, as Linux's madvise_remove
+ * drops mmap_lock around vfs_fallocate (the zaps take the i_mmap lock).
+ */
+void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long end)
+{
+	pthread_mutex_lock(&f->truncate_lock);
+	if (f->hugetlb) {
+		unsigned long hfirst = ALIGN_UP(first, HPAGE_PMD_NR) >> HPAGE_PMD_ORDER;
+		unsigned long hend = (end & ~(unsigned long)(HPAGE_PMD_NR - 1)) >> HPAGE_PMD_ORDER;
+
+		if (hfirst < hend) {
+			remove_hugetlb_pages(f, hfirst, hend);
+			unmap_mapping_range(f, hfirst << HPAGE_PMD_ORDER, hend << HPAGE_PMD_ORDER,
+					    true);
+		}
+	} else if (first < end) {
+		remove_pages(f, first, end, false);
+	}
+	pthread_mutex_unlock(&f->truncate_lock);
 }

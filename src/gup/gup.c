@@ -275,22 +275,20 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 }
 
 /**
- * pm__gup_slow() - __get_user_pages under mmap_lock (taken and dropped here).
+ * pm__gup_locked() - __get_user_pages: the slow walk, faulting as it goes.
  * @flags: FOLL_* including FOLL_GET or FOLL_PIN when @pages is given.
  *
- * Return: pages taken, or -errno when none was.
+ * Context: the mm's lock held over the span, any mode (mmap_lock; in the range design its
+ * ranges). Return: pages taken (or faulted in, without @pages), or -errno when none was.
  */
-long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages, unsigned flags,
-		  struct pm_page **pages)
+long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+		    unsigned flags, struct pm_page **pages)
 {
 	struct pm_vma *vma = NULL;
 	unsigned long i = 0;
 	long err = 0;
 
-	if (!nr_pages)
-		return 0;
-	mm_lock_read(mm, start, nr_pages > (PM_TASK_SIZE - start) >> PAGE_SHIFT ?
-				       PM_TASK_SIZE : start + (nr_pages << PAGE_SHIFT));
+	mmap_assert_locked(mm);
 	while (i < nr_pages) {
 		unsigned long addr = start + (i << PAGE_SHIFT);
 		long ret;
@@ -298,10 +296,12 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		if (!vma || addr >= vma->end) {
 			vma = pm__find_vma(mm, addr);
 			if (!vma || vma->start > addr) {
-				err = -EFAULT;
+				err = (flags & FOLL_MADV_POPULATE) ? -ENOMEM : -EFAULT;
 				break;
 			}
 			err = check_vma_flags(vma, flags);
+			if (err && (flags & FOLL_MADV_POPULATE))
+				err = -EINVAL; /* madvise's answer for a mapping it cannot populate */
 			if (err)
 				break;
 		}
@@ -332,10 +332,27 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 		err = ret;
 		break;
 	}
-	mmap_read_unlock(mm);
-	if (i && pages)
-		count_event(mm->m, GUP_SLOW_PAGES, i);
 	return i ? (long)i : err;
+}
+
+/**
+ * pm__gup_slow() - pm__gup_locked() under the mm's lock for read (taken and dropped here).
+ * Return: pages taken, or -errno when none was.
+ */
+long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages, unsigned flags,
+		  struct pm_page **pages)
+{
+	long ret;
+
+	if (!nr_pages)
+		return 0;
+	mm_lock_read(mm, start, nr_pages > (PM_TASK_SIZE - start) >> PAGE_SHIFT ?
+				       PM_TASK_SIZE : start + (nr_pages << PAGE_SHIFT));
+	ret = pm__gup_locked(mm, start, nr_pages, flags, pages);
+	mmap_read_unlock(mm);
+	if (ret > 0 && pages)
+		count_event(mm->m, GUP_SLOW_PAGES, (unsigned long)ret);
+	return ret;
 }
 
 /* ---- argument checks and entry points ---- */

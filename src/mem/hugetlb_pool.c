@@ -134,17 +134,30 @@ pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const void *mappi
 }
 
 /* Promise @nr free pages to a mapping. Return: false (nothing reserved) if they are not there. */
-bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr)
+/*
+ * pm__hugetlb_reserve_credit() - reserve @nr free pages, counting @credit reservations the
+ * caller is about to give back as free already: a MAP_FIXED mapping over a private owner's
+ * mapping, whose reservations Linux returns (hugetlb_vm_op_close, from vms_clean_up_area)
+ * before the new mapping reserves. The caller holds what it counted (the old VMAs
+ * write-locked under the mm's write hold), so it does come back; until then resv may pass
+ * nr_free by up to @credit, which every test below is written to allow.
+ */
+bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr, unsigned long credit)
 {
 	bool ok;
 
 	pm_spin_lock(&m->hugetlb_lock);
 	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo). */
-	ok = m->hugetlb_nr_free >= m->hugetlb_resv + nr;
+	ok = m->hugetlb_nr_free + credit >= m->hugetlb_resv + nr;
 	if (ok)
 		m->hugetlb_resv += nr;
 	pm_spin_unlock(&m->hugetlb_lock);
 	return ok;
+}
+
+bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr)
+{
+	return pm__hugetlb_reserve_credit(m, nr, 0);
 }
 
 void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr)
@@ -241,7 +254,8 @@ int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free)
  * Return: the map (one reference, every bit set), or NULL when the pool cannot cover the
  * mapping or memory ran out (mmap's -ENOMEM).
  */
-struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned long nr)
+struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned long nr,
+						 unsigned long credit)
 {
 	size_t words = (nr + BITS_PER_LONG - 1) / BITS_PER_LONG;
 	struct pm_hugetlb_resv *resv;
@@ -249,7 +263,7 @@ struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned l
 	resv = pm__kzalloc(m, sizeof(*resv) + words * sizeof(unsigned long));
 	if (!resv)
 		return NULL;
-	if (!pm__hugetlb_reserve(m, nr)) {
+	if (!pm__hugetlb_reserve_credit(m, nr, credit)) {
 		free(resv);
 		return NULL;
 	}
@@ -343,6 +357,21 @@ static bool resv_range(struct pm_hugetlb_resv *resv, unsigned long start, unsign
 	*first = (lo - resv->base) >> PMD_SHIFT;
 	*last = (hi - resv->base + PMD_SIZE - 1) >> PMD_SHIFT;
 	return true;
+}
+
+/* The reservations [start, end) still holds: what pm__hugetlb_resv_release would give back. */
+unsigned long pm__hugetlb_resv_count(struct pm_hugetlb_resv *resv, unsigned long start,
+				     unsigned long end)
+{
+	unsigned long first, last, n = 0;
+
+	if (!resv || !resv_range(resv, start, end, &first, &last))
+		return 0;
+	pm_spin_lock(&resv->lock);
+	for (unsigned long i = first; i < last; i++)
+		n += test_bit(resv->bits, i);
+	pm_spin_unlock(&resv->lock);
+	return n;
 }
 
 /* munmap, or the end of the mapping: give back the reservations of [start, end). */

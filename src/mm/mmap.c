@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * mmap.c - pm_mmap, pm_munmap, pm_mprotect and pm_madvise.
+ * mmap.c - pm_mmap, pm_munmap and pm_mprotect (pm_madvise is madvise.c's).
  *
- * All four validate their arguments first (Linux's errors in Linux's order, see
+ * All three validate their arguments first (Linux's errors in Linux's order, see
  * include/pinmm/mm.h; pm_mmap answers those that Linux finds only once it has chosen the
- * address after choosing it, with nothing held for the mapping), then work under mmap_lock:
- * for write when they change the VMA set or VMA flags, for read for MADV_DONTNEED, which only
- * zaps. Changes that may need memory (a VMA split) are made before anything destructive, so a
- * failure leaves the address space as it was - at most with a VMA split in two, which changes
- * nothing observable. Splitting a PMD mapping needs no memory (the leaf carries a deposited
- * PTE table), so MADV_DONTNEED never fails for lack of memory.
+ * address after choosing it, with nothing held for the mapping), then work under mmap_lock
+ * for write. Changes that may need memory (a VMA split) are made before anything destructive,
+ * so a failure leaves the address space as it was - at most with a VMA split in two, which
+ * changes nothing observable.
  *
  * A PMD leaf (a PMD-mapped THP) always lies inside one VMA: pm__split_vma splits the leaf when
  * it splits the VMA inside it.
@@ -44,7 +42,7 @@
 
 /* Flags to which Linux gives effects pinmm does not have yet: -EINVAL, once every error Linux
  * answers first is ruled out, rather than a mapping without their effect. */
-#define MAP_NOT_YET (LX_MAP_32BIT | LX_MAP_ABOVE4G | LX_MAP_GROWSDOWN | LX_MAP_LOCKED)
+#define MAP_NOT_YET (LX_MAP_32BIT | LX_MAP_ABOVE4G)
 
 /* calc_vm_prot_bits: what mmap and mprotect keep of prot; other bits are ignored by mmap. */
 static unsigned long prot_to_vm(int prot)
@@ -336,7 +334,7 @@ static int mmap_late_error(unsigned flags, bool obj, bool hugetlb, size_t offset
  */
 static int mmap_prepare(struct pm_mm *mm, struct pm_shmem **file, unsigned long *pgoff,
 			unsigned long vm_flags, unsigned long len, size_t offset, bool anon,
-			struct pm_hugetlb_resv **hresv)
+			struct pm_hugetlb_resv **hresv, unsigned long credit)
 {
 	bool hugetlb = vm_flags & VM_HUGETLB, shared = vm_flags & VM_MAYSHARE;
 	bool reserve = hugetlb && !(vm_flags & VM_NORESERVE);
@@ -356,9 +354,10 @@ static int mmap_prepare(struct pm_mm *mm, struct pm_shmem **file, unsigned long 
 	/* Hugetlb pages are reserved now (hugetlb_reserve_pages), so that faults never fail for
 	 * lack of them: shared mappings per object range, private ones per mapping. */
 	if (reserve && shared &&
-	    pm__shmem_hugetlb_reserve(*file, *pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT))
+	    pm__shmem_hugetlb_reserve(*file, *pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT, credit))
 		goto nomem;
-	if (reserve && !shared && !(*hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT)))
+	if (reserve && !shared &&
+	    !(*hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT, credit)))
 		goto nomem;
 	return 0;
 nomem:
@@ -366,6 +365,36 @@ nomem:
 		pm_shmem_put(*file);
 	*file = NULL;
 	return -ENOMEM;
+}
+
+/*
+ * The reservations that unmapping [@start, @end) gives back: those the private owners' VMAs
+ * there still hold (shared ones stay with their object). The VMAs are write-locked first, so
+ * no fault consumes one before the munmap that follows. Context: mmap_lock (W).
+ */
+static unsigned long hugetlb_resv_credit(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	unsigned long credit = 0;
+
+	mmap_assert_write_locked(mm);
+	for (struct pm_vma *vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
+	     vma = pm__vma_next(mm, vma)) {
+		if (!vma->hresv)
+			continue;
+		pm__vma_start_write(vma);
+		credit += pm__hugetlb_resv_count(vma->hresv, max(vma->start, start),
+						 min(vma->end, end));
+	}
+	return credit;
+}
+
+/* Give back the reservations hugetlb_resv_credit() counted. Context: mmap_lock (W). */
+static void hugetlb_resv_drop(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	mmap_assert_write_locked(mm);
+	for (struct pm_vma *vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
+	     vma = pm__vma_next(mm, vma))
+		pm__hugetlb_resv_release(vma->hresv, max(vma->start, start), min(vma->end, end));
 }
 
 long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int flags,
@@ -376,6 +405,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	const bool anon = uflags & PM_MAP_ANONYMOUS;
 	const bool fixed = uflags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE);
 	struct pm_hugetlb_resv *hresv = NULL;
+	unsigned long credit = 0;
+	struct pm_shmem *ufile;
 	struct pm_vma *vma = NULL;
 	bool hugetlb, all = false;
 	long ret;
@@ -445,6 +476,11 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		vm_flags |= VM_NOHUGEPAGE; /* calc_vm_flag_bits, 6.7+ */
 	if (uflags & PM_MAP_NORESERVE)
 		vm_flags |= VM_NORESERVE; /* honoured: pinmm overcommits always */
+	if (uflags & LX_MAP_GROWSDOWN)
+		vm_flags |= VM_GROWSDOWN; /* private anonymous only: mmap_late_error */
+	/* No memlock limit (CAP_IPC_LOCK); hugetlb VMAs drop VM_LOCKED, as __mmap_complete. */
+	if ((uflags & LX_MAP_LOCKED) && !hugetlb)
+		vm_flags |= VM_LOCKED;
 	if (!file && !hugetlb && !(vm_flags & VM_SHARED) && !(len & ~PMD_MASK))
 		align = PMD_SIZE; /* anonymous lengths of whole 2 MiB get THP alignment (6.12+) */
 
@@ -452,8 +488,9 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	/* Nothing chosen under the lock comes before these for a fixed mapping but -EEXIST. */
 	if (late && fixed && !(uflags & PM_MAP_FIXED_NOREPLACE))
 		return late;
+	ufile = file;
 	if (!late)
-		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv);
+		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv, 0);
 	else
 		file = NULL; /* no reference taken */
 
@@ -465,6 +502,28 @@ again:
 	    pm__find_vma_intersection(mm, (unsigned long)ret, (unsigned long)ret + len)) {
 		ret = -EEXIST;
 		goto fail;
+	}
+	/*
+	 * The pool could not cover a hugetlb MAP_FIXED mapping: Linux reserves only once the old
+	 * mappings there gave theirs back (vms_clean_up_area before mmap_file), so count what
+	 * they will and try again with that credit. The range design does it holding every
+	 * range, where the VMA count cannot ask for a restart after the credit is spent.
+	 */
+	if (late == -ENOMEM && hugetlb && (uflags & PM_MAP_FIXED)) {
+		credit = hugetlb_resv_credit(mm, addr, addr + len);
+		if (credit && mm_range_design(mm) && !all) {
+			credit = 0;
+			ret = -EAGAIN;
+			goto fail;
+		}
+		if (credit) {
+			file = ufile;
+			pgoff = offset >> PAGE_SHIFT;
+			late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv,
+					    credit);
+			if (late)
+				credit = 0;
+		}
 	}
 	if (late) {
 		ret = late;
@@ -503,11 +562,12 @@ again:
 	pm__vma_settle(mm, pm__vma_try_merge(mm, vma));
 	mmap_write_unlock(mm);
 
-	/* populate_vma_page_range: MAP_NONBLOCK cancels it; write faults for a private writable
-	 * mapping, read faults otherwise, forced where any access is allowed (an exec-only or
-	 * write-only mapping); nothing for PROT_NONE. Failures are not mmap's (Linux ignores
-	 * them too). */
-	if ((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE &&
+	/* populate_vma_page_range: MAP_LOCKED always, MAP_POPULATE unless MAP_NONBLOCK; write
+	 * faults for a private writable mapping, read faults otherwise, forced where any access
+	 * is allowed (an exec-only or write-only mapping); nothing for PROT_NONE. Failures are
+	 * not mmap's (Linux ignores them too). */
+	if (((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE ||
+	     (uflags & LX_MAP_LOCKED)) &&
 	    (vm_flags & (VM_READ | VM_WRITE | VM_EXEC))) {
 		unsigned gflags = FOLL_FORCE;
 
@@ -518,6 +578,11 @@ again:
 	return ret;
 
 fail:
+	/* A credit spent on a mapping that failed after all: the old mappings give it back
+	 * now, or the pool would stay promised past its free pages. They keep their pages;
+	 * their later faults there take what the pool has (pinmm's failure path only). */
+	if (credit)
+		hugetlb_resv_drop(mm, addr, addr + len);
 	mmap_write_unlock(mm);
 	if (ret == -EAGAIN) {
 		/* The VMA count asks for every range (range.c): start again with them all. */
@@ -606,7 +671,7 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 
 int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 {
-	const int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
+	int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
 	unsigned long end, tmp;
 	struct pm_vma *vma;
 	bool all = false;
@@ -630,12 +695,20 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 again:
 	mm_lock_change_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
-	/* PROT_GROWSDOWN/UP extend the range to the VMA's start or end - on a VMA that grows:
-	 * pinmm has no VM_GROWSDOWN VMA yet, and x86 no VM_GROWSUP, so either is -EINVAL
-	 * wherever a VMA is found (-ENOMEM where none is). */
-	if (vma && (grows & LX_PROT_GROWSDOWN) && vma->start < end) {
-		err = -EINVAL;
-		goto out;
+	/* PROT_GROWSDOWN extends the change down to the start of the VMA it meets, which must
+	 * grow down (-ENOMEM where none is); x86 has no VM_GROWSUP, so PROT_GROWSUP is -EINVAL
+	 * wherever a VMA is found. The lock of the change covers that VMA: its edge. */
+	if (grows & LX_PROT_GROWSDOWN) {
+		if (!vma || vma->start >= end) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (!(vma->flags & VM_GROWSDOWN)) {
+			err = -EINVAL;
+			goto out;
+		}
+		start = vma->start;
+		grows = 0;
 	}
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
@@ -658,10 +731,17 @@ again:
 		/* Unchanged flags split nothing; changed ones merge before they split, so only
 		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
 		if (newflags != vma->flags) {
+			unsigned long oldflags = vma->flags;
+
 			err = pm__vma_modify(mm, vma, tmp, e, newflags);
 			if (err)
 				break;
 			change_protection(mm, tmp, e, newflags);
+			/* A private locked VMA made writable is write-faulted now, as
+			 * mprotect_fixup's populate_vma_page_range; failures are not ours. */
+			if ((oldflags & (VM_WRITE | VM_SHARED | VM_LOCKED)) == VM_LOCKED &&
+			    (newflags & VM_WRITE))
+				pm__gup_locked(mm, tmp, (e - tmp) >> PAGE_SHIFT, FOLL_WRITE, NULL);
 		}
 		tmp = e;
 	}
@@ -672,132 +752,6 @@ out:
 		all = true;
 		err = 0;
 		goto again;
-	}
-	return err;
-}
-
-/* ---- madvise ---- */
-
-static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned long end,
-			     int advice)
-{
-	unsigned long tmp = start;
-	bool hole = false;
-	int err = 0;
-
-	while (tmp < end) {
-		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long newflags, s;
-
-		if (!vma || vma->start >= end) {
-			hole = true;
-			break;
-		}
-		if (vma->start > tmp)
-			hole = true;
-		s = max(vma->start, tmp);
-		tmp = min(vma->end, end);
-		newflags = vma->flags;
-		switch (advice) {
-		case PM_MADV_HUGEPAGE:
-			newflags = (newflags & ~VM_NOHUGEPAGE) | VM_HUGEPAGE;
-			break;
-		case PM_MADV_NOHUGEPAGE:
-			newflags = (newflags & ~VM_HUGEPAGE) | VM_NOHUGEPAGE;
-			break;
-		case PM_MADV_DONTFORK:
-			newflags |= VM_DONTCOPY;
-			break;
-		case PM_MADV_DOFORK:
-			newflags &= ~VM_DONTCOPY;
-			break;
-		}
-		/* As mprotect: merge first, split only what must (Linux's madvise_update_vma). */
-		if (newflags != vma->flags) {
-			err = pm__vma_modify(mm, vma, s, tmp, newflags);
-			if (err)
-				return err;
-		}
-	}
-	return hole ? -ENOMEM : 0;
-}
-
-static int madvise_dontneed(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	unsigned long tmp = start;
-	bool hole = false;
-
-	while (tmp < end) {
-		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long s, e;
-
-		if (!vma || vma->start >= end) {
-			hole = true;
-			break;
-		}
-		if (vma->start > tmp)
-			hole = true;
-		s = max(vma->start, tmp);
-		e = min(vma->end, end);
-		if (is_vm_hugetlb_page(vma)) {
-			/* Linux: an aligned start, and the end rounded down to a 2 MiB page. */
-			if (s & ~PMD_MASK)
-				return -EINVAL;
-			tmp = e;
-			e &= PMD_MASK;
-			/* The owner's pages go back to the pool with their reservations
-			 * (6.9+), each under its fault mutex (mm/zap.c). */
-			if (s < e && vma->hresv)
-				pm__zap_hugetlb_resv(mm, vma, s, e);
-			else if (s < e)
-				pm__zap_range(mm, s, e);
-			continue;
-		}
-		pm__zap_range(mm, s, e);
-		tmp = e;
-	}
-	return hole ? -ENOMEM : 0;
-}
-
-int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
-{
-	unsigned long end;
-	int err;
-
-	if (pm__mm_bad(mm) || (start & ~PAGE_MASK))
-		return -EINVAL;
-	switch (advice) {
-	case PM_MADV_DONTNEED:
-	case PM_MADV_HUGEPAGE:
-	case PM_MADV_NOHUGEPAGE:
-	case PM_MADV_DONTFORK:
-	case PM_MADV_DOFORK:
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (!len)
-		return 0;
-	len = ALIGN_UP(len, PAGE_SIZE);
-	end = start + len;
-	if (!len || end < start)
-		return -EINVAL;
-	if (end > PM_TASK_SIZE)
-		return -ENOMEM;
-
-	if (advice == PM_MADV_DONTNEED) {
-		mm_lock_read(mm, start, end);
-		err = madvise_dontneed(mm, start, end);
-		mmap_read_unlock(mm);
-	} else {
-		for (bool all = false;; all = true) {
-			mm_lock_change_or_all(mm, start, end, all);
-			err = madvise_vma_flags(mm, start, end, advice);
-			mmap_write_unlock(mm);
-			/* -EAGAIN: the VMA count asks for every range (range.c). */
-			if (err != -EAGAIN || all)
-				break;
-		}
 	}
 	return err;
 }

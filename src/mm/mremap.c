@@ -82,6 +82,7 @@ struct vrm {
 	unsigned flags;
 	enum mremap_type type;
 	bool all;		/* range design: every range held */
+	unsigned long vm_flags;	/* the VMA's: VM_LOCKED's growth is populated after */
 	/* the several-VMA move: where it is */
 	unsigned long cursor, target, last_end, first;
 	bool seen;
@@ -429,9 +430,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__unmap_region(mm, gone, addr, old_end);
 	} else if (v->old_len) {
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
-#ifdef VM_LOCKED
 		vma->flags &= ~VM_LOCKED; /* dontunmap_complete: its pages are gone */
-#endif
 	}
 	new->hresv = hresv;
 	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
@@ -583,6 +582,7 @@ static long do_mremap_locked(struct pm_mm *mm, struct vrm *v)
 	res = check_prep_vma(v, vma);
 	if (res)
 		return res;
+	v->vm_flags = vma->flags;
 	return implies_new_addr(v) ? mremap_to(mm, v, vma) : mremap_at(mm, v, vma);
 }
 
@@ -620,6 +620,16 @@ long pm_mremap(struct pm_mm *mm, unsigned long addr, unsigned long old_len,
 		if (res != -EAGAIN || v.all || !mm_range_design(mm))
 			break;
 		v.all = true; /* a search or the VMA count asks for every range */
+	}
+	/* A locked VMA's new part is faulted in, as Linux's mm_populate after the call; its
+	 * failures are not mremap's. (The several-VMA move keeps lengths: nothing new.) */
+	if (res >= 0 && (v.vm_flags & VM_LOCKED) && v.new_len > v.old_len) {
+		unsigned gflags = FOLL_FORCE;
+
+		if ((v.vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE)
+			gflags |= FOLL_WRITE;
+		pm__gup_slow(mm, (unsigned long)res + v.old_len, (v.new_len - v.old_len) >>
+			     PAGE_SHIFT, gflags, NULL);
 	}
 	return res;
 }

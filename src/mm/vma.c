@@ -537,6 +537,40 @@ int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start, un
 }
 
 /*
+ * pm__expand_downwards() - grow @vma, a VM_GROWSDOWN VMA, down to @addr (page aligned, below
+ * it), as Linux's expand_downwards: -EPERM below PM_USER_MIN; -ENOMEM when the VMA below is
+ * closer than STACK_GUARD_GAP (unless it grows down too or is PROT_NONE), when @vma would pass
+ * STACK_RLIMIT, or without memory for the tree. The VMA is write-locked first, so no fault
+ * under its lock sees it change, and stored whole over its new span, as vma_shift stores the
+ * VMA that grows; it merges with nothing. Context: mmap_lock (W): in the range design the
+ * ranges of [@addr - STACK_GUARD_GAP, @vma->end), so the VMA below is found if it is close.
+ */
+int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
+{
+	struct pm_vma *prev;
+	int err;
+
+	mmap_assert_write_locked(mm);
+	pm_assert((vma->flags & VM_GROWSDOWN) && !vma->file && addr < vma->start &&
+		  !(addr & ~PAGE_MASK));
+	if (addr < PM_USER_MIN)
+		return -EPERM;
+	prev = find_vma_prev(mm, vma->start);
+	if (prev && !(prev->flags & VM_GROWSDOWN) && vma_is_accessible(prev) &&
+	    addr - prev->end < STACK_GUARD_GAP)
+		return -ENOMEM;
+	if (vma->end - addr > STACK_RLIMIT)
+		return -ENOMEM;
+	pm__vma_start_write(vma);
+	err = vmas_store(mm, addr, vma->end, vma);
+	if (err)
+		return err;
+	vma->pgoff -= (vma->start - addr) >> PAGE_SHIFT;
+	vma->start = addr;
+	return 0;
+}
+
+/*
  * pm__vma_try_merge() - merge @vma with its neighbours where they are compatible (without
  * memory it stays as it is, which changes nothing observable). Return: the VMA that now covers
  * @vma's range. Context: mmap_lock (W).

@@ -34,7 +34,7 @@
 #define ZAP_GATHER 64 /* folios gathered, and frames freed, per batch */
 
 static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
-			  unsigned long end)
+			  unsigned long end, bool even_cows)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
@@ -51,6 +51,10 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 		struct pm_page *page;
 
 		if (pte_none(pte))
+			continue;
+		/* A hole punched keeps private copies (should_zap_folio). */
+		if (!even_cows && pte_present(pte) && !pte_special(pte) &&
+		    folio_test_anon(page_folio(pfn_to_page(m, pte_pfn(pte)))))
 			continue;
 		/*
 		 * A plain store: PTEs change only under their PTL, which we hold, so the value just
@@ -132,12 +136,7 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	return true;
 }
 
-/**
- * pm__zap_range() - remove every mapping in [@start, @end) of @mm. A 2 MiB leaf the range
- * covers in part is split first (with its deposited table: this never fails).
- * Context: mmap_lock held (any mode), or the i_mmap lock of the object @mm maps there.
- */
-void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, bool even_cows)
 {
 	pm_entry_t *pmdp;
 
@@ -146,6 +145,9 @@ void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 		pmd_t pmd = pmdp_get(pmdp);
 
 		if (pmd_leaf(pmd)) {
+			if (!even_cows &&
+			    folio_test_anon(page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)))))
+				continue;
 			if (!(a & ~PMD_MASK) && next - a == PMD_SIZE) {
 				if (!zap_huge_pmd(mm, pmdp))
 					next = a; /* changed under us: look again */
@@ -154,9 +156,32 @@ void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 				next = a; /* now a PTE table */
 			}
 		} else if (pmd_table(pmd)) {
-			zap_pte_range(mm, pmdp, a, next);
+			zap_pte_range(mm, pmdp, a, next, even_cows);
 		}
 	}
+}
+
+/**
+ * pm__zap_range() - remove every mapping in [@start, @end) of @mm. A 2 MiB leaf the range
+ * covers in part is split first (with its deposited table: this never fails).
+ * Context: mmap_lock held (any mode), or the i_mmap lock of the object @mm maps there.
+ */
+void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	zap_assert_held(mm);
+	zap_range(mm, start, end, true);
+}
+
+/**
+ * pm__zap_file_range() - pm__zap_range() that keeps anonymous folios: the mappings of an
+ * object's own pages go, private COW copies stay (Linux's zap_details without even_cows: a
+ * hole punched in shmem). A leaf read without its lock can only change from an object's
+ * (never split here: shmem has no 2 MiB leaves) to none. Context: as pm__zap_range().
+ */
+void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	zap_assert_held(mm);
+	zap_range(mm, start, end, false);
 }
 
 /**

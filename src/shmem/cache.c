@@ -247,8 +247,8 @@ static bool tree_delete(struct pm_shmem *f, unsigned long index, struct pm_folio
  * Return: how many were stored in @out (their indices in @idx).
  */
 static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned long base,
-			  unsigned long start, struct pm_folio **out, unsigned long *idx,
-			  unsigned max)
+			  unsigned long start, unsigned long end, struct pm_folio **out,
+			  unsigned long *idx, unsigned max)
 {
 	unsigned found = 0;
 
@@ -261,13 +261,15 @@ static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned 
 		unsigned long span = n->shift >= 64 ? ~0UL : (1UL << n->shift) - 1;
 		void *p = atomic_load_relaxed(&n->slots[i]);
 
+		if (lo >= end)
+			break;
 		if (!p || lo + span < start)
 			continue;
 		if (n->shift == 0) {
 			out[found] = p;
 			idx[found++] = lo;
 		} else {
-			found += tree_gang(f, p, lo, start, out + found, idx + found,
+			found += tree_gang(f, p, lo, start, end, out + found, idx + found,
 					   max - found);
 		}
 	}
@@ -436,12 +438,12 @@ bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *
 }
 
 /**
- * pm__shmem_remove_from() - take up to @max folios at indices >= @start out of the cache,
+ * pm__shmem_remove_from() - take up to @max folios at indices in [@start, @end) out of the cache,
  * clearing PG_shmem under tree_lock. Their cache references pass to the caller, in @batch.
  * Return: how many were removed (fewer than @max: none is left).
  */
-unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct pm_folio **batch,
-			       unsigned max)
+unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, unsigned long end,
+			       struct pm_folio **batch, unsigned max)
 {
 	struct pm_shmem_node *dead = NULL;
 	unsigned long idx[64];
@@ -450,7 +452,7 @@ unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start, struct p
 	pm_assert(max <= ARRAY_SIZE(idx));
 	pm_spin_lock(&f->tree_lock);
 	n = atomic_load_relaxed(&f->xroot) ?
-		    tree_gang(f, atomic_load_relaxed(&f->xroot), 0, start, batch, idx, max) : 0;
+		    tree_gang(f, atomic_load_relaxed(&f->xroot), 0, start, end, batch, idx, max) : 0;
 	for (unsigned i = 0; i < n; i++) {
 		/* Only the tree's writers change a slot that holds a folio: it is still there. */
 		if (!tree_delete(f, idx[i], batch[i], &dead))

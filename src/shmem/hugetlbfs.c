@@ -90,10 +90,12 @@ struct pm_shmem *pm_shmem_create_hugetlb(struct pm_machine *m, size_t size)
 
 /**
  * pm__shmem_hugetlb_reserve() - reserve the pages [@first, @first + @nr) of @f that are
- * neither in the cache nor reserved already: a shared hugetlb mmap.
+ * neither in the cache nor reserved already: a shared hugetlb mmap (@credit: reservations the
+ * caller gives back next, pm__hugetlb_reserve_credit()).
  * Return: 0, or -ENOMEM (the pool cannot cover them; nothing reserved).
  */
-int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first, unsigned long nr)
+int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first, unsigned long nr,
+			      unsigned long credit)
 {
 	unsigned long need = 0;
 	int err;
@@ -104,7 +106,7 @@ int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first, unsigned 
 		goto out;
 	for (unsigned long i = first; i < first + nr; i++)
 		need += !resv_test(f, i) && !in_cache(f, i);
-	if (!pm__hugetlb_reserve(f->m, need)) {
+	if (!pm__hugetlb_reserve_credit(f->m, need, credit)) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -132,13 +134,14 @@ void pm__shmem_hugetlb_extend(struct pm_shmem *f, size_t end)
 	pthread_mutex_unlock(&f->truncate_lock);
 }
 
-/* Release the reservations of pages @first and beyond: truncation, or the object's end. */
-void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first)
+/* Release the reservations of pages [@first, @end): truncation, a hole punched, or the
+ * object's end (hugetlb_unreserve_pages). */
+void pm__shmem_hugetlb_unreserve_from(struct pm_shmem *f, unsigned long first, unsigned long end)
 {
 	unsigned long n = 0;
 
 	pthread_mutex_lock(&f->hugetlb_mutex);
-	for (unsigned long i = first; i < f->hresv_nr; i++)
+	for (unsigned long i = first; i < min(end, f->hresv_nr); i++)
 		if (resv_test(f, i)) {
 			resv_clear(f, i);
 			n++;

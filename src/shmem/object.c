@@ -77,7 +77,7 @@ static void shmem_teardown(struct pm_shmem *f)
 
 	/* Nobody maps or references the object: no lockless readers remain. */
 	if (f->hugetlb)
-		pm__shmem_hugetlb_unreserve_from(f, 0);
+		pm__shmem_hugetlb_unreserve_from(f, 0, ULONG_MAX);
 	pm__shmem_cache_fini(f);
 	pm__shmem_limit_fini(f);
 	pthread_mutex_destroy(&f->i_mmap_lock);

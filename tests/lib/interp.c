@@ -41,8 +41,11 @@ struct interp {
 
 static const int prot_of[4] = { PM_PROT_NONE, PM_PROT_READ, PM_PROT_READ | PM_PROT_WRITE,
 				PM_PROT_READ | PM_PROT_WRITE };
-static const int advice_of[5] = { PM_MADV_DONTNEED, PM_MADV_HUGEPAGE, PM_MADV_NOHUGEPAGE,
-				  PM_MADV_DONTFORK, PM_MADV_DOFORK };
+static const int advice_of[INTERP_NR_ADVICE] = {
+	PM_MADV_DONTNEED, PM_MADV_HUGEPAGE,   PM_MADV_NOHUGEPAGE,    PM_MADV_DONTFORK,
+	PM_MADV_DOFORK,	  PM_MADV_WIPEONFORK, PM_MADV_KEEPONFORK,    PM_MADV_FREE,
+	PM_MADV_POPULATE_READ, PM_MADV_POPULATE_WRITE,
+};
 
 /* ---- small helpers ---- */
 
@@ -183,8 +186,8 @@ static int op_range(struct interp *it, const struct interp_op *op, int mi)
 		got = pm_mprotect(it->mm[mi], waddr(page), n * PS, prot_of[op->a & 3]);
 		break;
 	default:
-		want = model_madvise(it->md, mi, page, n, advice_of[op->a % 5]);
-		got = pm_madvise(it->mm[mi], waddr(page), n * PS, advice_of[op->a % 5]);
+		want = model_madvise(it->md, mi, page, n, advice_of[op->a % INTERP_NR_ADVICE]);
+		got = pm_madvise(it->mm[mi], waddr(page), n * PS, advice_of[op->a % INTERP_NR_ADVICE]);
 		break;
 	}
 	return expect(it, got, want);

@@ -22,7 +22,8 @@
  *		  c: page offset into the object
  *   OP_MUNMAP	  page, npages
  *   OP_MPROTECT  page, npages; a: prot as OP_MMAP
- *   OP_MADVISE	  page, npages; a % 5: DONTNEED, HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK
+ *   OP_MADVISE	  page, npages; a % INTERP_NR_ADVICE: DONTNEED, HUGEPAGE, NOHUGEPAGE,
+ *		  DONTFORK, DOFORK, WIPEONFORK, KEEPONFORK, FREE, POPULATE_READ, POPULATE_WRITE
  *   OP_ACCESS	  byte page * 4096 + c % 4096, length 1 + npages % 8192; a bit 0: write;
  *		  b, c: the bytes written
  *   OP_FAULT	  page (+ c % 4096); a bit 0: write
@@ -54,6 +55,8 @@
 #include <pinmm/pinmm.h>
 
 #include "model.h"
+
+#define INTERP_NR_ADVICE 10 /* OP_MADVISE's advice, in the order above */
 
 enum interp_opcode {
 	OP_MMAP,

@@ -210,7 +210,8 @@ static void gen_op(struct gen *g, struct interp_op *op, size_t i)
 			op->a |= 1;
 		break;
 	case OP_MADVISE:
-		op->a = (uint8_t)(rnd(&g->s, 3) ? (rnd(&g->s, 2) ? 1 : 0) : rnd(&g->s, 5));
+		op->a = (uint8_t)(rnd(&g->s, 3) ? (rnd(&g->s, 2) ? 1 : 0) :
+						  rnd(&g->s, INTERP_NR_ADVICE));
 		if (g->nr && rnd(&g->s, 2)) { /* a whole recent mapping */
 			k = rnd(&g->s, (unsigned long)g->nr);
 			op->page = (uint16_t)g->range[k].page;

@@ -5,8 +5,10 @@
  */
 #include "interp_internal.h"
 
-static const char *const advice_name[5] = { "DONTNEED", "HUGEPAGE", "NOHUGEPAGE", "DONTFORK",
-					    "DOFORK" };
+static const char *const advice_name[INTERP_NR_ADVICE] = {
+	"DONTNEED", "HUGEPAGE",	  "NOHUGEPAGE", "DONTFORK",	 "DOFORK",
+	"WIPEONFORK", "KEEPONFORK", "FREE",	"POPULATE_READ", "POPULATE_WRITE",
+};
 static const char *const prot_name[4] = { "NONE", "READ", "RW", "RW" };
 static const char *const kind_name[4] = { "PRIVATE|ANON", "SHARED|ANON", "PRIVATE", "SHARED" };
 static const char *const gup_name[4] = { "get_user_pages", "get_user_pages_fast",
@@ -103,7 +105,7 @@ void interp_describe(const struct interp_op *op, char *buf, size_t len)
 		break;
 	case OP_MADVISE:
 		snprintf(buf, len, "pm_madvise(mm%d, W+0x%lx, 0x%lx, %s)", mm, page * PS, n * PS,
-			 advice_name[op->a % 5]);
+			 advice_name[op->a % INTERP_NR_ADVICE]);
 		break;
 	case OP_ACCESS:
 		snprintf(buf, len, "pm_access(mm%d, W+0x%lx, buf, %u, %s)", mm,

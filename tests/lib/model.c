@@ -298,6 +298,8 @@ int model_fork(struct model *md, int parent)
 		d->priv = NULL;
 		if (d->obj)
 			d->obj->refs++;
+		if (s->wipeonfork)
+			continue; /* R5: WIPEONFORK ranges start empty, the flag kept */
 		if (!s->priv)
 			continue;
 		d->priv = mp_new(md, s->priv->data);
@@ -410,11 +412,38 @@ int model_mprotect(struct model *md, int mm, unsigned long page, unsigned long n
 	return 0;
 }
 
+/*
+ * MADV_POPULATE_*: page by page as GUP faults them, stopping at the first error, as Linux's
+ * madvise_populate: a hole -ENOMEM, a protection that forbids the access -EINVAL (read asks
+ * PROT_READ itself), a fault that fails its own error (SIGBUS: -EFAULT).
+ */
+static int model_populate(struct model *md, int mm, unsigned long page, unsigned long npages,
+			  bool write)
+{
+	for (unsigned long i = page; i < page + npages; i++) {
+		struct mslot *s = slot_at(md, mm, i);
+		struct mpage *mp;
+		int r;
+
+		if (!s || !s->mapped)
+			return -ENOMEM;
+		if (!(s->prot & (write ? PM_PROT_WRITE : PM_PROT_READ)))
+			return -EINVAL;
+		r = slot_fault(md, s, write ? FK_WRITE : FK_READ, &mp);
+		if (r)
+			return r == -EFAULT ? -EFAULT : -ENOMEM;
+	}
+	return 0;
+}
+
 int model_madvise(struct model *md, int mm, unsigned long page, unsigned long npages, int advice)
 {
 	bool hole = false;
 
-	/* Linux: applied to every mapped part; any hole makes it -ENOMEM. */
+	if (advice == PM_MADV_POPULATE_READ || advice == PM_MADV_POPULATE_WRITE)
+		return model_populate(md, mm, page, npages, advice == PM_MADV_POPULATE_WRITE);
+	/* Linux: applied to every mapped part; any hole makes it -ENOMEM; a mapping the advice
+	 * does not apply to ends it at once with -EINVAL, what came before it done. */
 	for (unsigned long i = page; i < page + npages; i++) {
 		struct mslot *s = slot_at(md, mm, i);
 
@@ -446,6 +475,19 @@ int model_madvise(struct model *md, int mm, unsigned long page, unsigned long np
 			break;
 		case PM_MADV_DOFORK:
 			s->dontfork = false;
+			break;
+		case PM_MADV_WIPEONFORK:
+			if (s->obj) /* private anonymous memory only */
+				return -EINVAL;
+			s->wipeonfork = true;
+			break;
+		case PM_MADV_KEEPONFORK:
+			s->wipeonfork = false;
+			break;
+		case PM_MADV_FREE:
+			/* No reclaim: the contents stay; private anonymous memory only. */
+			if (s->obj)
+				return -EINVAL;
 			break;
 		}
 	}

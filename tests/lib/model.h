@@ -66,7 +66,7 @@ struct mobj {
 };
 
 struct mslot {
-	bool mapped, shared, hugepage, dontfork;
+	bool mapped, shared, hugepage, dontfork, wipeonfork;
 	uint8_t prot;	     /* PM_PROT_* */
 	uint8_t excl;	     /* enum model_excl, meaningful while priv != NULL */
 	struct mobj *obj;    /* backing object, NULL = private anonymous */

@@ -7,7 +7,9 @@
 #     Ranks: lib 0 < mem 1 < pgtable, shmem 2 (siblings: neither calls the other) < mm 3 <
 #     fault 4 < gup 5 < consumers 6; debug/ (the checker) may look at everything. Allowed
 #     upward calls, as Linux: mm/access.c -> pm_fault (a CPU takes a fault), mm/mmap.c ->
-#     pm__gup_slow (MAP_POPULATE).
+#     pm__gup_slow (MAP_POPULATE) and pm__gup_locked (mprotect's populate of a locked VMA),
+#     mm/madvise.c -> pm__gup_slow (MADV_POPULATE_*: faultin_page_range) and
+#     pm__shmem_punch_hole (MADV_REMOVE: vfs_fallocate).
 #  2. Lock assertions, per function: a function whose comment names a lock its caller holds
 #     ("Context: ... lock/held/PTL/RCU", "Caller holds ..."; not "Context: any") asserts one
 #     in its body (*assert*_locked( or *assert*_held(), as Linux puts lockdep_assert_held()
@@ -51,7 +53,8 @@ NR == FNR { def[$1] = $2; next }
 	to = def[sym]
 	if (to == from) next
 	if ($1 == "mm/access" && sym == "pm_fault") next
-	if ($1 == "mm/mmap" && sym == "pm__gup_slow") next
+	if ($1 == "mm/mmap" && (sym == "pm__gup_slow" || sym == "pm__gup_locked")) next
+	if ($1 == "mm/madvise" && (sym == "pm__gup_slow" || sym == "pm__shmem_punch_hole")) next
 	if (rank(from) < 0 || rank(to) < 0 || rank(to) >= rank(from))
 		printf "%s.c -> %s (%s/)\n", $1, sym, to
 }' "$tmp/defs" "$tmp/uses" | sort -u >"$tmp/bad"

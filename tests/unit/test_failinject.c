@@ -14,7 +14,8 @@
  * It reports how many injection points (values of N that made an allocation fail) each
  * scenario covered. test_oom.c walks single calls (mmap, splits, faults, THP faults, pin);
  * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem, and
- * the hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW).
+ * the hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW),
+ * MADV_POPULATE_WRITE, a MAP_LOCKED mmap and a stack's grow.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -863,6 +864,97 @@ static void truncate_setup(struct ctx *c)
 	ASSERT_TRUE(stamp(c->mm, C + 4 * PG, NB - 4, 10));
 }
 
+/* MADV_POPULATE_WRITE of a new range: page tables and pages, no references. */
+static void populate_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, NB * PG, RW, PRIV, NULL, 0), B);
+}
+
+static long populate_run(struct ctx *c)
+{
+	return pm_madvise(c->mm, B, NB * PG, PM_MADV_POPULATE_WRITE);
+}
+
+/* Every page of [addr, addr + n pages) mapped writable. */
+static bool all_writable(struct pm_mm *mm, unsigned long addr, unsigned long n)
+{
+	struct pm_page_info pi[NB];
+
+	if (n > NB || pm_pagemap(mm, addr, n, pi) != (long)n)
+		return false;
+	for (unsigned long i = 0; i < n; i++)
+		if (!(pi[i].flags & PM_PAGE_WRITABLE))
+			return false;
+	return true;
+}
+
+static bool populate_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	if (r == 0 && !all_writable(c->mm, B, NB))
+		return fail(c, "POPULATE_WRITE succeeded but left pages unpopulated");
+	return true;
+}
+
+/* mmap with MAP_LOCKED: the VMA, then its populate (whose failures are not mmap's). */
+static long locked_run(struct ctx *c)
+{
+	return pm_mmap(c->mm, B, NB * PG, RW, PRIV | PM_MAP_LOCKED, NULL, 0);
+}
+
+static bool locked_ok(struct ctx *c, long r)
+{
+	return r == (long)B || r == -ENOMEM;
+}
+
+static bool locked_verify(struct ctx *c, long r)
+{
+	uint8_t buf[NB * PG];
+
+	if (!base_verify(c))
+		return false;
+	if (r == (long)B && pm_access(c->mm, B, buf, sizeof(buf), 1) != (long)sizeof(buf) &&
+	    pm_access(c->mm, B, buf, PG, 1) != (long)PG)
+		return fail(c, "the locked mapping cannot be written");
+	return true;
+}
+
+/* A fault below a MAP_GROWSDOWN VMA: the VMA grows (tree nodes), then the page. */
+static void grow_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B + 8 * PG, 8 * PG, RW, PRIV | PM_MAP_GROWSDOWN, NULL, 0),
+		  B + 8 * PG);
+}
+
+static long grow_run(struct ctx *c)
+{
+	return pm_fault(c->mm, B, PM_FAULT_WRITE);
+}
+
+/* Linux: a grow without memory is SIGSEGV (-EFAULT); the page's fault -ENOMEM. */
+static bool grow_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM || r == -EFAULT;
+}
+
+static bool grow_verify(struct ctx *c, long r)
+{
+	struct pm_map_info mi;
+
+	if (!base_verify(c))
+		return false;
+	if (pm_mm_maps(c->mm, B, &mi, 1) != 1 || mi.end != B + 16 * PG)
+		return fail(c, "the stack VMA is gone");
+	if (r == 0 && mi.start != B)
+		return fail(c, "the fault succeeded but the stack did not grow");
+	if (r == -EFAULT && mi.start != B + 8 * PG)
+		return fail(c, "a failed grow changed the VMA");
+	return true;
+}
+
 static const struct scenario scenarios[] = {
 	{ "mmap + faults", NB * PG, base_setup, mmap_fault_run, mmap_fault_ok, mmap_fault_verify },
 	{ "THP fault", 2 * PG, thp_setup, thp_run, thp_ok, thp_verify },
@@ -900,6 +992,11 @@ static const struct scenario scenarios[] = {
 	  zero_or_enomem, mremap_thp_verify },
 	{ "mremap FIXED of private hugetlb", 0, mremap_hugetlb_setup, mremap_hugetlb_run,
 	  zero_or_enomem, mremap_hugetlb_verify },
+	{ "MADV_POPULATE_WRITE", 0, populate_setup, populate_run, zero_or_enomem,
+	  populate_verify },
+	{ "mmap MAP_LOCKED (populated)", (long)B, base_setup, locked_run, locked_ok,
+	  locked_verify },
+	{ "fault below a MAP_GROWSDOWN VMA", 0, grow_setup, grow_run, grow_ok, grow_verify },
 };
 
 static long walk(const struct scenario *sc, struct pm_machine *m)

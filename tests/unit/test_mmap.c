@@ -85,10 +85,16 @@ static void test_mmap_errors(void)
 	/* Linux flags whose effects pinmm lacks yet: refused rather than ignored. */
 	is_int(map(0, PG, RW, PRIV | 0x40), -EINVAL, "mmap MAP_32BIT (0x40) -> -EINVAL (not yet)");
 	is_int(map(0, PG, RW, PRIV | 0x80), -EINVAL, "mmap MAP_ABOVE4G (0x80) -> -EINVAL (not yet)");
-	is_int(map(0, PG, RW, PRIV | 0x100), -EINVAL,
-	       "mmap MAP_GROWSDOWN (0x100) -> -EINVAL (not yet)");
-	is_int(map(0, PG, RW, PRIV | 0x2000), -EINVAL,
-	       "mmap MAP_LOCKED (0x2000) -> -EINVAL (not yet)");
+	{
+		long g = map(0, PG, RW, PRIV | 0x100), l = map(0, PG, RW, PRIV | 0x2000);
+
+		ok(g > 0 && l > 0, "mmap MAP_GROWSDOWN (0x100) and MAP_LOCKED (0x2000) of private "
+				   "anonymous memory map (test_mmap_flags has their effects)");
+		pm_munmap(mm, (unsigned long)g, PG);
+		pm_munmap(mm, (unsigned long)l, PG);
+	}
+	is_int(map(0, PG, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS | 0x100), -EINVAL,
+	       "mmap MAP_GROWSDOWN of shared anonymous memory -> -EINVAL (do_mmap)");
 	is_int(map(0, PG, RW, PRIV | PM_MAP_HUGETLB | (30 << 26)), -EINVAL,
 	       "MAP_HUGETLB|MAP_HUGE_1GB: no such pool -> -EINVAL (hstate_sizelog)");
 	is_int(pm_mmap(mm, 0, PG, RW, PRIV, NULL, 100), -EINVAL,

@@ -173,6 +173,31 @@ static void test_resize(void)
 	pmt_end(m, free0, &pmt_end_returned, "resize");
 }
 
+/* A locked VMA's growth is faulted in after the call (Linux's mm_populate), a move's too. */
+static void test_locked(void)
+{
+	struct pm_machine *m = machine(64, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	const unsigned long a = W;
+	struct pm_map_info mi;
+	long r;
+
+	r = pm_mmap(mm, a, 4 * PG, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED |
+		    PM_MAP_LOCKED, NULL, 0);
+	ASSERT_EQ(r, (long)a);
+	is_int(pm_mremap(mm, a, 4 * PG, 8 * PG, 0, 0), (long)a, "%s: locked: grow in place", dn);
+	ok(map_info(mm, a, &mi) && mi.end == a + 8 * PG && (mi.vmflags & PM_VMF_LOCKED) &&
+		   mi.rss_pages == 8 && mi.anon_pages == 8,
+	   "%s: locked: the new pages are populated, written (private, writable)", dn);
+	r = pm_mremap(mm, a, 8 * PG, 16 * PG, PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, a + 64 * PG);
+	is_int(r, (long)(a + 64 * PG), "%s: locked: a growing move", dn);
+	ok(map_info(mm, a + 64 * PG, &mi) && mi.rss_pages == 16 && (mi.vmflags & PM_VMF_LOCKED),
+	   "%s: locked: the moved VMA is populated over its new length", dn);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "locked");
+}
+
 /* ---- moves and their data ---- */
 
 /* mremap_test's move cases: a region of @len at src offset @so moved to dst offset @do. */
@@ -614,6 +639,7 @@ int main(void)
 		dn = design == PM_MACHINE_RANGE_MM ? "range" : "linux";
 		test_errors();
 		test_resize();
+		test_locked();
 		test_move();
 		test_thp();
 		test_hugetlb();

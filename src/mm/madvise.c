@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: MIT
+/*
+ * madvise.c - pm_madvise, mm/madvise.c's rules.
+ *
+ * Arguments are checked first, in Linux's order (include/pinmm/mm.h). Then, as Linux's
+ * madvise_walk_vmas: each VMA of the range in turn, a hole remembered as -ENOMEM and the walk
+ * going on, an error of a VMA ending it at once with what came before it done.
+ *  - Advice that changes VMA flags (HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK, WIPEONFORK,
+ *    KEEPONFORK) works under mmap_lock for write, merging before it splits, as mprotect does
+ *    (mmap.c).
+ *  - DONTNEED and FREE work under mmap_lock for read: DONTNEED zaps; FREE only clears the
+ *    dirty flag of the exclusive anonymous folios it covers (below). Splitting a PMD mapping
+ *    needs no memory (the leaf carries a deposited PTE table), so neither fails for lack of
+ *    memory.
+ *  - REMOVE checks each VMA under mmap_lock for read, then drops it to punch the hole in the
+ *    object (fault/shmem.c), holding a reference to the object, as Linux's madvise_remove
+ *    drops mmap_lock around vfs_fallocate; the walk goes on from the VMA's end.
+ *  - POPULATE_READ/WRITE fault the range in as GUP does, without taking references
+ *    (faultin_page_range: the slow GUP with FOLL_MADV_POPULATE, under mmap_lock for read).
+ *
+ * MADV_FREE: pinmm has no reclaim, so a lazily freed page is never dropped and keeps its
+ * contents until it is written or zapped, which Linux allows. What stays visible is Linux's
+ * folio_clear_dirty(): pm_pagemap's PM_PAGE_DIRTY reads 0 for such a page afterwards, until
+ * a GUP write (FOLL_WRITE marks the folio dirty, as Linux's follow_page does) or an unpin
+ * with dirty sets it again; a user write (pm_access), like a CPU's store, dirties only the
+ * PTE, never the folio. As Linux, a folio mapped by more than one mm (shared with a fork
+ * child) is left as it is, and so is a large folio the range covers only in part (Linux
+ * would try to split it; pinmm does not split folios here, which is Linux's answer when the
+ * split fails).
+ */
+#include "internal.h"
+
+static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned long end,
+			     int advice)
+{
+	unsigned long tmp = start;
+	bool hole = false;
+	int err = 0;
+
+	while (tmp < end) {
+		struct pm_vma *vma = pm__find_vma(mm, tmp);
+		unsigned long newflags, s;
+
+		if (!vma || vma->start >= end) {
+			hole = true;
+			break;
+		}
+		if (vma->start > tmp)
+			hole = true;
+		s = max(vma->start, tmp);
+		tmp = min(vma->end, end);
+		newflags = vma->flags;
+		switch (advice) {
+		case PM_MADV_HUGEPAGE:
+			newflags = (newflags & ~VM_NOHUGEPAGE) | VM_HUGEPAGE;
+			break;
+		case PM_MADV_NOHUGEPAGE:
+			newflags = (newflags & ~VM_HUGEPAGE) | VM_NOHUGEPAGE;
+			break;
+		case PM_MADV_DONTFORK:
+			newflags |= VM_DONTCOPY;
+			break;
+		case PM_MADV_DOFORK:
+			newflags &= ~VM_DONTCOPY;
+			break;
+		case PM_MADV_WIPEONFORK:
+			/* Private anonymous memory only: a hugetlb mapping has an object. */
+			if (vma->file || (vma->flags & VM_SHARED))
+				return -EINVAL;
+			newflags |= VM_WIPEONFORK;
+			break;
+		case PM_MADV_KEEPONFORK:
+			newflags &= ~VM_WIPEONFORK;
+			break;
+		}
+		/* As mprotect: merge first, split only what must (Linux's madvise_update_vma). */
+		if (newflags != vma->flags) {
+			err = pm__vma_modify(mm, vma, s, tmp, newflags);
+			if (err)
+				return err;
+		}
+	}
+	return hole ? -ENOMEM : 0;
+}
+
+/* Linux's madvise_dontneed_free_valid_vma(): no VM_LOCKED (pinmm has no
+ * MADV_DONTNEED_LOCKED, and VM_PFNMAP never); hugetlb for DONTNEED only. */
+static bool dontneed_free_valid_vma(struct pm_vma *vma, int advice)
+{
+	if (!is_vm_hugetlb_page(vma))
+		return !(vma->flags & VM_LOCKED);
+	return advice == PM_MADV_DONTNEED;
+}
+
+/* Clear the dirty flag of a folio this mm alone maps (folio_clear_dirty under its lock). */
+static void folio_lazyfree(struct pm_folio *folio)
+{
+	if (!folio_test(folio, PG_dirty))
+		return;
+	pm__folio_lock(folio);
+	page_clear(&folio->page, PG_dirty);
+	pm__folio_unlock(folio);
+}
+
+/*
+ * madvise_free_pte_range() for [@start, @end) of one PTE table: small anonymous folios mapped
+ * once. Context: the mm's lock held for read.
+ */
+static void free_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
+			   unsigned long end)
+{
+	struct pm_spinlock *ptl;
+	pm_entry_t *ptep;
+
+	mmap_assert_locked(mm);
+	ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
+	if (!ptep)
+		return;
+	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
+		pte_t pte = ptep_get(ptep);
+		struct pm_page *page;
+		struct pm_folio *folio;
+
+		if (!pte_present(pte) || pte_special(pte))
+			continue;
+		page = pfn_to_page(mm->m, pte_pfn(pte));
+		folio = page_folio(page);
+		if (folio_is_zero(folio) || !folio_test_anon(folio) || folio_test_large(folio) ||
+		    atomic_load_relaxed(&page->xmapcount) != 1)
+			continue;
+		folio_lazyfree(folio);
+	}
+	pm_spin_unlock(ptl);
+}
+
+/* madvise_free_single_vma() for [@start, @end) of a private anonymous VMA. */
+static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	pm_entry_t *pmdp;
+
+	mmap_assert_locked(mm);
+	for_each_pmd_span(mm, a, next, start, end, pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
+
+		if (pmd_leaf(pmd)) {
+			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+			struct pm_folio *folio;
+
+			/* madvise_free_huge_pmd(): a whole leaf of a folio this mm alone maps. */
+			if ((a & ~PMD_MASK) || next - a != PMD_SIZE)
+				continue;
+			pm_spin_lock(pml);
+			pmd = pmdp_get(pmdp);
+			if (pmd_leaf(pmd)) {
+				folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+				if (!folio_is_zero(folio) && folio_test_anon(folio) &&
+				    atomic_load_relaxed(&folio->page.xentire_mapcount) == 1)
+					folio_lazyfree(folio);
+				pm_spin_unlock(pml);
+				continue;
+			}
+			pm_spin_unlock(pml);
+			next = a; /* split or zapped meanwhile: look again */
+		} else if (pmd_table(pmd)) {
+			free_pte_range(mm, pmdp, a, next);
+		}
+	}
+}
+
+/* MADV_DONTNEED and MADV_FREE. Context: the mm's lock held for read. */
+static int madvise_dontneed_free(struct pm_mm *mm, unsigned long start, unsigned long end,
+				 int advice)
+{
+	unsigned long tmp = start;
+	bool hole = false;
+
+	mmap_assert_locked(mm);
+	while (tmp < end) {
+		struct pm_vma *vma = pm__find_vma(mm, tmp);
+		unsigned long s, e;
+
+		if (!vma || vma->start >= end) {
+			hole = true;
+			break;
+		}
+		if (vma->start > tmp)
+			hole = true;
+		s = max(vma->start, tmp);
+		e = min(vma->end, end);
+		if (!dontneed_free_valid_vma(vma, advice))
+			return -EINVAL;
+		if (advice == PM_MADV_FREE) {
+			/* MADV_FREE works only on private anonymous memory. */
+			if (!vma_is_anonymous(vma))
+				return -EINVAL;
+			madvise_free_range(mm, s, e);
+			tmp = e;
+			continue;
+		}
+		if (is_vm_hugetlb_page(vma)) {
+			/* Linux: an aligned start, and the end rounded down to a 2 MiB page. */
+			if (s & ~PMD_MASK)
+				return -EINVAL;
+			tmp = e;
+			e &= PMD_MASK;
+			/* The owner's pages go back to the pool with their reservations
+			 * (6.9+), each under its fault mutex (mm/zap.c). */
+			if (s < e && vma->hresv)
+				pm__zap_hugetlb_resv(mm, vma, s, e);
+			else if (s < e)
+				pm__zap_range(mm, s, e);
+			continue;
+		}
+		pm__zap_range(mm, s, e);
+		tmp = e;
+	}
+	return hole ? -ENOMEM : 0;
+}
+
+/*
+ * madvise_remove(): punch the VMAs' parts of [@start, @end) out of their objects, one VMA at a
+ * time, with the mm's lock dropped around each punch (the object held by a reference). A
+ * locked VMA, or one without an object (private anonymous), is -EINVAL, a private mapping of one -EACCES (Linux
+ * asks VM_SHARED and VM_MAYWRITE, which every shared mapping of pinmm's has).
+ */
+static int madvise_remove(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	unsigned long tmp = start;
+	bool hole = false;
+
+	while (tmp < end) {
+		struct pm_vma *vma;
+		struct pm_shmem *f;
+		unsigned long s, e, first;
+		int err = 0;
+
+		mm_lock_read(mm, tmp, end);
+		vma = pm__find_vma(mm, tmp);
+		if (!vma || vma->start >= end) {
+			mmap_read_unlock(mm);
+			hole = true;
+			break;
+		}
+		if (vma->start > tmp)
+			hole = true;
+		s = max(vma->start, tmp);
+		e = min(vma->end, end);
+		f = vma->file;
+		if ((vma->flags & VM_LOCKED) || !f)
+			err = -EINVAL;
+		else if ((vma->flags & (VM_SHARED | VM_MAYWRITE)) != (VM_SHARED | VM_MAYWRITE))
+			err = -EACCES;
+		if (err) {
+			mmap_read_unlock(mm);
+			return err;
+		}
+		first = vma_pgoff(vma, s);
+		pm__shmem_get(f);
+		mmap_read_unlock(mm);
+		pm__shmem_punch_hole(f, first, first + ((e - s) >> PAGE_SHIFT));
+		pm_shmem_put(f);
+		tmp = e;
+	}
+	return hole ? -ENOMEM : 0;
+}
+
+/*
+ * madvise_populate(): fault [@start, @end) in, for write with @write, as GUP would without
+ * taking references. A hole is -ENOMEM, a VMA that forbids the access (or PROT_NONE) -EINVAL,
+ * a fault that would SIGBUS or SIGSEGV -EFAULT, no memory -ENOMEM. Pages before the error stay
+ * populated.
+ */
+static int madvise_populate(struct pm_mm *mm, unsigned long start, unsigned long end,
+			    bool write)
+{
+	unsigned flags = FOLL_MADV_POPULATE | (write ? FOLL_WRITE : 0);
+
+	while (start < end) {
+		long n = pm__gup_slow(mm, start, (end - start) >> PAGE_SHIFT, flags, NULL);
+
+		if (n < 0) {
+			switch (n) {
+			case -EINVAL:
+			case -EFAULT:
+				return (int)n;
+			default:
+				return -ENOMEM;
+			}
+		}
+		start += (unsigned long)n << PAGE_SHIFT;
+	}
+	return 0;
+}
+
+int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
+{
+	unsigned long end;
+	int err;
+
+	if (pm__mm_bad(mm) || (start & ~PAGE_MASK))
+		return -EINVAL;
+	switch (advice) {
+	case PM_MADV_DONTNEED:
+	case PM_MADV_HUGEPAGE:
+	case PM_MADV_NOHUGEPAGE:
+	case PM_MADV_DONTFORK:
+	case PM_MADV_DOFORK:
+	case PM_MADV_FREE:
+	case PM_MADV_REMOVE:
+	case PM_MADV_WIPEONFORK:
+	case PM_MADV_KEEPONFORK:
+	case PM_MADV_POPULATE_READ:
+	case PM_MADV_POPULATE_WRITE:
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (!len)
+		return 0;
+	len = ALIGN_UP(len, PAGE_SIZE);
+	end = start + len;
+	if (!len || end < start)
+		return -EINVAL;
+	if (end > PM_TASK_SIZE)
+		return -ENOMEM;
+
+	switch (advice) {
+	case PM_MADV_POPULATE_READ:
+	case PM_MADV_POPULATE_WRITE:
+		return madvise_populate(mm, start, end, advice == PM_MADV_POPULATE_WRITE);
+	case PM_MADV_REMOVE:
+		return madvise_remove(mm, start, end);
+	case PM_MADV_DONTNEED:
+	case PM_MADV_FREE:
+		mm_lock_read(mm, start, end);
+		err = madvise_dontneed_free(mm, start, end, advice);
+		mmap_read_unlock(mm);
+		return err;
+	}
+	for (bool all = false;; all = true) {
+		mm_lock_change_or_all(mm, start, end, all);
+		err = madvise_vma_flags(mm, start, end, advice);
+		mmap_write_unlock(mm);
+		/* -EAGAIN: the VMA count asks for every range (range.c). */
+		if (err != -EAGAIN || all)
+			break;
+	}
+	return err;
+}
