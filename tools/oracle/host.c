@@ -706,6 +706,16 @@ void host_probe(struct caps *c, char *why, size_t n)
 		SKIP("hugetlb pool of %d free pages not available (HugePages_Free %ld): hugetlb skipped; ",
 		     POOL_PAGES, f);
 	c->smaps = access("/proc/self/smaps", R_OK) == 0;
+	{
+		char en[64] = "", zp[64] = "";
+
+		read_setting(THP "enabled", en, sizeof(en));
+		read_setting(THP "use_zero_page", zp, sizeof(zp));
+		c->thp = !strcmp(en, "madvise") && !strcmp(zp, c->pm_huge_zero ? "1" : "0");
+		if (!c->thp)
+			SKIP("host THP is enabled=%s use_zero_page=%s, pinmm's is madvise with%s the huge "
+			     "zero page: MADV_HUGEPAGE skipped; ", en, zp, c->pm_huge_zero ? "" : "out");
+	}
 	if (c->root && read_setting("/sys/kernel/debug/fault_around_bytes", buf, sizeof(buf)) == 0 &&
 	    strcmp(buf, "4096"))
 		SKIP("fault_around_bytes is %s: object read faults map their neighbours on the host; ", buf);

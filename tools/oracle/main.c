@@ -755,9 +755,9 @@ static void print_skips(const char *host_why)
 		printf("oracle: skipped: mmap MAP_LOCKED (pinmm returns -EINVAL on this branch)\n");
 	if (!caps.pm_growsdown)
 		printf("oracle: skipped: mmap MAP_GROWSDOWN (pinmm returns -EINVAL on this branch)\n");
-	if (!caps.pm_huge_zero)
+	if (!caps.pm_huge_zero && caps.thp)
 		printf("oracle: the huge zero page: pinmm has none on this branch, so the host runs with "
-		       "transparent_hugepage/use_zero_page=0 (pinmm default)\n");
+		       "transparent_hugepage/use_zero_page=0\n");
 	printf("oracle: not compared: the dirty flag (an anonymous folio's PG_dirty is set at "
 	       "different times on the host); short-term and read-only pins (io_uring pins "
 	       "FOLL_WRITE|FOLL_LONGTERM only)\n");

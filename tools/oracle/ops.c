@@ -83,11 +83,16 @@ static bool host_trunc(const struct caps *c, const struct op *op)
 	return c->memfd && (op->o != 2 || c->hugetlb);
 }
 
+static bool host_madv(const struct caps *c, const struct op *op)
+{
+	return c->thp || op->x != PM_MADV_HUGEPAGE;
+}
+
 const struct op_desc op_table[OP_NR] = {
 	[OP_MMAP] = { "mmap", 14, has_mmap, host_mmap },
 	[OP_MUNMAP] = { "munmap", 6, NULL, NULL },
 	[OP_MPROTECT] = { "mprotect", 6, NULL, NULL },
-	[OP_MADVISE] = { "madvise", 8, has_madv, NULL },
+	[OP_MADVISE] = { "madvise", 8, has_madv, host_madv },
 	[OP_READ] = { "read", 14, NULL, NULL },
 	[OP_WRITE] = { "write", 16, NULL, NULL },
 	[OP_FREAD] = { "force_read", 3, NULL, host_force },

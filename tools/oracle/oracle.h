@@ -78,6 +78,7 @@ struct obs_proc {
 /* What the host can serve, probed at start-up; what it cannot is skipped, and said. */
 struct caps {
 	bool root, kpage, uring, hugetlb, memfd, force, smaps;
+	bool thp;	/* the host's THP is madvise mode, its huge zero page as pinmm's */
 	/* pinmm on this branch */
 	bool pm_mremap, pm_huge_zero, pm_locked, pm_growsdown;
 	bool pm_madv[32];	/* by advice value */
