@@ -11,11 +11,14 @@ ORACLE_SECONDS ?= 60
 ORACLE_SRCS := $(sort $(wildcard tools/oracle/*.c))
 ORACLE_OBJS := $(ORACLE_SRCS:%.c=$(O)/%.o)
 ORACLE_BIN := $(O)/pinmm-oracle
+# --whole-archive: the weak references to calls other branches add (ops.c) resolve to
+# them when libpinmm has them; an archive member is not pulled in for a weak reference.
 
 .PHONY: oracle
 
 $(ORACLE_BIN): $(ORACLE_OBJS) $(LIBA)
-	$(CC) $(ORACLE_OBJS) $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) -luring
+	$(CC) $(ORACLE_OBJS) -Wl,--whole-archive $(LIBA) -Wl,--no-whole-archive -o $@ $(LDFLAGS) \
+		$(LIB_LIBS) -luring
 
 oracle: $(ORACLE_BIN)
 	ORACLE_SECONDS=$(ORACLE_SECONDS) $(if $(ORACLE_SEED),ORACLE_SEED=$(ORACLE_SEED)) \

@@ -18,11 +18,13 @@
  * as a ready C test. Exit status: 0, or 1 when a divergence not on the allow-list was found.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -793,6 +795,15 @@ int main(void)
 		return 0;
 	}
 	munmap(w, WIN_SIZE);
+	/* The hugetlb pool and the THP settings are the host's: one run at a time. */
+	{
+		int lk = open("/tmp/.pinmm-oracle.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+
+		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB)) {
+			printf("oracle: waiting for another oracle run on this host\n");
+			flock(lk, LOCK_EX);
+		}
+	}
 	pm_probe(&caps);
 	host_probe(&caps, host_why, sizeof(host_why));
 	if (caps.root) {
