@@ -416,8 +416,9 @@ void op_print_c(const struct op *op, int i, const struct res *want, char *buf, s
 			 op->o, op->off, want->ret, i);
 		break;
 	case OP_MREMAP:
-		snprintf(buf, n, "\t/* %d: mremap(%#lx, %#lx, %#lx, %#x, %#lx) = %ld on Linux */", i,
-			 op->addr, op->len, op->b, op->f, op->c, want->ret);
+		/* only generated where libpinmm has pm_mremap (the probe enables the row) */
+		snprintf(buf, n, "\tis_int(mremap_win(mm[%d], %#lxUL, %#lx, %#lx, %#x, %#lxUL), %ld, \"%d: mremap\");",
+			 p, op->addr, op->len, op->b, op->f, op->c, want->ret, i);
 		break;
 	}
 }
