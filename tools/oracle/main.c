@@ -807,7 +807,7 @@ int main(void)
 	munmap(w, WIN_SIZE);
 	/* The hugetlb pool and the THP settings are the host's: one run at a time. */
 	{
-		int lk = open("/tmp/.pinmm-oracle.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+		int lk = open("/run/lock/pinmm-oracle.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0666);
 
 		if (lk >= 0 && flock(lk, LOCK_EX | LOCK_NB)) {
 			printf("oracle: waiting for another oracle run on this host\n");
