@@ -10,6 +10,8 @@
 #   make stress             longer randomized stress runs (STRESS_SECONDS, SEED from the environment)
 #   make torture            concurrent torture (TORTURE_MINUTES)
 #   make fuzz               libFuzzer target over the differential interpreter (clang)
+#   make oracle             the host kernel as the oracle: random sequences on Linux and pinmm, compared
+#                           (ORACLE_SECONDS, ORACLE_SEED, ORACLE_MM; mk/oracle.mk, docs/linux-differences.md)
 #   make trace              the trace build: src/ instrumented, the tracer's runtime (mk/trace.mk)
 #   make check-trace        the tracer's tests; make check runs them when clang is installed
 #   make WERROR=1 ...       warnings are errors (CI)
