@@ -340,9 +340,12 @@ static void remove_pages(struct pm_shmem *f, unsigned long first, unsigned long 
 	unmap_mapping_range(f, first, end, even_cows);
 }
 
-/* A hugetlb object's 2 MiB pages [@first, @end) out of its cache, and their reservations
- * released (hugetlb_unreserve_pages). Context: truncate_lock. */
-static void remove_hugetlb_pages(struct pm_shmem *f, unsigned long first, unsigned long end)
+/* A hugetlb object's 2 MiB pages [@first, @end) out of its cache, and with @unreserve the
+ * reservations of the pages never faulted released too (truncation: hugetlb_unreserve_pages
+ * to the end; a hole punched keeps them, as Linux's remove_inode_hugepages does for pages it
+ * did not find). Context: truncate_lock. */
+static void remove_hugetlb_pages(struct pm_shmem *f, unsigned long first, unsigned long end,
+				 bool unreserve)
 {
 	struct pm_folio *batch[64];
 	unsigned n;
@@ -353,7 +356,8 @@ static void remove_hugetlb_pages(struct pm_shmem *f, unsigned long first, unsign
 		for (unsigned i = 0; i < n; i++)
 			folio_put(batch[i]);
 	} while (n == ARRAY_SIZE(batch));
-	pm__shmem_hugetlb_unreserve_from(f, first, end);
+	if (unreserve)
+		pm__shmem_hugetlb_unreserve_from(f, first, end);
 	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb_fault.c) */
 }
 
@@ -378,7 +382,7 @@ static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 		pthread_mutex_unlock(&f->truncate_lock);
 		return 0;
 	}
-	remove_hugetlb_pages(f, new_hp, ULONG_MAX);
+	remove_hugetlb_pages(f, new_hp, ULONG_MAX, true);
 	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER, ULONG_MAX, true);
 	pthread_mutex_unlock(&f->truncate_lock);
 	return 0;
@@ -409,12 +413,31 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	return 0;
 }
 
+/* Zero 4 KiB pages [@first, @end) of one cached 2 MiB page of hugetlb object @f, if it is
+ * there. Context: truncate_lock. */
+static void hugetlb_zero_partial(struct pm_shmem *f, unsigned long first, unsigned long end)
+{
+	struct pm_folio *folio;
+
+	truncate_assert_held(f);
+	if (first >= end)
+		return;
+	folio = pm__shmem_lookup(f, first >> HPAGE_PMD_ORDER);
+	if (folio) {
+		memset((char *)page_address(f->m, &folio->page) +
+			       ((first & (HPAGE_PMD_NR - 1)) << PAGE_SHIFT),
+		       0, (end - first) << PAGE_SHIFT);
+		folio_put(folio);
+	}
+}
+
 /**
  * pm__shmem_punch_hole() - fallocate(PUNCH_HOLE | KEEP_SIZE) of pages [@first, @end): what
  * MADV_REMOVE does. The size stays; the pages leave the cache and every mapping, and read as
- * zeros afterwards. Private COW copies stay, as Linux's shmem_fallocate keeps them; hugetlbfs
- * punches whole 2 MiB pages only (the range's inner ones), zaps private copies too, and gives
- * back the reservations of the pages it removes that were never faulted.
+ * zeros afterwards. Private COW copies stay, as Linux's shmem_fallocate keeps them. hugetlbfs,
+ * as Linux's hugetlbfs_punch_hole: the inner whole 2 MiB pages leave the cache and every
+ * mapping, private copies too, and the reservations of pages never faulted stay; the parts of
+ * the pages at either end are zeroed in place (hugetlbfs_zero_partial_page).
  * Context: any, but with no mm's lock: the caller dropped its own, as Linux's madvise_remove
  * drops mmap_lock around vfs_fallocate (the zaps take the i_mmap lock).
  */
@@ -425,8 +448,12 @@ void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long
 		unsigned long hfirst = ALIGN_UP(first, HPAGE_PMD_NR) >> HPAGE_PMD_ORDER;
 		unsigned long hend = (end & ~(unsigned long)(HPAGE_PMD_NR - 1)) >> HPAGE_PMD_ORDER;
 
+		if (first & (HPAGE_PMD_NR - 1))
+			hugetlb_zero_partial(f, first, min(end, ALIGN_UP(first + 1, HPAGE_PMD_NR)));
+		if ((end & (HPAGE_PMD_NR - 1)) && hend >= hfirst)
+			hugetlb_zero_partial(f, end & ~(unsigned long)(HPAGE_PMD_NR - 1), end);
 		if (hfirst < hend) {
-			remove_hugetlb_pages(f, hfirst, hend);
+			remove_hugetlb_pages(f, hfirst, hend, false);
 			unmap_mapping_range(f, hfirst << HPAGE_PMD_ORDER, hend << HPAGE_PMD_ORDER,
 					    true);
 		}

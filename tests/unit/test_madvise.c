@@ -570,14 +570,23 @@ static void test_remove(void)
 	}
 	pm_munmap(mm, (unsigned long)x, 2 * PG);
 
-	/* hugetlb: whole 2 MiB pages only, back to the pool */
+	/* hugetlb (hugetlbfs_punch_hole): whole 2 MiB pages back to the pool, the parts of the
+	 * pages at the ends zeroed in place, the reservations of pages never faulted kept */
 	f = pm_shmem_create_hugetlb(m, 2 * HP);
 	ASSERT_TRUE(f != NULL);
 	a = (unsigned long)map(mm, 2 * HP, RW, PM_MAP_SHARED, f);
 	ASSERT_EQ(pmt_poke(mm, a, 'h'), 1);
+	ASSERT_EQ(pmt_poke(mm, a + PG, 'j'), 1);
 	ASSERT_EQ(pmt_poke(mm, a + HP, 'i'), 1);
+	pm_hugetlb_pool(m, &total, &hfree);
 	is_int(pm_madvise(mm, a, PG, PM_MADV_REMOVE), 0, "%s: REMOVE of 4 KiB of hugetlb", DN);
-	is_int(pmt_peek(mm, a), 'h', "%s: ... removes nothing (no whole page)", DN);
+	{
+		size_t hfree2;
+
+		pm_hugetlb_pool(m, &total, &hfree2);
+		ok(pmt_peek(mm, a) == 0 && pmt_peek(mm, a + PG) == 'j' && hfree2 == hfree,
+		   "%s: ... zeroes those 4 KiB in place, frees no page", DN);
+	}
 	pm_hugetlb_pool(m, &total, &hfree);
 	is_int(pm_madvise(mm, a, HP, PM_MADV_REMOVE), 0, "%s: REMOVE of a 2 MiB page", DN);
 	{

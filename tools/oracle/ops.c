@@ -803,10 +803,18 @@ int pm_run_end(char *why, size_t n)
 
 static long pm_force(struct pm_mm *mm, unsigned long addr, bool write, unsigned char *c)
 {
+	struct pm_map_info mi;
 	struct pm_page *pg;
-	long n = pm_get_user_pages(mm, addr & ~4095UL, 1,
-				   PM_FOLL_FORCE | (write ? PM_FOLL_WRITE : 0), &pg);
 	unsigned char *kaddr;
+	long n;
+
+	/* /proc/PID/mem is access_remote_vm, which grows a stack VMA above a hole first
+	 * (expand_stack) where GUP itself never does: a fault there does the same growth. */
+	if (pm_mm_maps(mm, addr, &mi, 1) == 1 && mi.start > addr &&
+	    (mi.vmflags & PM_VMF_GROWSDOWN))
+		(void)pm_fault(mm, addr, 0);
+	n = pm_get_user_pages(mm, addr & ~4095UL, 1, PM_FOLL_FORCE | (write ? PM_FOLL_WRITE : 0),
+			      &pg);
 
 	if (n != 1)
 		return -EIO;	/* /proc/PID/mem: nothing copied */
