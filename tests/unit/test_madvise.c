@@ -599,6 +599,22 @@ static void test_remove(void)
 	   "%s: ... reads zero there, the next page keeps its data", DN);
 	pm_munmap(mm, a, 2 * HP);
 	pm_shmem_put(f);
+	/* a page never faulted keeps its reservation (remove_inode_hugepages finds nothing) */
+	f = pm_shmem_create_hugetlb(m, 2 * HP);
+	ASSERT_TRUE(f != NULL);
+	a = (unsigned long)map(mm, 2 * HP, RW, PM_MAP_SHARED, f);
+	{
+		size_t r0 = 0, r1 = 0;
+
+		pm_hugetlb_reserved(m, &r0);
+		is_int(pm_madvise(mm, a, HP, PM_MADV_REMOVE), 0,
+		       "%s: REMOVE of a 2 MiB page never faulted", DN);
+		pm_hugetlb_reserved(m, &r1);
+		ok(r0 == 2 && r1 == 2, "%s: ... its reservation stays (%zu, %zu)", DN, r0, r1);
+	}
+	is_int(pmt_poke(mm, a, 'k'), 1, "%s: ... and a fault there still finds a page", DN);
+	pm_munmap(mm, a, 2 * HP);
+	pm_shmem_put(f);
 
 	pm_mm_destroy(other);
 	pm_mm_destroy(mm);
