@@ -408,7 +408,11 @@ struct pm_machine {
 	/* The buddy zones (page_alloc.c): one per home, each with its own lock and lists. */
 	struct pm_zone *zones;		/* nr_zones, each __cacheline_aligned */
 	unsigned nr_zones;
-	unsigned long zone_pages;	/* frames per zone (the last takes the rest) */
+	unsigned nr_normal_zones;	/* the homes, below movable_base; the movable zone,
+					 * if any, is zones[nr_normal_zones] */
+	unsigned long zone_pages;	/* frames per home (the last home takes the rest) */
+	unsigned long movable_base;	/* pfn: the movable zone is [movable_base, nr_pages);
+					 * nr_pages when there is none */
 	/* Page tables waiting for a grace period to be freed: written per table, so not on
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
@@ -625,7 +629,11 @@ __hidden void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, vo
 
 /* // mem/page_alloc.c */
 #define PM_ALLOC_ZERO 0x1	/* zero the frames */
-#define PM_ALLOC_UNMOVABLE 0x2	/* a page table, not user memory: its own per-CPU lists */
+#define PM_ALLOC_UNMOVABLE 0x2	/* a page table, not user memory: its own per-CPU lists,
+				 * never the movable zone */
+#define PM_ALLOC_NO_MOVABLE_ZONE 0x4 /* user memory outside the movable zone (long-term pins,
+				      * PM_MIGRATE_AWAY_MOVABLE) */
+#define PM_ALLOC_MOVABLE_ZONE 0x8 /* user memory from the movable zone only */
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order,
 			      unsigned flags);
@@ -637,6 +645,13 @@ __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
+__hidden unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags);
+
+/* Is @pfn in the movable zone (Linux's ZONE_MOVABLE, pm_config.movable_bytes)? */
+static inline bool pfn_in_movable_zone(const struct pm_machine *m, unsigned long pfn)
+{
+	return pfn >= m->movable_base;
+}
 
 /* // mem/hugetlb_pool.c */
 struct pm_hugetlb_resv;
