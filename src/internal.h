@@ -641,6 +641,7 @@ __hidden void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages
 __hidden int pm__page_alloc_init(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
+__hidden size_t pm__nr_free_frames_in(struct pm_machine *m, unsigned flags);
 __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
@@ -1158,6 +1159,11 @@ __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 /* // mm/mm.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
+/* // mm/migrate.c */
+__hidden void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry);
+/* Tests only: called by a migration between its unmap and its copy, nothing locked. */
+extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
+
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
  */
@@ -1450,6 +1456,15 @@ static __always_inline long pm__gup_check_args(struct pm_mm *mm, unsigned long s
 __hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			   unsigned flags, struct pm_page **pages);
 __hidden void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags);
+__hidden long pm__gup_longterm(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			       unsigned flags, struct pm_page **pages);
+
+/* Must a pin with @flags leave the movable zone first (FOLL_LONGTERM, Linux 5.13)? */
+static inline bool pm__gup_longterm_migrates(const struct pm_machine *m, unsigned flags)
+{
+	return (flags & FOLL_LONGTERM) && m->movable_base < m->nr_pages &&
+	       !knob(m, PM_KNOB_LONGTERM_PIN_IN_PLACE);
+}
 __hidden bool pm__gup_must_unshare(struct pm_vma *vma, unsigned flags, struct pm_page *page);
 
 /* // gup/gup_fast.c */

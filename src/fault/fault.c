@@ -80,6 +80,11 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 		}
 		ptep = &entry_table(mm->m, pmd.val)[pte_index(addr)];
 		pte = ptep_get(ptep);
+		if (unlikely(is_migration_entry(pte))) {
+			/* Being migrated (mm/migrate.c): sleep until it is mapped again. */
+			pm__migration_entry_wait(mm, ptep, pte);
+			continue;
+		}
 		if (pte_none(pte)) {
 			if (vma_is_anonymous(vma))
 				ret = pm__do_anonymous_page(mm, vma, pmdp, addr, fault_flags);

@@ -711,6 +711,25 @@ size_t pm__nr_free_frames(struct pm_machine *m)
 	return n;
 }
 
+/* Free frames in the zones an allocation with @flags may use (a racy snapshot). */
+size_t pm__nr_free_frames_in(struct pm_machine *m, unsigned flags)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < m->nr_zones; i++) {
+		struct pm_zone *z = &m->zones[i];
+
+		if (!zone_allowed(m, i, flags))
+			continue;
+		for (unsigned o = 0; o <= PM_MAX_ORDER; o++)
+			n += atomic_load_relaxed(&z->xnr_free[o]) << o;
+		n += z->end - atomic_load_relaxed(&z->xfrontier);
+		for (unsigned c = 0; c < m->nr_cpus; c++)
+			n += (size_t)atomic_load_relaxed(&cpu_zone_pcp(m, c, i)->xcount);
+	}
+	return n;
+}
+
 /*
  * The highest frontier of a zone that has been used: every frame in use on a quiescent
  * machine lies below it; frames at and above it have never been allocated.

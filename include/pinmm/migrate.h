@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinmm/migrate.h - page migration (Linux's mm/migrate.c, as mbind(MPOL_MF_MOVE_ALL) and
+ * move_pages() use it), the call that shows what pin accounting is for: a pinned page is
+ * never moved.
+ */
+#ifndef PINMM_MIGRATE_H
+#define PINMM_MIGRATE_H
+
+#include <pinmm/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * pm_migrate_range() - move the folios mapped in [addr, addr + len) of mm to new frames in
+ * target: PM_MIGRATE_ANYWHERE, PM_MIGRATE_AWAY_MOVABLE (outside the movable zone,
+ * pm_config.movable_bytes) or PM_MIGRATE_TO_MOVABLE (inside it).
+ *
+ * Pages not present, zero pages, and folios already where the target wants them are skipped.
+ * A moved folio's data, dirty state, writability and AnonExclusive state move with it; the
+ * old frame is freed. Faults on a page being moved wait for it; GUP-fast falls back to the
+ * slow path, which waits.
+ *
+ * Refused, as Linux refuses them, and counted as not moved (pm_stats.pgmigrate_fail, and
+ * migrate_pinned_skips): a pinned AnonExclusive page, at unmap; a page whose refcount after
+ * unmap shows another reference (a get, a pin, a transient one). Refusals leave the mapping
+ * as it was, and the data with it. Transient failures are retried, 10 times in all
+ * (NR_MAX_MIGRATE_PAGES_RETRY).
+ *
+ * pinmm's limits, where the Linux contract is wider (each folio so left counts as not
+ * moved, in pgmigrate_fail): only small anonymous folios move. A folio mapped by other mms
+ * too (shared by fork) is refused: pinmm keeps no anonymous rmap to find its other mappings.
+ * THP (PMD- or PTE-mapped), page-cache (shmem) and hugetlb folios are not migrated yet.
+ *
+ * Context: takes the mm's lock for read over the range (mmap_lock, or the range design's
+ * ranges); may sleep.
+ * Return: the number of folios that could not be moved (0: all moved), or -EINVAL (NULL or
+ * dead mm, unaligned addr, unknown target), -ENOMEM (no VMA covers part of the range, or it
+ * passes the top of the address space), -ENOSPC (the target has no free frame at all).
+ * len 0 (after rounding up to pages): 0.
+ */
+PM_API long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len,
+			     int target);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PINMM_MIGRATE_H */

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migrate.c - page migration (Linux's mm/migrate.c, for mbind(MPOL_MF_MOVE_ALL) and
+ * move_pages()), the migration entries it leaves in the page tables meanwhile, and the wait
+ * of a fault that finds one.
+ *
+ * What moves. A small anonymous folio mapped by one PTE of the mm being migrated (its
+ * mapcount is 1). pinmm keeps no anonymous rmap (Linux's anon_vma), so a folio that fork
+ * shares with another mm cannot have its other mappings found, and is refused as "could not
+ * be moved"; THP, page-cache (shmem) and hugetlb folios are not migrated yet and are counted
+ * the same way. Each refusal is in pgmigrate_fail; pinned ones in migrate_pinned_skips too.
+ *
+ * The steps for one folio, as migrate_pages() takes them:
+ *  1. A new frame in the target (allocated first, with nothing held: an allocation may wait
+ *     for an RCU grace period, and no migration entry waits with it).
+ *  2. Unmap (try_to_migrate_one): under the PTL, the PTE is exchanged for a migration entry
+ *     (a sequentially consistent RMW: the TLB flush of Linux). If the page is AnonExclusive,
+ *     folio_try_share_anon_rmap_pte's test follows: a page that may be pinned puts the PTE
+ *     back as it was and is refused, nothing else changed. Otherwise the page stops being
+ *     exclusive (the entry remembers it was), and the mapping's mapcount and reference go.
+ *  3. The count after unmap (folio_migrate_mapping's expected count): a small anonymous
+ *     folio outside any cache is held only by the migration's own reference now; any other
+ *     (a pin of a page that was not exclusive, a get, a transient GUP-fast reference) and
+ *     the migration entry is turned back into the old mapping: -EAGAIN.
+ *  4. The data is copied, the new folio takes the old one's flags, and the entry is replaced
+ *     by a PTE of the new frame with the old bits (remove_migration_pte); waiters are woken.
+ * -EAGAIN is retried, NR_MAX_MIGRATE_PAGES_RETRY (10) times in all, as Linux retries it;
+ * then the folio counts as not moved.
+ *
+ * Why it is safe. Migration holds the mm's lock for read over the range (mm_lock_read()):
+ * munmap, mprotect, mremap and fork, which hold it for write (or every range), never run
+ * beside it in this mm, so they never see a migration entry. What does run beside it:
+ *  - GUP-fast. Its speculative reference (pm__folio_try_get, an SC RMW) and its re-read of
+ *    the PTE (SC) pair with our exchange of the PTE (SC) and our reads of the pin and
+ *    reference counts (SC), a store-buffering pattern: either GUP-fast re-reads the entry
+ *    we wrote and drops its reference (Linux's try_grab_folio_fast re-check), or we see its
+ *    reference or pin - at step 2 (pinned AnonExclusive page: refused) or at step 3 (the
+ *    extra reference: restored, retried). So a pin never lands on a frame that is being
+ *    copied from, and no pin is ever of a stale frame: the old frame is freed only when its
+ *    last reference goes, after every PTE names the new one. A GUP-fast walker that loads
+ *    the migration entry finds it not present and falls back to the slow path, whose fault
+ *    waits.
+ *  - Faults, under the VMA's read lock or mmap_lock for read. The dispatcher (fault/fault.c)
+ *    sees the entry, sleeps in pm__migration_entry_wait() until the PTE changes, and looks
+ *    again: a real sleep on a condition variable (Linux sleeps on the folio lock in
+ *    migration_entry_wait), woken after step 4 or after a restore. The check of the PTE is
+ *    made under the wait queue's mutex, which the waker takes after it changed the PTE, so
+ *    no wake-up is lost. Handlers that take the PTL (COW) see a non-present entry and return
+ *    VM_FAULT_AGAIN to the dispatcher, which then waits.
+ *  - MADV_DONTNEED (mmap_lock for read, zap.c) may clear the migration entry: the entry
+ *    holds nothing, so the zap drops nothing; step 4 and the restore re-check the PTE under
+ *    the PTL and, finding it changed, map nothing: the new folio (or, on a failure, the old
+ *    one) goes with the migration's last reference.
+ *  - pm_pagemap, pm_mm_maps and pm_mincore (the lock for read) see the entry as a page not
+ *    present. pm_machine_check, on a quiescent machine, finds no migration entry, and says
+ *    so when it does: every migration ends before the call that began it returns.
+ *  - Another migration or compaction of the same folio: the first holds the PTL while it
+ *    exchanges the entry; the second then finds a migration entry, not a page, and skips it.
+ */
+#include "internal.h"
+
+#define NR_MAX_MIGRATE_PAGES_RETRY 10
+
+/* The sleepers on migration entries, hashed by the old frame (Linux's folio wait table). */
+#define MIGRATION_WAIT_TABLE 64
+static struct migration_wq {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+} migration_wq[MIGRATION_WAIT_TABLE];
+static pthread_once_t migration_wq_once = PTHREAD_ONCE_INIT;
+
+static void migration_wq_init(void)
+{
+	for (unsigned i = 0; i < MIGRATION_WAIT_TABLE; i++) {
+		pthread_mutex_init(&migration_wq[i].lock, NULL);
+		pthread_cond_init(&migration_wq[i].cond, NULL);
+	}
+}
+
+static struct migration_wq *wq_of(unsigned long pfn)
+{
+	pthread_once(&migration_wq_once, migration_wq_init);
+	return &migration_wq[(pfn * 0x9e3779b97f4a7c15UL) >> 58];
+}
+
+/* Wake whoever waits on the migration entry of @pfn: after the PTE changed. */
+static void migration_wake(unsigned long pfn)
+{
+	struct migration_wq *q = wq_of(pfn);
+
+	pthread_mutex_lock(&q->lock);
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/**
+ * pm__migration_entry_wait() - sleep until *@ptep is no longer the migration entry @entry.
+ *
+ * Context: the fault path (mmap_lock or the VMA's read lock, which keep the table); no
+ * spinlock held.
+ */
+void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry)
+{
+	struct migration_wq *q = wq_of(pte_pfn(entry));
+
+	fault_assert_held(mm);
+	pthread_mutex_lock(&q->lock);
+	while (pte_same(ptep_get(ptep), entry))
+		pthread_cond_wait(&q->cond, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Tests only: called between unmap and copy, with nothing locked (pmtest's migration hook). */
+void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr);
+
+static unsigned target_alloc_flags(int target)
+{
+	switch (target) {
+	case PM_MIGRATE_AWAY_MOVABLE:
+		return PM_ALLOC_NO_MOVABLE_ZONE;
+	case PM_MIGRATE_TO_MOVABLE:
+		return PM_ALLOC_MOVABLE_ZONE;
+	default:
+		return 0;
+	}
+}
+
+/* Is a folio at @pfn already where @target wants it (move_pages: already on the node)? */
+static bool already_there(struct pm_machine *m, unsigned long pfn, int target)
+{
+	if (target == PM_MIGRATE_AWAY_MOVABLE)
+		return !pfn_in_movable_zone(m, pfn);
+	if (target == PM_MIGRATE_TO_MOVABLE)
+		return pfn_in_movable_zone(m, pfn);
+	return false;
+}
+
+enum migrate_result {
+	MIGRATE_DONE,		/* moved */
+	MIGRATE_SKIP,		/* nothing to move: no page, the zero page, already in place */
+	MIGRATE_AGAIN,		/* transient: retried */
+	MIGRATE_PINNED,		/* pinned or another extra reference: retried, then counted */
+	MIGRATE_REFUSED,	/* a kind pinmm cannot move: counted at once */
+	MIGRATE_NOMEM,		/* no frame in the target: counted */
+};
+
+/*
+ * Put migration entry @entry at @ptep back as a mapping of @folio, if it is still there
+ * (MADV_DONTNEED may have zapped it): the mapping's mapcount and reference come back with it.
+ * Return: whether it was mapped.
+ */
+static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				 pte_t entry, struct pm_folio *folio)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	bool mapped = false;
+
+	if (ptep) {
+		if (pte_same(ptep_get(ptep), entry)) {
+			folio_get_refs(folio, 1);
+			atomic_add_relaxed(&folio->page.xmapcount, 1);
+			if (is_migration_entry_exclusive(entry))
+				page_set(&folio->page, PG_anon_exclusive);
+			set_pte(ptep, migration_entry_to_pte(entry, page_to_pfn(m, &folio->page)));
+			mapped = true;
+		}
+		pm_spin_unlock(ptl);
+	}
+	migration_wake(pte_pfn(entry));
+	return mapped;
+}
+
+/*
+ * Migrate the small anonymous folio mapped at @addr, with @new as its target frame (which
+ * this call consumes on MIGRATE_DONE). Context: the mm's lock held for read over @addr.
+ */
+static enum migrate_result migrate_one_pte(struct pm_mm *mm, struct pm_vma *vma,
+					   pm_entry_t *pmdp, unsigned long addr, int target,
+					   struct pm_folio *new)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	struct pm_folio *folio;
+	struct pm_page *page;
+	pm_entry_t *ptep;
+	pte_t pte, entry;
+	bool excl;
+
+	mmap_assert_locked(mm);
+	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	if (!ptep)
+		return MIGRATE_SKIP;
+	pte = ptep_get(ptep);
+	if (!pte_present(pte) || pte_special(pte)) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	page = pfn_to_page(m, pte_pfn(pte));
+	folio = page_folio(page);
+	if (already_there(m, pte_pfn(pte), target)) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	if (!folio_test_anon(folio) || folio_test_large(folio) || folio_test_hugetlb(folio) ||
+	    atomic_load_relaxed(&page->xmapcount) != 1) {
+		/* Large, page cache, or mapped by other mms too (no anon rmap to find them). */
+		pm_spin_unlock(ptl);
+		return MIGRATE_REFUSED;
+	}
+
+	/* 2. Unmap: the migration's own reference first, then the entry. */
+	folio_get_refs(folio, 1);
+	excl = page_anon_exclusive(page);
+	entry = make_migration_entry(pte, excl);
+	atomic_xchg_mb(ptep, entry.val);
+	if (excl) {
+		/* folio_try_share_anon_rmap_pte: the exchange above is ordered before this read. */
+		if (folio_maybe_dma_pinned(folio)) {
+			set_pte(ptep, pte);
+			pm_spin_unlock(ptl);
+			folio_put(folio);
+			migration_wake(pte_pfn(pte));
+			return MIGRATE_PINNED;
+		}
+		page_clear(page, PG_anon_exclusive);
+	}
+	if (pte_dirty(pte))
+		pm__folio_mark_dirty(folio);
+	atomic_sub_relaxed(&page->xmapcount, 1);
+	atomic_sub_mb(&folio->page.xrefcount, 1); /* the mapping's; ours keeps it */
+	pm_spin_unlock(ptl);
+
+	if (unlikely(pm__migrate_hook))
+		pm__migrate_hook(mm, addr);
+
+	/* 3. Only the migration's reference may remain. */
+	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
+		remove_migration_pte(mm, pmdp, addr, entry, folio);
+		folio_put(folio);
+		return MIGRATE_PINNED;
+	}
+
+	/* 4. Copy, and map the new frame where the entry is. */
+	memcpy(page_address(m, &new->page), page_address(m, page), PAGE_SIZE);
+	folio_set_flags_new(new, PGF(PG_anon) |
+				 (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
+	remove_migration_pte(mm, pmdp, addr, entry, new);
+	folio_put(new);		/* the allocation's: the mapping holds its own, if it stands */
+	folio_put(folio);	/* the last reference: the old frame is free */
+	return MIGRATE_DONE;
+}
+
+/*
+ * Migrate whatever the PTE at @addr maps, retrying transient failures. Return: 1 if it
+ * counts as not moved, else 0.
+ */
+static int migrate_pte(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+		       unsigned long addr, int target)
+{
+	struct pm_machine *m = mm->m;
+	enum migrate_result r = MIGRATE_AGAIN;
+
+	for (int pass = 0; pass < NR_MAX_MIGRATE_PAGES_RETRY; pass++) {
+		struct pm_folio *new = pm__folio_alloc(m, 0, target_alloc_flags(target));
+
+		if (!new) {
+			r = MIGRATE_NOMEM;
+			break;
+		}
+		r = migrate_one_pte(mm, vma, pmdp, addr, target, new);
+		if (r != MIGRATE_DONE)
+			folio_put(new);
+		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
+			break;
+	}
+	switch (r) {
+	case MIGRATE_DONE:
+		count_event(m, PGMIGRATE_SUCCESS, 1);
+		return 0;
+	case MIGRATE_SKIP:
+		return 0;
+	case MIGRATE_PINNED:
+		count_event(m, MIGRATE_PINNED_SKIPS, 1);
+		/* fall through */
+	default:
+		count_event(m, PGMIGRATE_FAIL, 1);
+		return 1;
+	}
+}
+
+/*
+ * Migrate the present pages of [@start, @end), inside @vma. Return: folios not moved.
+ * Context: the mm's lock held for read over the range.
+ */
+static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			      unsigned long end, int target)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_folio *last = NULL;
+	pm_entry_t *pmdp;
+	long failed = 0;
+
+	mmap_assert_locked(mm);
+	for_each_pmd_span(mm, addr, next, start, end, pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
+
+		if (pmd_none(pmd))
+			continue;
+		if (pmd_leaf(pmd)) {
+			/* THP and hugetlb leaves do not move yet: one folio not moved. */
+			struct pm_folio *folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
+
+			if (!(pmd.val & _PAGE_SPECIAL) && !folio_is_zero(folio) && folio != last &&
+			    !already_there(m, pmd_pfn(pmd), target)) {
+				count_event(m, PGMIGRATE_FAIL, 1);
+				failed++;
+			}
+			last = folio;
+			continue;
+		}
+		for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
+			pte_t pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+			struct pm_folio *folio;
+
+			if (!pte_present(pte) || pte_special(pte))
+				continue;
+			folio = page_folio(pfn_to_page(m, pte_pfn(pte)));
+			if (folio_test_large(folio) || !folio_test_anon(folio)) {
+				/* A PTE-mapped large folio or a page-cache folio: once each. */
+				if (folio != last && !already_there(m, pte_pfn(pte), target)) {
+					count_event(m, PGMIGRATE_FAIL, 1);
+					failed++;
+				}
+				last = folio;
+				continue;
+			}
+			failed += migrate_pte(mm, vma, pmdp, a, target);
+		}
+	}
+	return failed;
+}
+
+/**
+ * pm_migrate_range() - move the folios mapped in [@addr, @addr + @len) of @mm to @target.
+ *
+ * See include/pinmm/migrate.h for the contract, and the top of this file for how and why.
+ * Context: takes the mm's lock for read over the range.
+ */
+long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len, int target)
+{
+	unsigned long end;
+	struct pm_vma *vma;
+	long failed = 0;
+
+	if (pm__mm_bad(mm) || (addr & ~PAGE_MASK) || target < PM_MIGRATE_ANYWHERE ||
+	    target > PM_MIGRATE_TO_MOVABLE)
+		return -EINVAL;
+	len = (len + PAGE_SIZE - 1) & PAGE_MASK;
+	if (addr + len < addr)
+		return -ENOMEM;
+	if (!len)
+		return 0;
+	end = addr + len;
+	if (end > PM_TASK_SIZE)
+		return -ENOMEM;
+	if (!pm__nr_free_frames_in(mm->m, target_alloc_flags(target)))
+		return -ENOSPC;
+	mm_lock_read(mm, addr, end);
+	/* Every byte of the range must be mapped (mbind's -ENOMEM / -EFAULT for holes). */
+	for (unsigned long a = addr; a < end; a = vma->end) {
+		vma = pm__find_vma(mm, a);
+		if (!vma || vma->start > a) {
+			mmap_read_unlock(mm);
+			return -ENOMEM;
+		}
+	}
+	for (vma = pm__find_vma(mm, addr); vma && vma->start < end; vma = pm__vma_next(mm, vma))
+		failed += migrate_vma_range(mm, vma, max(vma->start, addr), min(vma->end, end),
+					    target);
+	mmap_read_unlock(mm);
+	return failed;
+}
