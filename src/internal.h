@@ -427,6 +427,10 @@ struct pm_machine {
 	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
 
+	/* Compaction (mm/migrate.c): one run at a time; an mm leaves the mms list only under
+	 * it, so a run may use the mms it found there. Taken before any mm's lock. */
+	pthread_mutex_t compact_lock __cacheline_aligned;
+
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
 	struct pm_list mms;
@@ -647,6 +651,10 @@ __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
 __hidden unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags);
+__hidden void pm__drain_all_pcp(struct pm_machine *m);
+__hidden void pm__zone_block_usage(struct pm_machine *m, unsigned zi, uint16_t *used);
+__hidden struct pm_page *pm__alloc_frame_in_blocks(struct pm_machine *m, unsigned zi,
+						   const uint8_t *target);
 
 /* Is @pfn in the movable zone (Linux's ZONE_MOVABLE, pm_config.movable_bytes)? */
 static inline bool pfn_in_movable_zone(const struct pm_machine *m, unsigned long pfn)
@@ -687,6 +695,7 @@ static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
+__hidden struct pm_folio *pm__folio_prep(struct pm_page *page, unsigned order);
 __hidden void pm__folio_free(struct pm_folio *folio);
 __hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 __hidden void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n);

@@ -284,6 +284,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	m->nr_cpus = ncpu > 0 ? (unsigned)ncpu : 1;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->compact_lock, NULL);
 	pm_list_init(&m->mms);
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);
@@ -369,6 +370,7 @@ fail_frames:
 	munmap(m->frames_map, m->frames_map_len);
 fail_free:
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->compact_lock);
 	free(m);
 	errno = err;
 	return NULL;
@@ -407,6 +409,7 @@ void pm__machine_free(struct pm_machine *m)
 	munmap(m->frames_map, m->frames_map_len);
 	pm__hugetlb_pool_exit(m);
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->compact_lock);
 	free(m);
 }
 

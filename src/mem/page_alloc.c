@@ -36,7 +36,7 @@
  * back the coldest frames of the longer list, so neither kind keeps the cache to itself.
  *
  * An allocation that finds nothing drains every CPU's cache into the buddy lists, sets
- * the high marks back to pcp_high_min, and tries once more (drain_all_pcp), so frames cached
+ * the high marks back to pcp_high_min, and tries once more (pm__drain_all_pcp), so frames cached
  * on another CPU never cause an out-of-memory. If that is not enough either
  * and page tables are waiting for an RCU grace period to be freed (munmap, teardown), it waits
  * for them (pm_rcu_barrier) and tries again: frames freed "soon" count too. Allocations never
@@ -533,7 +533,7 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n,
  * frames another CPU keeps cached (or that stop a larger block from merging) must count. The
  * caches start small again, as Linux shrinks pcp->high under memory pressure.
  */
-static void drain_all_pcp(struct pm_machine *m)
+void pm__drain_all_pcp(struct pm_machine *m)
 {
 	for (unsigned c = 0; c < m->nr_cpus; c++) {
 		for (unsigned z = 0; z < m->nr_zones; z++) {
@@ -575,6 +575,73 @@ static struct pm_page *alloc_frames(struct pm_machine *m, unsigned order, unsign
 }
 
 /*
+ * pm__zone_block_usage() - for compaction (mm/migrate.c): the frames in use in each 2 MiB
+ * block of zone @zi, @used[(pfn - base) >> 9]; frames on buddy lists, in per-CPU caches and
+ * above the frontier are free. A racy snapshot, as Linux's compaction scanners take theirs.
+ */
+void pm__zone_block_usage(struct pm_machine *m, unsigned zi, uint16_t *used)
+{
+	struct pm_zone *z = &m->zones[zi];
+	unsigned long top = atomic_load_relaxed(&z->xfrontier);
+
+	memset(used, 0, ((z->end - z->base) >> PM_MAX_ORDER) * sizeof(*used));
+	for (unsigned long pfn = z->base; pfn < top;) {
+		unsigned long f = atomic_load_relaxed(&pfn_to_page(m, pfn)->xflags);
+
+		if (f & PGF(PG_buddy)) {
+			pfn += 1UL << min(atomic_load_relaxed(&pfn_to_page(m, pfn)->xorder),
+					   (uint8_t)PM_MAX_ORDER);
+			continue;
+		}
+		if (!(f & PGF(PG_pcp)))
+			used[(pfn - z->base) >> PM_MAX_ORDER]++;
+		pfn++;
+	}
+}
+
+/*
+ * pm__alloc_frame_in_blocks() - compaction's free scanner: one free frame of zone @zi that
+ * lies in a 2 MiB block marked in @target (indexed as pm__zone_block_usage()'s), taken from
+ * the buddy lists below order 9 (a free 2 MiB block is what compaction makes, not what it
+ * spends). The rest of a split block goes back to the lists. Return: the frame (refcount 0,
+ * no flags), or NULL (none, or an injected failure).
+ */
+struct pm_page *pm__alloc_frame_in_blocks(struct pm_machine *m, unsigned zi,
+					  const uint8_t *target)
+{
+	struct pm_zone *z = &m->zones[zi];
+	struct pm_page *page = NULL;
+	unsigned o;
+
+	if (pm__should_fail(m))
+		return NULL;
+	zone_lock(m, z);
+	for (o = 0; o < PM_MAX_ORDER && !page; o++) {
+		struct pm_list *pos;
+
+		pm_list_for_each(pos, &z->free_area[o]) {
+			struct pm_page *p = pm_list_entry(pos, struct pm_page, lru);
+
+			if (target[(page_to_pfn(m, p) - z->base) >> PM_MAX_ORDER]) {
+				page = p;
+				break;
+			}
+		}
+	}
+	if (page) {
+		o--;
+		del_from_free_area(z, page, o);
+		while (o > 0) {
+			o--;
+			add_to_free_area(z, page + (1UL << o), o);
+		}
+		atomic_store_relaxed(&page->xorder, 0);
+	}
+	zone_unlock(z);
+	return page;
+}
+
+/*
  * pm__free_pmd_blocks() - free naturally aligned 2 MiB blocks in the zones an allocation with
  * @flags may use: order-9 buddy blocks and never-used blocks above the frontiers (frames in
  * per-CPU caches are not counted: a drain may merge them). A racy snapshot.
@@ -611,14 +678,14 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 		return NULL;
 	page = alloc_frames(m, order, flags);
 	if (unlikely(!page)) {
-		drain_all_pcp(m);
+		pm__drain_all_pcp(m);
 		page = alloc_frames(m, order, flags);
 	}
 	if (unlikely(!page) && atomic_load_relaxed(&m->xrcu_pending) > 0 &&
 	    !pm_rcu_read_ongoing()) {
 		/* Page tables freed by munmap are still waiting for their grace period. */
 		pm_rcu_barrier();
-		drain_all_pcp(m);
+		pm__drain_all_pcp(m);
 		page = alloc_frames(m, order, flags);
 	}
 	if (unlikely(!page)) {

@@ -176,8 +176,8 @@ static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned lo
  * Migrate the small anonymous folio mapped at @addr, with @new as its target frame (which
  * this call consumes on MIGRATE_DONE). Context: the mm's lock held for read over @addr.
  */
-static enum migrate_result migrate_one_pte(struct pm_mm *mm, struct pm_vma *vma,
-					   pm_entry_t *pmdp, unsigned long addr, int target,
+static enum migrate_result migrate_one_pte(struct pm_mm *mm, pm_entry_t *pmdp,
+					   unsigned long addr, int target, unsigned long want_pfn,
 					   struct pm_folio *new)
 {
 	struct pm_machine *m = mm->m;
@@ -199,7 +199,8 @@ static enum migrate_result migrate_one_pte(struct pm_mm *mm, struct pm_vma *vma,
 	}
 	page = pfn_to_page(m, pte_pfn(pte));
 	folio = page_folio(page);
-	if (already_there(m, pte_pfn(pte), target)) {
+	if (already_there(m, pte_pfn(pte), target) ||
+	    (want_pfn != ULONG_MAX && pte_pfn(pte) != want_pfn)) {
 		pm_spin_unlock(ptl);
 		return MIGRATE_SKIP;
 	}
@@ -252,24 +253,42 @@ static enum migrate_result migrate_one_pte(struct pm_mm *mm, struct pm_vma *vma,
 	return MIGRATE_DONE;
 }
 
+/* Where the new frames come from: a target zone, or compaction's free scanner. */
+struct migrate_target {
+	int target;			/* PM_MIGRATE_* */
+	unsigned long want_pfn;		/* only if the PTE still maps this frame; ULONG_MAX: any */
+	unsigned zone;			/* compaction: the zone, and its blocks to fill */
+	const uint8_t *blocks;		/* NULL: pm__folio_alloc() from target's zones */
+};
+
+static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_target *t)
+{
+	struct pm_page *page;
+
+	if (!t->blocks)
+		return pm__folio_alloc(m, 0, target_alloc_flags(t->target));
+	page = pm__alloc_frame_in_blocks(m, t->zone, t->blocks);
+	return page ? pm__folio_prep(page, 0) : NULL;
+}
+
 /*
  * Migrate whatever the PTE at @addr maps, retrying transient failures. Return: 1 if it
  * counts as not moved, else 0.
  */
-static int migrate_pte(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-		       unsigned long addr, int target)
+static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+		       const struct migrate_target *t)
 {
 	struct pm_machine *m = mm->m;
 	enum migrate_result r = MIGRATE_AGAIN;
 
 	for (int pass = 0; pass < NR_MAX_MIGRATE_PAGES_RETRY; pass++) {
-		struct pm_folio *new = pm__folio_alloc(m, 0, target_alloc_flags(target));
+		struct pm_folio *new = target_alloc(m, t);
 
 		if (!new) {
 			r = MIGRATE_NOMEM;
 			break;
 		}
-		r = migrate_one_pte(mm, vma, pmdp, addr, target, new);
+		r = migrate_one_pte(mm, pmdp, addr, t->target, t->want_pfn, new);
 		if (r != MIGRATE_DONE)
 			folio_put(new);
 		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
@@ -336,7 +355,8 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 				last = folio;
 				continue;
 			}
-			failed += migrate_pte(mm, vma, pmdp, a, target);
+			failed += migrate_pte(mm, pmdp, a,
+					      &(struct migrate_target){ target, ULONG_MAX, 0, NULL });
 		}
 	}
 	return failed;
@@ -381,4 +401,216 @@ long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len, i
 					    target);
 	mmap_read_unlock(mm);
 	return failed;
+}
+
+/* ---- compaction ---- */
+
+/* A small anonymous page compaction may move: where it is mapped, and its frame. */
+struct compact_page {
+	unsigned mm;		/* index in the run's snapshot of the machine's mms */
+	unsigned long addr, pfn;
+};
+
+struct compact_run {
+	struct pm_machine *m;
+	unsigned zone;
+	struct pm_mm **mms;
+	unsigned nr_mms;
+	uint16_t *used, *movable;	/* per 2 MiB block of the zone */
+	uint8_t *unmovable;		/* per block: 1 a pinned page in it, 2 a source */
+	struct compact_page *pages;
+	size_t nr_pages, max_pages;
+};
+
+/*
+ * The migrate scanner's look at one mm (isolate_migratepages_block): every small anonymous
+ * page of the zone mapped once is a candidate, except those that look pinned by Linux's racy
+ * test - more references than mappings (refcount - 1 > mapcount with the isolation
+ * reference Linux holds then) - which are skipped and counted. Context: @mm's lock for read.
+ */
+static int compact_scan_mm(struct compact_run *c, unsigned idx)
+{
+	struct pm_mm *mm = c->mms[idx];
+	struct pm_machine *m = c->m;
+	struct pm_zone *z = &m->zones[c->zone];
+	pm_entry_t *pmdp;
+
+	mmap_assert_locked(mm);
+	for (struct pm_vma *vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
+		if (is_vm_hugetlb_page(vma))
+			continue;
+		for_each_pmd_span(mm, addr, next, vma->start, vma->end, pmdp) {
+			pmd_t pmd = pmdp_get(pmdp);
+
+			if (!pmd_table(pmd))
+				continue;
+			for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
+				pte_t pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+				unsigned long pfn = pte_pfn(pte), b;
+				struct pm_folio *folio;
+
+				if (!pte_present(pte) || pte_special(pte) || pfn < z->base ||
+				    pfn >= z->end)
+					continue;
+				folio = page_folio(pfn_to_page(m, pfn));
+				if (!folio_test_anon(folio) || folio_test_large(folio) ||
+				    atomic_load_relaxed(&folio->page.xmapcount) != 1)
+					continue;
+				b = (pfn - z->base) >> PM_MAX_ORDER;
+				if (folio_ref_count(folio) > atomic_load_relaxed(&folio->page.xmapcount)) {
+					count_event(m, MIGRATE_PINNED_SKIPS, 1);
+					c->unmovable[b] = 1;
+					continue;
+				}
+				if (c->nr_pages == c->max_pages) {
+					size_t n = c->max_pages ? 2 * c->max_pages : 1024;
+					void *p = realloc(c->pages, n * sizeof(*c->pages));
+
+					if (!p || pm__should_fail(m)) {
+						if (p)
+							c->pages = p;
+						return -ENOMEM;
+					}
+					c->pages = p;
+					c->max_pages = n;
+				}
+				c->pages[c->nr_pages++] = (struct compact_page){ idx, a, pfn };
+				c->movable[b]++;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Compact one zone: the sparsest blocks whose every page is movable are emptied into the free
+ * frames of the other partly used blocks (never into a free 2 MiB block: that is what
+ * compaction makes), as Linux's migrate scanner feeds its free scanner. Return: 0 or -ENOMEM.
+ */
+static int compact_zone(struct compact_run *c)
+{
+	struct pm_machine *m = c->m;
+	struct pm_zone *z = &m->zones[c->zone];
+	unsigned long nb = (z->end - z->base) >> PM_MAX_ORDER, avail = 0;
+	uint8_t *target;
+	uint32_t *order;
+	size_t nr = 0;
+	int err = 0;
+
+	c->used = calloc(nb, sizeof(*c->used));
+	c->movable = calloc(nb, sizeof(*c->movable));
+	c->unmovable = calloc(nb, 1);
+	target = calloc(nb, 1);
+	order = calloc(nb, sizeof(*order));
+	c->nr_pages = 0;
+	if (!c->used || !c->movable || !c->unmovable || !target || !order || pm__should_fail(m)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	pm__zone_block_usage(m, c->zone, c->used);
+	for (unsigned i = 0; i < c->nr_mms && !err; i++) {
+		mm_lock_read(c->mms[i], 0, PM_TASK_SIZE);
+		err = compact_scan_mm(c, i);
+		mmap_read_unlock(c->mms[i]);
+	}
+	if (err)
+		goto out;
+
+	/* Sources: fully movable partial blocks, sparsest first, while the rest can hold them. */
+	for (unsigned long b = 0; b < nb; b++) {
+		if (c->used[b] == 0 || c->used[b] >= HPAGE_PMD_NR)
+			continue;
+		target[b] = 1;
+		avail += HPAGE_PMD_NR - c->used[b];
+		if (!c->unmovable[b] && c->movable[b] == c->used[b])
+			order[nr++] = (uint32_t)b;
+	}
+	for (size_t i = 1; i < nr; i++) /* insertion sort by use: nr is small */
+		for (size_t j = i; j > 0 && c->used[order[j]] < c->used[order[j - 1]]; j--) {
+			uint32_t t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t i = 0; i < nr; i++) {
+		/* Emptying block b takes its free frames out of the pool and spends its used ones. */
+		if (avail < HPAGE_PMD_NR)
+			break;
+		avail -= HPAGE_PMD_NR;
+		target[order[i]] = 0;
+		c->unmovable[order[i]] = 2; /* a source */
+	}
+
+	for (unsigned i = 0; i < c->nr_mms; i++) {
+		struct pm_mm *mm = c->mms[i];
+
+		mm_lock_read(mm, 0, PM_TASK_SIZE);
+		for (size_t k = 0; k < c->nr_pages; k++) {
+			struct compact_page *p = &c->pages[k];
+			unsigned long b = (p->pfn - z->base) >> PM_MAX_ORDER;
+			pm_entry_t *pmdp;
+
+			if (p->mm != i || c->unmovable[b] != 2)
+				continue;
+			pmdp = pm__pmd_lookup(mm, p->addr);
+			if (!pmdp || !pmd_table(pmdp_get(pmdp)))
+				continue;
+			migrate_pte(mm, pmdp, p->addr,
+				    &(struct migrate_target){ PM_MIGRATE_ANYWHERE, p->pfn, c->zone,
+							      target });
+		}
+		mmap_read_unlock(mm);
+	}
+out:
+	free(c->used);
+	free(c->movable);
+	free(c->unmovable);
+	free(target);
+	free(order);
+	return err;
+}
+
+/**
+ * pm_compact() - move movable pages to form free 2 MiB blocks (Linux's compact_zone over
+ * every zone, as a write to /proc/sys/vm/compact_memory does).
+ *
+ * Context: takes the machine's compaction lock, then each mm's lock for read in turn; no
+ * lock held by the caller. Return: free 2 MiB blocks afterwards, or -errno.
+ */
+long pm_compact(struct pm_machine *m)
+{
+	struct compact_run c = { .m = m };
+	unsigned long before, after;
+	struct pm_list *pos;
+	int err = 0;
+
+	if (!m)
+		return -EINVAL;
+	pthread_mutex_lock(&m->compact_lock);
+	pm__drain_all_pcp(m);
+	before = pm__free_pmd_blocks(m, 0);
+	pthread_mutex_lock(&m->lock);
+	pm_list_for_each(pos, &m->mms)
+		c.nr_mms++;
+	c.mms = malloc((c.nr_mms + 1) * sizeof(*c.mms));
+	if (c.mms) {
+		unsigned i = 0;
+
+		pm_list_for_each(pos, &m->mms)
+			c.mms[i++] = pm_list_entry(pos, struct pm_mm, link);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!c.mms || pm__should_fail(m))
+		err = -ENOMEM;
+	for (unsigned zi = 0; zi < m->nr_zones && !err; zi++) {
+		c.zone = zi;
+		err = compact_zone(&c);
+	}
+	free(c.mms);
+	free(c.pages);
+	pm__drain_all_pcp(m);
+	after = pm__free_pmd_blocks(m, 0);
+	count_event(m, after > before ? COMPACT_SUCCESS : COMPACT_FAIL, 1);
+	pthread_mutex_unlock(&m->compact_lock);
+	return err ? err : (long)after;
 }

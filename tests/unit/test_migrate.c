@@ -443,6 +443,54 @@ static void test_longterm(void)
 	}
 }
 
+/* ---- compaction ---- */
+
+static void test_compact(void)
+{
+	struct pm_machine *m = mmachine(32, 0, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long n = 16 * MiB / PG, a = map_anon(mm, 16 * MiB), pfn0;
+	struct pm_page *pin;
+	struct pm_stats s0, s1;
+	long before, after, again;
+	bool kept = true;
+
+	ok(pmt_fill(mm, a, n, 21), "16 MiB filled");
+	/* Keep one page in four: every block of it a quarter full. */
+	for (unsigned long i = 0; i < n; i++)
+		if (i % 4)
+			ASSERT_EQ(pm_madvise(mm, a + i * PG, PG, PM_MADV_DONTNEED), 0);
+	is_int(pm_pin_user_pages(mm, a, 1, PM_FOLL_WRITE, &pin), 1, "page 0 pinned");
+	pfn0 = pfn_at(mm, a);
+	pm_machine_stats(m, &s0);
+	before = pm_compact(NULL);
+	is_int(before, -EINVAL, "pm_compact(NULL): -EINVAL");
+	before = pm_compact(m);
+	ok(before >= 0, "pm_compact: %ld free 2 MiB blocks", before);
+	pm_machine_stats(m, &s1);
+	ok(s1.compact_success == s0.compact_success + 1, "compact_success counted");
+	ok(s1.pgmigrate_success > s0.pgmigrate_success, "pages were moved (%lu)",
+	   s1.pgmigrate_success - s0.pgmigrate_success);
+	ok(s1.migrate_pinned_skips > s0.migrate_pinned_skips, "the pinned page was skipped");
+	is_int(pfn_at(mm, a), pfn0, "and stayed where it is");
+	for (unsigned long i = 0; i < n; i += 4)
+		kept &= pmt_check(mm, a + i * PG, 1, 21);
+	ok(kept, "every kept page has its data");
+	ok(pmt_reads_zero(mm, a + PG, 3), "zapped pages still read zero");
+	pm_machine_stats(m, &s0);
+	again = pm_compact(m);
+	pm_machine_stats(m, &s1);
+	ok(again >= before, "a second run keeps the blocks (%ld)", again);
+	is_int(s1.compact_success + s1.compact_fail - s0.compact_success - s0.compact_fail, 1,
+	       "one run counted");
+	pm_unpin_user_page(pin);
+	pm_mm_destroy(mm);
+	after = pm_compact(m);
+	is_int(after, (long)(pm_machine_free_pages(m) / 512), "empty machine: every block free");
+	pmt_end(m, free0, &pmt_end_returned, "compact");
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -452,5 +500,6 @@ int main(void)
 	test_other_kinds();
 	test_during();
 	test_longterm();
+	test_compact();
 	return done_testing();
 }
