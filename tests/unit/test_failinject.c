@@ -13,8 +13,9 @@
  *      pages are back to their value before step 1 and that pins are balanced.
  * It reports how many injection points (values of N that made an allocation fail) each
  * scenario covered. test_oom.c walks single calls (mmap, splits, faults, THP faults, pin);
- * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem, and
- * the hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW).
+ * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem, the
+ * hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW), and
+ * migration (pm_migrate_range, pm_compact, long-term pins that leave the movable zone).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -641,7 +642,72 @@ struct scenario {
 	long (*run)(struct ctx *c);
 	bool (*result_ok)(struct ctx *c, long r);
 	bool (*verify)(struct ctx *c, long r);
+	size_t movable_bytes; /* the machine's movable zone (0: none) */
 };
+
+/* ---- migration (mm/migrate.c) ---- */
+
+/* NB stamped pages at B besides the base state. */
+static void migrate_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, NB * PG, RW, PRIV, NULL, 0), B);
+	ASSERT_EQ(pm_madvise(c->mm, B, NB * PG, PM_MADV_NOHUGEPAGE), 0);
+	ASSERT_TRUE(stamp(c->mm, B, NB, 12));
+}
+
+static long migrate_run(struct ctx *c)
+{
+	return pm_migrate_range(c->mm, B, NB * PG, PM_MIGRATE_ANYWHERE);
+}
+
+/* No frame for a page: that page is not moved, and counted. */
+static bool migrate_ok(struct ctx *c, long r)
+{
+	return r >= 0 && r <= (long)NB;
+}
+
+static bool migrate_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	return stamped(c->mm, B, NB, 12) || fail(c, "the migrated pages lost their data");
+}
+
+/* Compaction's answer is a count of blocks that depends on the layout: 0 for success. */
+static long compact_run(struct ctx *c)
+{
+	long r = pm_compact(c->m);
+
+	return r < 0 ? r : 0;
+}
+
+static bool compact_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM;
+}
+
+/* A long-term pin of pages in the movable zone: migrated out first, or -ENOMEM. */
+static long pin_longterm_movable_run(struct ctx *c)
+{
+	long r = pm_pin_user_pages(c->mm, B, NB, PM_FOLL_WRITE | PM_FOLL_LONGTERM, c->pages);
+
+	if (r > 0) {
+		c->npinned = r;
+		c->pinned_pages = true;
+	}
+	return r;
+}
+
+static bool pin_longterm_movable_verify(struct ctx *c, long r)
+{
+	if (!migrate_verify(c, r))
+		return false;
+	for (long i = 0; i < c->npinned; i++)
+		if (!page_is(c->pages[i], B, (unsigned long)i, 12))
+			return fail(c, "a pinned page does not hold its data");
+	return true;
+}
 
 static void shmem_create_setup(struct ctx *c)
 {
@@ -677,6 +743,11 @@ static const struct scenario scenarios[] = {
 	  hugetlb_fork_verify },
 	{ "pin_user_pages W of hugetlb (COW + new pages)", NB, hugetlb_pin_setup, hugetlb_pin_run,
 	  pin_ok, hugetlb_pin_verify },
+	{ "migrate_range of anonymous pages", 0, migrate_setup, migrate_run, migrate_ok,
+	  migrate_verify, 16 * MiB },
+	{ "compaction", 0, migrate_setup, compact_run, compact_ok, migrate_verify },
+	{ "pin longterm W out of the movable zone", NB, migrate_setup, pin_longterm_movable_run,
+	  pin_ok, pin_longterm_movable_verify, 16 * MiB },
 };
 
 static long walk(const struct scenario *sc, struct pm_machine *m)
@@ -759,6 +830,7 @@ int main(void)
 
 	plan_no_plan();
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		cfg.movable_bytes = scenarios[i].movable_bytes;
 		m = pm_machine_create(&cfg);
 		ASSERT_TRUE(m);
 		total += walk(&scenarios[i], m);
