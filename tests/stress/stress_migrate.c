@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * stress_migrate.c - migration (src/mm/migrate.c) raced against GUP-fast pins, faults,
- * MADV_DONTNEED, munmap and fork, on a machine with a movable zone.
+ * stress_migrate.c - migration and compaction (src/mm/migrate.c) raced against GUP-fast
+ * pins, faults, MADV_DONTNEED, munmap and fork, on a machine with a movable zone.
  *
  *  - A migrator moves every page of three areas back and forth between the movable zone and
  *    the rest of memory (PM_MIGRATE_TO_MOVABLE, AWAY_MOVABLE), and now and then to anywhere.
@@ -11,6 +11,7 @@
  *    copied from) would read back something else. Then they unpin. Area P is never zapped.
  *  - A chaos thread zaps random pages of area Z (MADV_DONTNEED), writes them again, and
  *    now and then unmaps and maps Z again; every page of Z reads as zero or as its pattern.
+ *  - A compactor runs pm_compact() over and over.
  *  - A forker forks the mm, checks in the child that area F holds its pattern (F is never
  *    written after the fill), writes a child page (COW), and destroys the child.
  * At the end, with every thread stopped: every pin released (nr_foll_pin_acquired ==
@@ -44,7 +45,7 @@ static unsigned long area_p, area_z, area_f;
 static atomic_long errors;
 static atomic_int stop;
 static uint64_t seed;
-static atomic_long nr_migrated, nr_not_moved, nr_pins, nr_forks, nr_zaps;
+static atomic_long nr_migrated, nr_not_moved, nr_pins, nr_forks, nr_zaps, nr_compactions;
 
 #define fail(...) pmt_error(&errors, __VA_ARGS__)
 
@@ -147,6 +148,19 @@ static void *chaos_main(void *arg)
 	return NULL;
 }
 
+static void *compactor_main(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		long r = pm_compact(m);
+
+		if (r < 0)
+			fail("pm_compact: %ld", r);
+		atomic_fetch_add(&nr_compactions, 1);
+	}
+	return NULL;
+}
+
 static void *forker_main(void *arg)
 {
 	uint64_t r = seed ^ 0x4444;
@@ -174,7 +188,7 @@ int main(int argc, char **argv)
 {
 	struct pm_config cfg = { .mem_bytes = 64 * MiB, .movable_bytes = 16 * MiB };
 	double secs = tap_seconds(2);
-	pthread_t mig, pin[PINNERS], chaos, fork_th;
+	pthread_t mig, pin[PINNERS], chaos, fork_th, compactor;
 	size_t free0;
 	bool last_ok = true;
 	struct pm_stats s;
@@ -198,6 +212,7 @@ int main(int argc, char **argv)
 		ASSERT_EQ(pthread_create(&pin[i], NULL, pinner_main, (void *)i), 0);
 	ASSERT_EQ(pthread_create(&chaos, NULL, chaos_main, NULL), 0);
 	ASSERT_EQ(pthread_create(&fork_th, NULL, forker_main, NULL), 0);
+	ASSERT_EQ(pthread_create(&compactor, NULL, compactor_main, NULL), 0);
 	pmt_wait_until(tap_now() + secs, &errors);
 	atomic_store(&stop, 1);
 	pthread_join(mig, NULL);
@@ -205,12 +220,15 @@ int main(int argc, char **argv)
 		pthread_join(pin[i], NULL);
 	pthread_join(chaos, NULL);
 	pthread_join(fork_th, NULL);
+	pthread_join(compactor, NULL);
 
-	diag("%ld migration calls (%ld folios not moved), %ld pins, %ld zaps, %ld forks",
-	     atomic_load(&nr_migrated), atomic_load(&nr_not_moved), atomic_load(&nr_pins),
-	     atomic_load(&nr_zaps), atomic_load(&nr_forks));
+	diag("%ld migration calls (%ld folios not moved), %ld compactions, %ld pins, %ld zaps, "
+	     "%ld forks", atomic_load(&nr_migrated), atomic_load(&nr_not_moved),
+	     atomic_load(&nr_compactions), atomic_load(&nr_pins), atomic_load(&nr_zaps),
+	     atomic_load(&nr_forks));
 	is_int(atomic_load(&errors), 0, "no error in any thread");
-	ok(atomic_load(&nr_migrated) > 0 && atomic_load(&nr_pins) > 0 && atomic_load(&nr_forks) > 0,
+	ok(atomic_load(&nr_migrated) > 0 && atomic_load(&nr_pins) > 0 && atomic_load(&nr_forks) > 0 &&
+	   atomic_load(&nr_compactions) > 0,
 	   "every thread made progress");
 	pm_machine_stats(m, &s);
 	ok(s.pgmigrate_success > 0, "pages were migrated (%lu; %lu failed, %lu pinned)",
