@@ -1179,6 +1179,7 @@ extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
 #define FAULT_FLAG_WRITE 0x01
 #define FAULT_FLAG_UNSHARE 0x02 /* make the page exclusive but keep it read-only */
 #define FAULT_FLAG_VMA_LOCK 0x04 /* under the VMA's lock, not mmap_lock (vma_lock.c) */
+#define FAULT_FLAG_COMPACT 0x08	/* the caller can drop its locks and compact (pm_fault) */
 
 /*
  * What the fault handlers return, as Linux's: 0 (the entry is mapped as asked), or a set of
@@ -1201,6 +1202,10 @@ enum vm_fault_reason {
 	 * commit, nothing done; the dispatcher looks at it again under the same lock (Linux
 	 * returns 0 and the CPU faults again). */
 	VM_FAULT_AGAIN = 0x100000,
+	/* pinmm's own: a THP fault in a MADV_HUGEPAGE VMA found no free 2 MiB block, nothing
+	 * done; under FAULT_FLAG_COMPACT only. pm_fault() compacts with no lock held and faults
+	 * again (Linux's defrag=madvise: direct compaction for madvised VMAs). */
+	VM_FAULT_COMPACT = 0x200000,
 };
 
 /* Linux's vm_fault_to_errno() (pinmm has no hwpoison): what pm__handle_mm_fault()'s result

@@ -491,6 +491,49 @@ static void test_compact(void)
 	pmt_end(m, free0, &pmt_end_returned, "compact");
 }
 
+/* A THP fault with no free 2 MiB block: MADV_HUGEPAGE compacts first, others fall back. */
+static void test_thp_fault_compacts(void)
+{
+	for (int madv = 0; madv < 2; madv++) {
+		struct pm_machine *m = mmachine(16, 0, 0);
+		size_t free0 = pm_machine_free_pages(m);
+		struct pm_mm *mm = pm_mm_create(m);
+		unsigned long n = 15 * MiB / PG, a = map_anon(mm, 15 * MiB), t;
+		const char *w = madv ? "MADV_HUGEPAGE" : "no advice";
+		struct pm_stats s0, s1;
+		long r;
+		bool kept = true;
+
+		ok(pmt_fill(mm, a, n, 31), "%s: 15 MiB of 4 KiB pages", w);
+		for (unsigned long i = 0; i < n; i++)
+			if (i % 4)
+				ASSERT_EQ(pm_madvise(mm, a + i * PG, PG, PM_MADV_DONTNEED), 0);
+		r = pm_mmap(mm, 0, 4 * MiB, RW, PRIV, NULL, 0);
+		ASSERT_TRUE(r > 0);
+		t = ((unsigned long)r + 2 * MiB - 1) & ~(2 * MiB - 1);
+		if (madv)
+			ASSERT_EQ(pm_madvise(mm, t, 2 * MiB, PM_MADV_HUGEPAGE), 0);
+		pm_rcu_barrier();
+		pm_machine_stats(m, &s0);
+		is_int(pm_fault(mm, t, PM_FAULT_WRITE), 0, "%s: write fault", w);
+		pm_machine_stats(m, &s1);
+		if (madv) {
+			is_int(s1.compact_success + s1.compact_fail - s0.compact_success -
+				       s0.compact_fail, 1, "%s: compaction ran once", w);
+			is_int(s1.thp_faults - s0.thp_faults, 1, "%s: and the fault got a THP", w);
+		} else {
+			is_int(s1.compact_success + s1.compact_fail - s0.compact_success -
+				       s0.compact_fail, 0, "%s: no compaction", w);
+			is_int(s1.thp_faults - s0.thp_faults, 0, "%s: no THP (pinmm's THP is madvise-only)", w);
+		}
+		for (unsigned long i = 0; i < n; i += 4)
+			kept &= pmt_check(mm, a + i * PG, 1, 31);
+		ok(kept, "%s: the fragmenting pages kept their data", w);
+		pm_mm_destroy(mm);
+		pmt_end(m, free0, &pmt_end_returned, madv ? "THP fault compacts" : "THP fault falls back");
+	}
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -501,5 +544,6 @@ int main(void)
 	test_during();
 	test_longterm();
 	test_compact();
+	test_thp_fault_compacts();
 	return done_testing();
 }
