@@ -2,7 +2,8 @@
 /*
  * test_thp.c - transparent huge pages: a write fault in a MADV_HUGEPAGE VMA whose aligned
  * 2 MiB window fits maps one order-9 folio at PMD level; it falls back to 4 KiB pages when the
- * window does not fit, without the advice, or when no 2 MiB block is free; munmap, mprotect
+ * window does not fit, without the advice, or when no 2 MiB block is free even after the
+ * compaction the fault runs first; munmap, mprotect
  * and MADV_DONTNEED of part of a THP split the PMD and keep the rest of the data.
  */
 #include <errno.h>
