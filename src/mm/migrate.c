@@ -56,6 +56,15 @@
  *    so when it does: every migration ends before the call that began it returns.
  *  - Another migration or compaction of the same folio: the first holds the PTL while it
  *    exchanges the entry; the second then finds a migration entry, not a page, and skips it.
+ *
+ * Compaction (pm_compact, at the end of the file) has no rmap to go from a frame to its
+ * mappings, so it goes the other way: it walks every mm of the machine, each under its lock
+ * for read in turn, and migrates the pages it chose by address, each re-checked under the PTL
+ * to still map the frame it chose. The mms it walks cannot go away meanwhile: it holds the
+ * machine's compact_lock, under which alone an mm leaves the machine's list (mm.c), and which
+ * nobody takes while holding an mm's lock. A THP fault that wants compaction (defrag=madvise)
+ * asks pm_fault() to run it after the fault dropped its locks (VM_FAULT_COMPACT), never from
+ * inside the fault.
  */
 #include "internal.h"
 
