@@ -340,7 +340,7 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
  * (PM_MIGRATE_AWAY_MOVABLE) and pin again, so that the movable zone stays movable. A page that
  * cannot be moved (pinned by someone else, shared with another mm, a kind pinmm does not
  * migrate) makes the call fail with -ENOMEM, as Linux's does. PM_KNOB_LONGTERM_PIN_IN_PLACE
- * pins in place, as before 5.13. Context: no lock held (both steps take the mm's lock).
+ * pins in place, as before 5.13. Context: any, as the pin calls; both steps take the mm's lock themselves.
  * Return: as pm__gup_slow().
  */
 long pm__gup_longterm(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,

@@ -375,7 +375,7 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
  * pm_migrate_range() - move the folios mapped in [@addr, @addr + @len) of @mm to @target.
  *
  * See include/pinmm/migrate.h for the contract, and the top of this file for how and why.
- * Context: takes the mm's lock for read over the range.
+ * Context: any; takes the mm's lock for read over the range.
  */
 long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len, int target)
 {
@@ -583,7 +583,7 @@ out:
  * pm_compact() - move movable pages to form free 2 MiB blocks (Linux's compact_zone over
  * every zone, as a write to /proc/sys/vm/compact_memory does).
  *
- * Context: takes the machine's compaction lock, then each mm's lock for read in turn; no
+ * Context: any; takes the machine's compaction lock, then each mm's lock for read in turn; no
  * lock held by the caller. Return: free 2 MiB blocks afterwards, or -errno.
  */
 long pm_compact(struct pm_machine *m)
