@@ -1345,6 +1345,8 @@ __hidden unsigned long pm__shmem_nr_pages(struct pm_shmem *f);
 __hidden struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long index);
 __hidden int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
+__hidden bool pm__shmem_migrate_folio(struct pm_shmem *f, unsigned long index,
+				      struct pm_folio *old, struct pm_folio *new, int expected);
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
 					struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);

@@ -23,16 +23,22 @@ extern "C" {
  * old frame is freed. Faults on a page being moved wait for it; GUP-fast falls back to the
  * slow path, which waits.
  *
+ * A page-cache (shmem) folio moves with every mapping of it, in every mm (found through the
+ * object's mappings, the rmap of file pages), and is replaced in the object's cache.
+ *
  * Refused, as Linux refuses them, and counted as not moved (pm_stats.pgmigrate_fail, and
- * migrate_pinned_skips): a pinned AnonExclusive page, at unmap; a page whose refcount after
- * unmap shows another reference (a get, a pin, a transient one). Refusals leave the mapping
- * as it was, and the data with it. Transient failures are retried, 10 times in all
+ * migrate_pinned_skips): a pinned AnonExclusive page, at unmap; a small anonymous page whose
+ * refcount after unmap shows another reference (a get, a pin, a transient one); a page-cache
+ * folio that cannot be frozen at its expected count (the cache's reference and the
+ * migration's) after every mapping was unmapped - meanwhile its mappings are migration
+ * entries, which pm_pagemap shows as not present. Refusals leave the mappings as they were,
+ * and the data with them. Transient failures are retried, 10 times in all
  * (NR_MAX_MIGRATE_PAGES_RETRY).
  *
  * pinmm's limits, where the Linux contract is wider (each folio so left counts as not
- * moved, in pgmigrate_fail): only small anonymous folios move. A folio mapped by other mms
- * too (shared by fork) is refused: pinmm keeps no anonymous rmap to find its other mappings.
- * THP (PMD- or PTE-mapped), page-cache (shmem) and hugetlb folios are not migrated yet.
+ * moved, in pgmigrate_fail): a small anonymous folio mapped by other mms too (shared by
+ * fork) is refused, since pinmm keeps no anonymous rmap to find its other mappings; THP
+ * (PMD- or PTE-mapped) and hugetlb folios are not migrated yet.
  *
  * Context: takes the mm's lock for read over the range (mmap_lock, or the range design's
  * ranges); may sleep.

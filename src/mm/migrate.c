@@ -5,10 +5,23 @@
  * of a fault that finds one.
  *
  * What moves. A small anonymous folio mapped by one PTE of the mm being migrated (its
- * mapcount is 1). pinmm keeps no anonymous rmap (Linux's anon_vma), so a folio that fork
- * shares with another mm cannot have its other mappings found, and is refused as "could not
- * be moved"; THP, page-cache (shmem) and hugetlb folios are not migrated yet and are counted
- * the same way. Each refusal is in pgmigrate_fail; pinned ones in migrate_pinned_skips too.
+ * mapcount is 1), and a small page-cache folio of a shmem object with all its mappings,
+ * which the object's i_mmap list finds (migrate_shmem_folio). pinmm keeps no anonymous rmap
+ * (Linux's anon_vma), so an anonymous folio that fork shares with another mm cannot have its
+ * other mappings found, and is refused as "could not be moved"; THP and hugetlb folios are
+ * not migrated yet and are counted the same way. Each refusal is in pgmigrate_fail; pinned
+ * ones in migrate_pinned_skips too.
+ *
+ * A page-cache folio goes the Linux way of file folios: every mapping becomes a migration
+ * entry (under each PTL, found under the object's i_mmap lock, which keeps those VMAs and
+ * their tables), then the cache freezes the folio at its expected count - its own reference
+ * and the migration's - with a compare-and-swap to 0 under the leaf's lock
+ * (folio_ref_freeze), copies it and puts the copy in the slot (pm__shmem_migrate_folio). A
+ * frozen folio refuses every new reference: the lockless lookup retries until the slot
+ * changes, GUP-fast fails its add-unless-zero. A pin, or any reference a fault or lookup
+ * took before the freeze, makes the CAS fail, and every mapping is put back. Truncation
+ * takes the slot under the same leaf lock: before the freeze (the freeze then finds the slot
+ * changed) or after (it removes the copy); its zaps of the mappings wait for the i_mmap lock.
  *
  * The steps for one folio, as migrate_pages() takes them:
  *  1. A new frame in the target (allocated first, with nothing held: an allocation may wait
@@ -268,6 +281,8 @@ struct migrate_target {
 	unsigned long want_pfn;		/* only if the PTE still maps this frame; ULONG_MAX: any */
 	unsigned zone;			/* compaction: the zone, and its blocks to fill */
 	const uint8_t *blocks;		/* NULL: pm__folio_alloc() from target's zones */
+	struct pm_shmem *file;		/* a page-cache folio: its object and index */
+	unsigned long index;
 };
 
 static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_target *t)
@@ -280,9 +295,108 @@ static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_
 	return page ? pm__folio_prep(page, 0) : NULL;
 }
 
+/* A mapping of a page-cache folio that migration replaced by a migration entry. */
+struct migration_map {
+	struct pm_mm *mm;
+	pm_entry_t *pmdp;
+	unsigned long addr;
+	pte_t entry;
+};
+
 /*
- * Migrate whatever the PTE at @addr maps, retrying transient failures. Return: 1 if it
- * counts as not moved, else 0.
+ * Migrate the page-cache folio at @index of shmem object @f, with @new as its target frame
+ * (consumed on MIGRATE_DONE). Every mapping is found through the object's i_mmap list (the
+ * rmap of file pages), whose lock keeps the VMAs and their tables: each PTE that maps the
+ * folio becomes a migration entry. Then the cache freezes the folio at its expected count -
+ * the cache's reference and ours - and swaps in the copy (pm__shmem_migrate_folio); a pin or
+ * any other reference makes the freeze fail and every mapping is put back.
+ * Context: any (takes the object's i_mmap lock, then PTLs).
+ */
+static enum migrate_result migrate_shmem_folio(struct pm_machine *m, struct pm_shmem *f,
+					       unsigned long index, int target,
+					       struct pm_folio *new)
+{
+	struct migration_map *maps = NULL;
+	enum migrate_result r;
+	struct pm_folio *folio;
+	struct pm_list *pos;
+	unsigned n = 0, max = 0;
+	unsigned long pfn;
+
+	pm__shmem_map_lock(f);
+	folio = pm__shmem_lookup(f, index);
+	if (!folio) {
+		pm__shmem_map_unlock(f);
+		return MIGRATE_SKIP;
+	}
+	pfn = page_to_pfn(m, &folio->page);
+	if (folio_test_large(folio) || folio_test_hugetlb(folio) || already_there(m, pfn, target)) {
+		r = folio_test_large(folio) ? MIGRATE_REFUSED : MIGRATE_SKIP;
+		goto out_put;
+	}
+	pm_list_for_each(pos, pm__shmem_i_mmap(f))
+		max++;
+	if (max && (!(maps = malloc(max * sizeof(*maps))) || pm__should_fail(m))) {
+		r = MIGRATE_NOMEM;
+		goto out_put;
+	}
+	pm_list_for_each(pos, pm__shmem_i_mmap(f)) {
+		struct pm_vma *v = pm_list_entry(pos, struct pm_vma, shared);
+		struct pm_spinlock *ptl;
+		unsigned long addr;
+		pm_entry_t *pmdp, *ptep;
+		pte_t pte;
+
+		if (index < v->pgoff || index - v->pgoff >= (v->end - v->start) >> PAGE_SHIFT)
+			continue;
+		addr = v->start + ((index - v->pgoff) << PAGE_SHIFT);
+		pmdp = pm__pmd_lookup(v->mm, addr);
+		if (!pmdp || !pmd_table(pmdp_get(pmdp)))
+			continue;
+		ptep = pm__pte_offset_map_lock(v->mm, pmdp, addr, &ptl);
+		if (!ptep)
+			continue;
+		pte = ptep_get(ptep);
+		if (pte_present(pte) && !pte_special(pte) && pte_pfn(pte) == pfn) {
+			pte_t e = make_migration_entry(pte, false);
+
+			atomic_xchg_mb(ptep, e.val);
+			if (pte_dirty(pte))
+				pm__folio_mark_dirty(folio);
+			atomic_sub_relaxed(&folio->page.xmapcount, 1);
+			atomic_sub_mb(&folio->page.xrefcount, 1);
+			maps[n++] = (struct migration_map){ v->mm, pmdp, addr, e };
+		}
+		pm_spin_unlock(ptl);
+	}
+	if (unlikely(pm__migrate_hook) && n)
+		pm__migrate_hook(maps[0].mm, maps[0].addr);
+	/* Expected: the cache's reference and the lookup's. */
+	if (pm__shmem_migrate_folio(f, index, folio, new, 2)) {
+		for (unsigned i = 0; i < n; i++)
+			remove_migration_pte(maps[i].mm, maps[i].pmdp, maps[i].addr, maps[i].entry,
+					     new);
+		/* Frozen at 0 and out of the cache: the last reference is ours. */
+		atomic_store_release(&folio->page.xrefcount, 1);
+		folio_put(folio);
+		folio_put(new); /* the allocation's */
+		pm__shmem_map_unlock(f);
+		free(maps);
+		return MIGRATE_DONE;
+	}
+	for (unsigned i = 0; i < n; i++)
+		remove_migration_pte(maps[i].mm, maps[i].pmdp, maps[i].addr, maps[i].entry, folio);
+	r = MIGRATE_PINNED;
+out_put:
+	folio_put(folio);
+	pm__shmem_map_unlock(f);
+	free(maps);
+	return r;
+}
+
+/*
+ * Migrate whatever the PTE at @addr maps (t->file: the page-cache folio at t->index),
+ * retrying transient failures. Return: 1 if it counts as not moved, else 0.
  */
 static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 		       const struct migrate_target *t)
@@ -297,7 +411,10 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 			r = MIGRATE_NOMEM;
 			break;
 		}
-		r = migrate_one_pte(mm, pmdp, addr, t->target, t->want_pfn, new);
+		if (t->file)
+			r = migrate_shmem_folio(m, t->file, t->index, t->target, new);
+		else
+			r = migrate_one_pte(mm, pmdp, addr, t->target, t->want_pfn, new);
 		if (r != MIGRATE_DONE)
 			folio_put(new);
 		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
@@ -355,6 +472,15 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 			if (!pte_present(pte) || pte_special(pte))
 				continue;
 			folio = page_folio(pfn_to_page(m, pte_pfn(pte)));
+			if (!folio_test_anon(folio) && !folio_test_large(folio) && vma->file &&
+			    !vma->file->hugetlb) {
+				/* A page-cache folio: found again, and all its mappings, by index. */
+				failed += migrate_pte(mm, pmdp, a,
+						      &(struct migrate_target){
+							      target, ULONG_MAX, 0, NULL, vma->file,
+							      vma_pgoff(vma, a) });
+				continue;
+			}
 			if (folio_test_large(folio) || !folio_test_anon(folio)) {
 				/* A PTE-mapped large folio or a page-cache folio: once each. */
 				if (folio != last && !already_there(m, pte_pfn(pte), target)) {

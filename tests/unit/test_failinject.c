@@ -674,6 +674,33 @@ static bool migrate_verify(struct ctx *c, long r)
 	return stamped(c->mm, B, NB, 12) || fail(c, "the migrated pages lost their data");
 }
 
+/* Page-cache pages: 4 stamped pages of the object at C, and a child that maps them too. */
+static void migrate_shmem_setup(struct ctx *c)
+{
+	shmem_setup(c);
+	c->child = pm_mm_fork(c->mm);
+	ASSERT_TRUE(c->child);
+	ASSERT_TRUE(stamped(c->child, C, 4, 7));
+}
+
+static long migrate_shmem_run(struct ctx *c)
+{
+	return pm_migrate_range(c->mm, C, 4 * PG, PM_MIGRATE_ANYWHERE);
+}
+
+static bool migrate_shmem_ok(struct ctx *c, long r)
+{
+	return r >= 0 && r <= 4;
+}
+
+static bool migrate_shmem_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	return (stamped(c->mm, C, 4, 7) && stamped(c->child, C, 4, 7)) ||
+	       fail(c, "a migrated cache page lost its data in one of the mms");
+}
+
 /* Compaction's answer is a count of blocks that depends on the layout: 0 for success. */
 static long compact_run(struct ctx *c)
 {
@@ -745,6 +772,8 @@ static const struct scenario scenarios[] = {
 	  pin_ok, hugetlb_pin_verify },
 	{ "migrate_range of anonymous pages", 0, migrate_setup, migrate_run, migrate_ok,
 	  migrate_verify, 16 * MiB },
+	{ "migrate_range of shmem pages (two mms)", 0, migrate_shmem_setup, migrate_shmem_run,
+	  migrate_shmem_ok, migrate_shmem_verify },
 	{ "compaction", 0, migrate_setup, compact_run, compact_ok, migrate_verify },
 	{ "pin longterm W out of the movable zone", NB, migrate_setup, pin_longterm_movable_run,
 	  pin_ok, pin_longterm_movable_verify, 16 * MiB },

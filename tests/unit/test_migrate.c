@@ -10,7 +10,9 @@
  *  - refusals with the pin's data intact: a pinned AnonExclusive page, a page with another
  *    reference; a page shared with a fork child (pinmm has no anonymous rmap), which moves
  *    once the child's COW made it the parent's alone;
- *  - kinds pinmm does not migrate yet (THP, shmem, hugetlb) are counted as not moved and
+ *  - shmem page-cache folios move with every mapping (shared, private, a fork child's);
+ *    a pinned one is refused by the freeze, its mappings put back;
+ *  - kinds pinmm does not migrate yet (THP, hugetlb) are counted as not moved and
  *    keep their data;
  *  - during a migration (the test hook between unmap and copy): a fault waits and then
  *    writes to the new frame; a GUP-fast pin falls back, waits and pins the new frame;
@@ -245,7 +247,7 @@ static void test_other_kinds(void)
 	struct pm_machine *m = pm_machine_create(&cfg);
 	size_t free0;
 	struct pm_mm *mm;
-	long thp, sh, hu;
+	long thp, hu;
 
 	ASSERT_TRUE(m != NULL);
 	free0 = pm_machine_free_pages(m);
@@ -258,12 +260,6 @@ static void test_other_kinds(void)
 	is_int(pm_migrate_range(mm, (unsigned long)thp, 2 * MiB, PM_MIGRATE_ANYWHERE), 1,
 	       "THP: one folio not moved (not migrated yet)");
 	ok(pmt_check(mm, (unsigned long)thp, 512, 4), "THP data intact");
-	sh = pm_mmap(mm, 0, 4 * PG, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS, NULL, 0);
-	ASSERT_TRUE(sh > 0);
-	ok(pmt_fill(mm, (unsigned long)sh, 4, 5), "shmem filled");
-	is_int(pm_migrate_range(mm, (unsigned long)sh, 4 * PG, PM_MIGRATE_ANYWHERE), 4,
-	       "shmem: 4 folios not moved");
-	ok(pmt_check(mm, (unsigned long)sh, 4, 5), "shmem data intact");
 	hu = pm_mmap(mm, 0, 2 * MiB, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
 	ASSERT_TRUE(hu > 0);
 	ok(pmt_fill(mm, (unsigned long)hu, 512, 6), "hugetlb filled");
@@ -273,6 +269,63 @@ static void test_other_kinds(void)
 	pm_mm_destroy(mm);
 	pm_rcu_barrier();
 	pmt_hend(m, free0, 2, "other kinds");
+}
+
+/* ---- shmem: page-cache folios, every mapping follows ---- */
+
+static void test_shmem(void)
+{
+	struct pm_machine *m = mmachine(64, 16, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m), *child;
+	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0);
+	unsigned long sh, pr, old;
+	struct pm_page *pin;
+	struct pm_page_info pi;
+	long r;
+
+	ASSERT_TRUE(f != NULL);
+	r = pm_mmap(mm, 0, 8 * PG, RW, PM_MAP_SHARED, f, 0);
+	ASSERT_TRUE(r > 0);
+	sh = (unsigned long)r;
+	r = pm_mmap(mm, 0, 8 * PG, PM_PROT_READ, PM_MAP_PRIVATE, f, 0);
+	ASSERT_TRUE(r > 0);
+	pr = (unsigned long)r;
+	ok(pmt_fill(mm, sh, 8, 41), "shmem filled through a shared mapping");
+	ok(all_in(m, mm, sh, 8, true), "page-cache pages in the movable zone");
+	child = pmt_fork(mm);
+	/* Fork copies no PTE of a shared mapping, and nothing read the private one yet. */
+	ok(pmt_check(child, sh, 8, 41), "the child reads the object");
+	for (unsigned long i = 0; i < 8; i++)
+		pmt_peek(mm, pr + i * PG);
+	old = pfn_at(mm, sh);
+	is_int(pfn_at(mm, pr), old, "the private mapping maps the cache page");
+	is_int(pm_migrate_range(mm, sh, 8 * PG, PM_MIGRATE_AWAY_MOVABLE), 0,
+	       "AWAY_MOVABLE: all 8 moved");
+	ok(all_in(m, mm, sh, 8, false), "out of the movable zone");
+	is_int(pfn_at(child, sh), pfn_at(mm, sh), "the child's shared mapping followed");
+	is_int(pfn_at(mm, pr), pfn_at(mm, sh), "the private read-only mapping followed");
+	ASSERT_EQ(pm_pagemap(mm, sh, 1, &pi), 1);
+	is_int(pi.mapcount, 3, "mapped three times, as before");
+	ok(pmt_check(mm, sh, 8, 41) && pmt_check(child, sh, 8, 41), "data intact in both mms");
+	is_int(pmt_poke(child, sh + PG, 's'), 1, "the child writes page 1");
+	is_int(pmt_peek(mm, sh + PG), 's', "the parent sees it: one page still");
+	is_int(pmt_peek(mm, pr + PG), 's', "so does the private mapping");
+
+	/* A pinned cache page: the freeze fails, every mapping is put back. */
+	is_int(pm_pin_user_pages(child, sh + 2 * PG, 1, PM_FOLL_WRITE, &pin), 1, "child pins page 2");
+	old = pfn_at(mm, sh + 2 * PG);
+	is_int(pm_migrate_range(mm, sh, 8 * PG, PM_MIGRATE_TO_MOVABLE), 1, "pinned page: not moved");
+	is_int(pfn_at(mm, sh + 2 * PG), old, "its mapping restored here");
+	is_int(pfn_at(child, sh + 2 * PG), old, "and in the child");
+	memset(pm_page_address(pin), 'q', 4);
+	is_int(pmt_peek(mm, sh + 2 * PG), 'q', "the pin's writes still show");
+	pm_unpin_user_page(pin);
+	ok(all_in(m, mm, sh + 3 * PG, 5, true), "the others moved");
+	pm_mm_destroy(child);
+	pm_mm_destroy(mm);
+	pm_shmem_put(f);
+	pmt_end(m, free0, &pmt_end_returned, "shmem");
 }
 
 /* ---- during a migration ---- */
@@ -486,6 +539,7 @@ static void test_compact(void)
 	       "one run counted");
 	pm_unpin_user_page(pin);
 	pm_mm_destroy(mm);
+	pm_rcu_barrier(); /* the page tables' frees too */
 	after = pm_compact(m);
 	is_int(after, (long)(pm_machine_free_pages(m) / 512), "empty machine: every block free");
 	pmt_end(m, free0, &pmt_end_returned, "compact");
@@ -541,6 +595,7 @@ int main(void)
 	test_anon();
 	test_refusals();
 	test_other_kinds();
+	test_shmem();
 	test_during();
 	test_longterm();
 	test_compact();
