@@ -430,6 +430,9 @@ struct pm_machine {
 	/* Compaction (mm/migrate.c): one run at a time; an mm leaves the mms list only under
 	 * it, so a run may use the mms it found there. Taken before any mm's lock. */
 	pthread_mutex_t compact_lock __cacheline_aligned;
+	_Atomic unsigned xcompact_considered;	/* THP faults' compaction requests since the
+						 * last run (pm__compact_for_fault) */
+	_Atomic unsigned xcompact_defer_shift;	/* skip 2^shift requests after a failed run */
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
@@ -1170,6 +1173,7 @@ __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
 /* // mm/migrate.c */
 __hidden void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry);
+__hidden void pm__compact_for_fault(struct pm_machine *m);
 /* Tests only: called by a migration between its unmap and its copy, nothing locked. */
 extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
 

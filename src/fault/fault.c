@@ -118,7 +118,8 @@ static bool access_error(struct pm_vma *vma, bool write)
  * one being changed) or the fault asks for a retry, under mmap_lock for read.
  * PM_KNOB_NO_PER_VMA_LOCK goes to mmap_lock at once, as before 6.4. A THP fault of a
  * MADV_HUGEPAGE VMA that finds no free 2 MiB block asks for compaction (VM_FAULT_COMPACT):
- * it runs here, with no lock held, once, and the fault starts again.
+ * it runs here, with no lock held, once (unless deferred after failed runs, as Linux defers
+ * it), and the fault starts again.
  */
 int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 {
@@ -162,7 +163,7 @@ lock_mmap:
 	if (likely(!(fault & VM_FAULT_COMPACT)))
 		return vm_fault_to_errno(fault);
 compact:
-	pm_compact(mm->m);
+	pm__compact_for_fault(mm->m);
 	fault_flags &= ~FAULT_FLAG_COMPACT; /* once: then a THP if there is a block, else 4 KiB */
 	goto again;
 }

@@ -132,7 +132,7 @@ void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry)
 	pthread_mutex_unlock(&q->lock);
 }
 
-/* Tests only: called between unmap and copy, with nothing locked (pmtest's migration hook). */
+/* Tests only: called between unmap and copy of a small anonymous folio, nothing locked. */
 void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr);
 
 static unsigned target_alloc_flags(int target)
@@ -369,8 +369,6 @@ static enum migrate_result migrate_shmem_folio(struct pm_machine *m, struct pm_s
 		}
 		pm_spin_unlock(ptl);
 	}
-	if (unlikely(pm__migrate_hook) && n)
-		pm__migrate_hook(maps[0].mm, maps[0].addr);
 	/* Expected: the cache's reference and the lookup's. */
 	if (pm__shmem_migrate_folio(f, index, folio, new, 2)) {
 		for (unsigned i = 0; i < n; i++)
@@ -748,4 +746,28 @@ long pm_compact(struct pm_machine *m)
 	count_event(m, after > before ? COMPACT_SUCCESS : COMPACT_FAIL, 1);
 	pthread_mutex_unlock(&m->compact_lock);
 	return err ? err : (long)after;
+}
+
+/*
+ * pm__compact_for_fault() - a THP fault's compaction (defrag=madvise), deferred as Linux
+ * defers it (defer_compaction, compaction_deferred): after a run that freed no 2 MiB block,
+ * the next 2^shift requests are skipped, shift growing to COMPACT_MAX_DEFER_SHIFT; a run that
+ * freed one resets it. So a machine that cannot be compacted does not compact on every THP
+ * fault. The counts are written only here, on a path that already failed an allocation.
+ * Context: no lock held (pm_fault, after the fault dropped its own).
+ */
+#define COMPACT_MAX_DEFER_SHIFT 6
+void pm__compact_for_fault(struct pm_machine *m)
+{
+	unsigned shift = atomic_load_relaxed(&m->xcompact_defer_shift);
+	long r;
+
+	if (atomic_add_relaxed(&m->xcompact_considered, 1) + 1 < (1U << shift))
+		return;
+	r = pm_compact(m);
+	atomic_store_relaxed(&m->xcompact_considered, 0);
+	if (r > 0)
+		atomic_store_relaxed(&m->xcompact_defer_shift, 0);
+	else if (shift < COMPACT_MAX_DEFER_SHIFT)
+		atomic_store_relaxed(&m->xcompact_defer_shift, shift + 1);
 }

@@ -588,6 +588,48 @@ static void test_thp_fault_compacts(void)
 	}
 }
 
+/* Compaction that frees nothing is deferred: the next THP fault does not compact again. */
+static void test_compact_deferred(void)
+{
+	struct pm_machine *m = mmachine(16, 0, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long n = 15 * MiB / PG, a = map_anon(mm, 15 * MiB), t;
+	struct pm_page **pins = calloc(n / 4 + 1, sizeof(*pins));
+	unsigned long np = 0;
+	unsigned long runs[3];
+	long r;
+
+	ASSERT_TRUE(pins != NULL);
+	ok(pmt_fill(mm, a, n, 32), "15 MiB of 4 KiB pages");
+	for (unsigned long i = 0; i < n; i++) {
+		if (i % 4)
+			ASSERT_EQ(pm_madvise(mm, a + i * PG, PG, PM_MADV_DONTNEED), 0);
+		else
+			ASSERT_EQ(pm_pin_user_pages(mm, a + i * PG, 1, PM_FOLL_WRITE, &pins[np++]), 1);
+	}
+	r = pm_mmap(mm, 0, 8 * MiB, RW, PRIV, NULL, 0);
+	ASSERT_TRUE(r > 0);
+	t = ((unsigned long)r + 2 * MiB - 1) & ~(2 * MiB - 1);
+	ASSERT_EQ(pm_madvise(mm, t, 6 * MiB, PM_MADV_HUGEPAGE), 0);
+	pm_rcu_barrier();
+	for (int k = 0; k < 3; k++) {
+		struct pm_stats s0, s1;
+
+		pm_machine_stats(m, &s0);
+		is_int(pm_fault(mm, t + (unsigned long)k * 2 * MiB, PM_FAULT_WRITE), 0, "fault %d", k);
+		pm_machine_stats(m, &s1);
+		runs[k] = s1.compact_fail + s1.compact_success - s0.compact_fail - s0.compact_success;
+	}
+	is_int(runs[0], 1, "every page pinned: the first fault compacts, in vain");
+	is_int(runs[1], 0, "the next one is deferred");
+	is_int(runs[2], 1, "the one after compacts again");
+	pm_unpin_user_pages(pins, np);
+	free(pins);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "compaction deferred");
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -600,5 +642,6 @@ int main(void)
 	test_longterm();
 	test_compact();
 	test_thp_fault_compacts();
+	test_compact_deferred();
 	return done_testing();
 }
