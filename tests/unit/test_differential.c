@@ -60,6 +60,7 @@
 #define SHMEM_PUT(obj) { OP_SHMEM_PUT, 0, 0, 0, 0, obj, 0 }
 #define SHMEM_STAT(obj) { OP_SHMEM_STAT, 0, 0, 0, 0, obj, 0 }
 #define CHECK() { OP_CHECK, 0, 0, 0, 0, 0, 0 }
+#define MIGRATE(mm, pg, n, away) { OP_MIGRATE, mm, pg, n, away, 0, 0 }
 
 /* A get reference taken before fork keeps the bytes of that moment once either side writes
  * (cow.c "vmsplice() before fork(), unmap in parent after fork()"). */
@@ -216,6 +217,23 @@ struct known {
 
 #define KNOWN(name, knobs, xfail, ops) { name, knobs, xfail, ops, sizeof(ops) / sizeof(ops[0]) }
 
+/* Migration moves no pinned or referenced page: writes through pins, gets and the mappings
+ * keep meeting the same bytes, shared anonymous (shmem) pages and a fork child's too. */
+static const struct interp_op s_migrate[] = {
+	MMAP(0, 0, 8, P_RW, K_PRIV_ANON, 0, 0), WRITE(0, 0, 0, 32768, 50),
+	MMAP(0, 16, 4, P_RW, K_SHARED_ANON, 0, 0), WRITE(0, 16, 0, 16384, 51),
+	GUP(0, 1, 2, G_PIN_FAST | G_WRITE),	GUP(0, 17, 1, G_GET),
+	MIGRATE(0, 0, 20, 0),			PIN_WRITE(0, 0, 0, 4096, 52),
+	READ(0, 0, 0, 32768),			REF_READ(0),
+	REF_READ(1),				WRITE(0, 17, 0, 100, 53),
+	REF_READ(1),				FORK(0),
+	MIGRATE(0, 0, 20, 1),			MIGRATE(1, 0, 20, 0),
+	WRITE(1, 2, 0, 4096, 54),		READ(0, 0, 0, 32768),
+	READ(1, 0, 0, 32768),			READ(1, 16, 0, 16384),
+	RELEASE(0, 1),				RELEASE(1, 0),
+	MIGRATE(0, 0, 21, 0),			CHECK(),
+};
+
 static const struct known known[] = {
 	KNOWN("get before fork keeps the old bytes", 0, false, s_get_before_fork),
 	KNOWN("R/W pin before fork stays the parent's", 0, false, s_pin_before_fork),
@@ -228,6 +246,7 @@ static const struct known known[] = {
 	KNOWN("FOLL_FORCE", 0, false, s_force),
 	KNOWN("long-term R/O pin of a private file mapping", 0, false, s_longterm_private_file),
 	KNOWN("DONTFORK", 0, false, s_dontfork),
+	KNOWN("migration keeps every pin's and mapping's bytes", 0, false, s_migrate),
 };
 
 static bool verbose;
