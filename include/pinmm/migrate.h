@@ -35,10 +35,15 @@ extern "C" {
  * and the data with them. Transient failures are retried, 10 times in all
  * (NR_MAX_MIGRATE_PAGES_RETRY).
  *
+ * A THP moves whole to a free 2 MiB block of the target; a PMD-mapped one is split into
+ * PTEs first (pinmm has no PMD migration entry, Linux keeps the PMD) and stays PTE-mapped.
+ * A pinned THP is refused before its mapping changes.
+ *
  * pinmm's limits, where the Linux contract is wider (each folio so left counts as not
- * moved, in pgmigrate_fail): a small anonymous folio mapped by other mms too (shared by
- * fork) is refused, since pinmm keeps no anonymous rmap to find its other mappings; THP
- * (PMD- or PTE-mapped) and hugetlb folios are not migrated yet.
+ * moved, in pgmigrate_fail): an anonymous folio mapped by other mms too (shared by fork)
+ * is refused, since pinmm keeps no anonymous rmap to find its other mappings; a THP with no
+ * free 2 MiB block in the target, or only partly mapped here, is not moved (Linux splits
+ * the folio; pinmm never splits a folio); hugetlb folios are not migrated yet.
  *
  * Context: takes the mm's lock for read over the range (mmap_lock, or the range design's
  * ranges); may sleep.

@@ -5,11 +5,14 @@
  * of a fault that finds one.
  *
  * What moves. A small anonymous folio mapped by one PTE of the mm being migrated (its
- * mapcount is 1), and a small page-cache folio of a shmem object with all its mappings,
- * which the object's i_mmap list finds (migrate_shmem_folio). pinmm keeps no anonymous rmap
- * (Linux's anon_vma), so an anonymous folio that fork shares with another mm cannot have its
- * other mappings found, and is refused as "could not be moved"; THP and hugetlb folios are
- * not migrated yet and are counted the same way. Each refusal is in pgmigrate_fail; pinned
+ * mapcount is 1); an anonymous THP of this mm alone, whole (migrate_one_thp: a PMD mapping
+ * is split into PTEs first, since pinmm has no PMD migration entry, and the same steps run
+ * over its 512 PTEs under one PTL); and a small page-cache folio of a shmem object with all
+ * its mappings, which the object's i_mmap list finds (migrate_shmem_folio). pinmm keeps no
+ * anonymous rmap (Linux's anon_vma), so an anonymous folio that fork shares with another mm
+ * cannot have its other mappings found, and is refused as "could not be moved"; a THP
+ * without a free 2 MiB block in the target is not moved (Linux would split the folio,
+ * pinmm never splits one); hugetlb folios are not migrated yet and are counted the same way. Each refusal is in pgmigrate_fail; pinned
  * ones in migrate_pinned_skips too.
  *
  * A page-cache folio goes the Linux way of file folios: every mapping becomes a migration
@@ -171,8 +174,8 @@ enum migrate_result {
  * (MADV_DONTNEED may have zapped it): the mapping's mapcount and reference come back with it.
  * Return: whether it was mapped.
  */
-static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
-				 pte_t entry, struct pm_folio *folio)
+static bool remove_migration_pte_page(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				      pte_t entry, struct pm_folio *folio, struct pm_page *page)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
@@ -182,16 +185,127 @@ static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned lo
 	if (ptep) {
 		if (pte_same(ptep_get(ptep), entry)) {
 			folio_get_refs(folio, 1);
-			atomic_add_relaxed(&folio->page.xmapcount, 1);
+			atomic_add_relaxed(&page->xmapcount, 1);
 			if (is_migration_entry_exclusive(entry))
-				page_set(&folio->page, PG_anon_exclusive);
-			set_pte(ptep, migration_entry_to_pte(entry, page_to_pfn(m, &folio->page)));
+				page_set(page, PG_anon_exclusive);
+			set_pte(ptep, migration_entry_to_pte(entry, page_to_pfn(m, page)));
 			mapped = true;
 		}
 		pm_spin_unlock(ptl);
 	}
 	migration_wake(pte_pfn(entry));
 	return mapped;
+}
+
+/* The same for a small folio. */
+static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				 pte_t entry, struct pm_folio *folio)
+{
+	return remove_migration_pte_page(mm, pmdp, addr, entry, folio, &folio->page);
+}
+
+/*
+ * A THP (an anonymous order-9 folio of this mm alone, mapped whole at @haddr: by a PMD leaf,
+ * or by the 512 PTEs of one table) moves whole to @new, an order-9 folio of the target: a
+ * PMD leaf is split into PTEs first (its deposited table: no allocation), so the folio comes
+ * back PTE-mapped - pinmm has no PMD migration entry (Linux's keeps the PMD mapping). The
+ * refusals are the small folio's, on the whole folio: a pin (pincount, exact for large
+ * folios) after the PTEs became migration entries, or any other reference in the count
+ * after unmap. Context: the mm's lock held for read over @haddr.
+ */
+static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
+					   unsigned long haddr, struct pm_folio *new)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	struct pm_folio *folio;
+	unsigned long pfn;
+	pm_entry_t *ptep;
+	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
+	pmd_t pmd;
+
+	mmap_assert_locked(mm);
+	pmd = pmdp_get(pmdp);
+	if (pmd_leaf(pmd)) {
+		folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
+		if ((pmd.val & _PAGE_SPECIAL) || !folio_test_anon(folio) ||
+		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
+		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
+			return MIGRATE_REFUSED;
+		if (folio_maybe_dma_pinned(folio))
+			return MIGRATE_PINNED; /* refused before anything changes */
+		pm__split_huge_pmd(mm, pmdp);
+		pmd = pmdp_get(pmdp);
+	}
+	if (!pmd_table(pmd))
+		return MIGRATE_SKIP;
+	ptep = pm__pte_offset_map_lock(mm, pmdp, haddr, &ptl);
+	if (!ptep)
+		return MIGRATE_SKIP;
+	old[0] = ptep_get(ptep);
+	if (!pte_present(old[0]) || pte_special(old[0])) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	pfn = pte_pfn(old[0]);
+	folio = page_folio(pfn_to_page(m, pfn));
+	if (!folio_test_anon(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
+	    page_to_pfn(m, &folio->page) != pfn ||
+	    atomic_load_relaxed(&folio->page.xentire_mapcount) != 0)
+		goto refused;
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		old[i] = ptep_get(ptep + i);
+		if (!pte_present(old[i]) || pte_pfn(old[i]) != pfn + i ||
+		    atomic_load_relaxed(&folio_page(folio, i)->xmapcount) != 1)
+			goto refused; /* partly mapped, or mapped by another mm too */
+	}
+
+	/* Unmap: the migration's reference, then every PTE; then the pin test on the folio. */
+	folio_get_refs(folio, 1);
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
+		atomic_xchg_mb(ptep + i, entry[i].val);
+	}
+	if (folio_maybe_dma_pinned(folio)) {
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			set_pte(ptep + i, old[i]);
+		pm_spin_unlock(ptl);
+		folio_put(folio);
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			migration_wake(pfn + i);
+		return MIGRATE_PINNED;
+	}
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		struct pm_page *page = folio_page(folio, i);
+
+		if (is_migration_entry_exclusive(entry[i]))
+			page_clear(page, PG_anon_exclusive);
+		if (pte_dirty(old[i]))
+			pm__folio_mark_dirty(folio);
+		atomic_sub_relaxed(&page->xmapcount, 1);
+	}
+	atomic_sub_mb(&folio->page.xrefcount, HPAGE_PMD_NR);
+	pm_spin_unlock(ptl);
+
+	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
+						  folio_page(folio, i));
+		folio_put(folio);
+		return MIGRATE_PINNED;
+	}
+	memcpy(page_address(m, &new->page), page_address(m, &folio->page), PMD_SIZE);
+	folio_set_flags_new(new, PGF(PG_anon) | (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], new,
+					  folio_page(new, i));
+	folio_put(new);
+	folio_put(folio);
+	return MIGRATE_DONE;
+
+refused:
+	pm_spin_unlock(ptl);
+	return MIGRATE_REFUSED;
 }
 
 /*
@@ -283,12 +397,15 @@ struct migrate_target {
 	const uint8_t *blocks;		/* NULL: pm__folio_alloc() from target's zones */
 	struct pm_shmem *file;		/* a page-cache folio: its object and index */
 	unsigned long index;
+	bool thp;			/* an anonymous THP at addr (2 MiB aligned) */
 };
 
 static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_target *t)
 {
 	struct pm_page *page;
 
+	if (t->thp)
+		return pm__folio_alloc(m, HPAGE_PMD_ORDER, target_alloc_flags(t->target));
 	if (!t->blocks)
 		return pm__folio_alloc(m, 0, target_alloc_flags(t->target));
 	page = pm__alloc_frame_in_blocks(m, t->zone, t->blocks);
@@ -409,7 +526,9 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 			r = MIGRATE_NOMEM;
 			break;
 		}
-		if (t->file)
+		if (t->thp)
+			r = migrate_one_thp(mm, pmdp, addr, new);
+		else if (t->file)
 			r = migrate_shmem_folio(m, t->file, t->index, t->target, new);
 		else
 			r = migrate_one_pte(mm, pmdp, addr, t->target, t->want_pfn, new);
@@ -452,15 +571,23 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 		if (pmd_none(pmd))
 			continue;
 		if (pmd_leaf(pmd)) {
-			/* THP and hugetlb leaves do not move yet: one folio not moved. */
 			struct pm_folio *folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
 
-			if (!(pmd.val & _PAGE_SPECIAL) && !folio_is_zero(folio) && folio != last &&
-			    !already_there(m, pmd_pfn(pmd), target)) {
-				count_event(m, PGMIGRATE_FAIL, 1);
-				failed++;
-			}
+			if ((pmd.val & _PAGE_SPECIAL) || folio_is_zero(folio) || folio == last ||
+			    already_there(m, pmd_pfn(pmd), target))
+				continue;
 			last = folio;
+			if (folio_test_anon(folio) && !folio_test_hugetlb(folio)) {
+				/* A THP: whole, as 512 PTEs afterwards. */
+				failed += migrate_pte(mm, pmdp, addr & PMD_MASK,
+						      &(struct migrate_target){
+							      .target = target, .want_pfn = ULONG_MAX,
+							      .thp = true });
+				continue;
+			}
+			/* hugetlb does not move yet: one folio not moved. */
+			count_event(m, PGMIGRATE_FAIL, 1);
+			failed++;
 			continue;
 		}
 		for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
@@ -477,6 +604,20 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 						      &(struct migrate_target){
 							      target, ULONG_MAX, 0, NULL, vma->file,
 							      vma_pgoff(vma, a) });
+				continue;
+			}
+			if (folio_test_large(folio) && folio_test_anon(folio) && folio != last &&
+			    folio_order(folio) == HPAGE_PMD_ORDER &&
+			    !already_there(m, pte_pfn(pte), target)) {
+				/* A PTE-mapped THP: whole, if this table maps all of it. */
+				failed += migrate_pte(mm, pmdp, a & PMD_MASK,
+						      &(struct migrate_target){
+							      .target = target, .want_pfn = ULONG_MAX,
+							      .thp = true });
+				/* Its other pages, moved or not, are not tried again. */
+				pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+				last = pte_present(pte) && !pte_special(pte) ?
+					       page_folio(pfn_to_page(m, pte_pfn(pte))) : folio;
 				continue;
 			}
 			if (folio_test_large(folio) || !folio_test_anon(folio)) {

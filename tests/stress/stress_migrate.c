@@ -3,14 +3,14 @@
  * stress_migrate.c - migration and compaction (src/mm/migrate.c) raced against GUP-fast
  * pins, faults, MADV_DONTNEED, munmap and fork, on a machine with a movable zone.
  *
- *  - A migrator moves every page of four areas back and forth between the movable zone and
+ *  - A migrator moves every page of five areas back and forth between the movable zone and
  *    the rest of memory (PM_MIGRATE_TO_MOVABLE, AWAY_MOVABLE), and now and then to anywhere.
  *  - Pinners pin a random page of area P with pin_user_pages_fast(FOLL_WRITE), write a
  *    value of their own through the pin, and read it back through the mapping, and check
  *    that pagemap shows the pinned frame there: a pin on a stale frame (one that a migration
  *    copied from) would read back something else. Then they unpin. Area P is never zapped.
- *    A quarter of the pins go to area S, a shared anonymous mapping (page-cache folios),
- *    which fork children map too.
+ *    An eighth of the pins go to area S, a shared anonymous mapping (page-cache folios),
+ *    which fork children map too, and an eighth to area H, one THP that moves whole.
  *  - A chaos thread zaps random pages of area Z (MADV_DONTNEED), writes them again, and
  *    now and then unmaps and maps Z again; every page of Z reads as zero or as its pattern.
  *  - A compactor runs pm_compact() over and over.
@@ -43,7 +43,8 @@
 
 static struct pm_machine *m;
 static struct pm_mm *mm;
-static unsigned long area_p, area_z, area_f, area_s;
+static unsigned long area_p, area_z, area_f, area_s, area_h;
+#define NTHP 512	/* of area H, one THP */
 #define NSHM 32	/* of area S, a shared anonymous (shmem) mapping */
 static atomic_long errors;
 static atomic_int stop;
@@ -68,9 +69,9 @@ static void *migrator_main(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		unsigned long areas[4] = { area_p, area_z, area_f, area_s };
-		unsigned long sizes[4] = { NPIN, NZAP, NFORK, NSHM };
-		unsigned i = tap_rand(&r) % 4;
+		unsigned long areas[5] = { area_p, area_z, area_f, area_s, area_h };
+		unsigned long sizes[5] = { NPIN, NZAP, NFORK, NSHM, NTHP };
+		unsigned i = tap_rand(&r) % 5;
 		long ret;
 
 		/* area_z may be unmapped for an instant: -ENOMEM then is the contract's answer. */
@@ -95,9 +96,10 @@ static void *pinner_main(void *arg)
 	uint64_t r = seed ^ (0x2222 + (uint64_t)id), n = 0;
 
 	while (!atomic_load(&stop)) {
-		bool shm = tap_rand(&r) % 4 == 0;
-		unsigned long i = tap_rand(&r) % (shm ? NSHM : NPIN);
-		unsigned long addr = (shm ? area_s : area_p) + i * PG;
+		unsigned k = tap_rand(&r) % 8;
+		bool shm = k == 0, thp = k == 1;
+		unsigned long i = tap_rand(&r) % (shm ? NSHM : thp ? NTHP : NPIN);
+		unsigned long addr = (shm ? area_s : thp ? area_h : area_p) + i * PG;
 		uint64_t v = ((uint64_t)id << 56) | ++n, back = 0;
 		struct pm_page *page = NULL;
 		struct pm_page_info pi;
@@ -118,9 +120,9 @@ static void *pinner_main(void *arg)
 		 */
 		if (pm_pagemap(mm, addr, 1, &pi) != 1 ||
 		    (pi.pfn != pm_page_to_pfn(page) && (!shm || (pi.flags & PM_PAGE_PRESENT))))
-			fail("%s[%lu]: pinned pfn %lu, mapped pfn %llu", shm ? "S" : "P", i,
+			fail("%s[%lu]: pinned pfn %lu, mapped pfn %llu", shm ? "S" : thp ? "H" : "P", i,
 			     pm_page_to_pfn(page), (unsigned long long)pi.pfn);
-		if (!shm)
+		if (!shm && !thp)
 			last_value[id][i] = v;
 		pm_unpin_user_page(page);
 		atomic_fetch_add(&nr_pins, 1);
@@ -224,6 +226,13 @@ int main(int argc, char **argv)
 		ASSERT_TRUE(sa > 0);
 		area_s = (unsigned long)sa;
 		ASSERT_TRUE(pmt_fill(mm, area_s, NSHM, seed + 5));
+		sa = pm_mmap(mm, 0, 4 * MiB, RW, PRIV, NULL, 0);
+		ASSERT_TRUE(sa > 0);
+		area_h = ((unsigned long)sa + 2 * MiB - 1) & ~(2 * MiB - 1);
+		ASSERT_EQ(pm_madvise(mm, area_h, 2 * MiB, PM_MADV_HUGEPAGE), 0);
+		/* Not in fork children: their COW would break it into 4 KiB pages. */
+		ASSERT_EQ(pm_madvise(mm, area_h, 2 * MiB, PM_MADV_DONTFORK), 0);
+		ASSERT_TRUE(pmt_fill(mm, area_h, NTHP, seed + 6));
 	}
 	ASSERT_TRUE(pmt_fill(mm, area_p, NPIN, seed + 2));
 	ASSERT_TRUE(pmt_fill(mm, area_z, NZAP, seed + 3));
@@ -269,6 +278,15 @@ int main(int argc, char **argv)
 	ok(last_ok, "every pinner's last write is in its page");
 	is_int(pm_migrate_range(mm, area_p, NPIN * PG, PM_MIGRATE_AWAY_MOVABLE), 0,
 	       "quiescent: P moves whole");
+	{
+		struct pm_page_info before, after;
+
+		pm_pagemap(mm, area_h, 1, &before);
+		is_int(pm_migrate_range(mm, area_h, NTHP * PG, PM_MIGRATE_ANYWHERE), 0,
+		       "quiescent: the THP moves whole");
+		pm_pagemap(mm, area_h, 1, &after);
+		ok(before.pfn != after.pfn && (after.flags & PM_PAGE_THP), "to a new order-9 folio");
+	}
 	is_int(pm_machine_check(m), 0, "pm_machine_check with the mm alive");
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_after_run, NULL);

@@ -12,8 +12,9 @@
  *    once the child's COW made it the parent's alone;
  *  - shmem page-cache folios move with every mapping (shared, private, a fork child's);
  *    a pinned one is refused by the freeze, its mappings put back;
- *  - kinds pinmm does not migrate yet (THP, hugetlb) are counted as not moved and
- *    keep their data;
+ *  - a THP moves whole (PMD-mapped: split to PTEs first; then PTE-mapped), refused when
+ *    pinned or shared with a child; hugetlb, not migrated yet, is counted as not moved and
+ *    keeps its data;
  *  - during a migration (the test hook between unmap and copy): a fault waits and then
  *    writes to the new frame; a GUP-fast pin falls back, waits and pins the new frame;
  *    MADV_DONTNEED zaps the migration entry and nothing leaks; pm_machine_check reports the
@@ -257,9 +258,52 @@ static void test_other_kinds(void)
 	thp = (thp + 2 * MiB - 1) & ~(2 * MiB - 1);
 	ASSERT_EQ(pm_madvise(mm, (unsigned long)thp, 2 * MiB, PM_MADV_HUGEPAGE), 0);
 	ok(pmt_fill(mm, (unsigned long)thp, 512, 4), "THP filled");
-	is_int(pm_migrate_range(mm, (unsigned long)thp, 2 * MiB, PM_MIGRATE_ANYWHERE), 1,
-	       "THP: one folio not moved (not migrated yet)");
-	ok(pmt_check(mm, (unsigned long)thp, 512, 4), "THP data intact");
+	is_int(pmt_order_at(mm, (unsigned long)thp), 9, "a THP");
+	ok(all_in(m, mm, (unsigned long)thp, 512, true), "THP in the movable zone");
+	{
+		struct pm_page *pin;
+		struct pm_stats s0, s1;
+		struct pm_mm *child;
+
+		/* Pinned: refused before anything changes, still PMD-mapped. */
+		ASSERT_EQ(pm_pin_user_pages(mm, (unsigned long)thp + 5 * PG, 1, PM_FOLL_WRITE, &pin), 1);
+		pm_machine_stats(m, &s0);
+		is_int(pm_migrate_range(mm, (unsigned long)thp, 2 * MiB, PM_MIGRATE_AWAY_MOVABLE), 1,
+		       "pinned THP: not moved");
+		pm_machine_stats(m, &s1);
+		is_int(s1.migrate_pinned_skips - s0.migrate_pinned_skips, 1, "counted as pinned");
+		is_int(s1.thp_splits - s0.thp_splits, 0, "and not split");
+		memset(pm_page_address(pin), 'T', 2);
+		is_int(pmt_peek(mm, (unsigned long)thp + 5 * PG), 'T', "the pin's write shows");
+		pm_unpin_user_page(pin);
+		ok(pmt_fill(mm, (unsigned long)thp + 5 * PG, 1, 4), "page 5 filled again");
+		/* Shared with a fork child: refused (no anon rmap). */
+		child = pmt_fork(mm);
+		is_int(pm_migrate_range(mm, (unsigned long)thp, 2 * MiB, PM_MIGRATE_AWAY_MOVABLE), 1,
+		       "THP shared with a child: not moved");
+		pm_mm_destroy(child);
+		/* Alone and unpinned: moves whole. */
+		is_int(pm_migrate_range(mm, (unsigned long)thp + 7 * PG, PG, PM_MIGRATE_AWAY_MOVABLE), 0,
+		       "one page of it asked: the THP moves whole");
+		ok(all_in(m, mm, (unsigned long)thp, 512, false), "all 512 pages out of the movable zone");
+		{
+			/* pagemap, not a pin: a R/O pin would unshare a page the fork left shared. */
+			struct pm_page_info pi[512];
+			bool thp_ok = true;
+
+			ASSERT_EQ(pm_pagemap(mm, (unsigned long)thp, 512, pi), 512);
+			for (int i = 0; i < 512; i++)
+				thp_ok &= (pi[i].flags & PM_PAGE_THP) && pi[i].pfn == pi[0].pfn + (unsigned)i;
+			ok(thp_ok, "still one order-9 folio, its pages in order");
+		}
+		ok(pmt_check(mm, (unsigned long)thp, 512, 4), "THP data intact");
+		is_int(pm_migrate_range(mm, (unsigned long)thp, 2 * MiB, PM_MIGRATE_TO_MOVABLE), 0,
+		       "PTE-mapped now: moves back whole");
+		ok(all_in(m, mm, (unsigned long)thp, 512, true), "all in the movable zone");
+		ok(pmt_check(mm, (unsigned long)thp, 512, 4), "data intact");
+		is_int(pmt_poke(mm, (unsigned long)thp + 9 * PG, 'w'), 1, "still writable");
+		is_int(pm_machine_check(m), 0, "pm_machine_check");
+	}
 	hu = pm_mmap(mm, 0, 2 * MiB, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
 	ASSERT_TRUE(hu > 0);
 	ok(pmt_fill(mm, (unsigned long)hu, 512, 6), "hugetlb filled");
