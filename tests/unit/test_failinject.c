@@ -701,6 +701,24 @@ static bool migrate_shmem_verify(struct ctx *c, long r)
 	       fail(c, "a migrated cache page lost its data in one of the mms");
 }
 
+/* A THP written whole at B: it moves whole, or not at all (no order-9 frame: counted). */
+static long migrate_thp_run(struct ctx *c)
+{
+	return pm_migrate_range(c->mm, B, PM_PMD_SIZE, PM_MIGRATE_ANYWHERE);
+}
+
+static bool migrate_thp_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == 1;
+}
+
+static bool migrate_thp_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	return stamped(c->mm, B, 512, 11) || fail(c, "the THP's data changed");
+}
+
 /* Compaction's answer is a count of blocks that depends on the layout: 0 for success. */
 static long compact_run(struct ctx *c)
 {
@@ -774,6 +792,8 @@ static const struct scenario scenarios[] = {
 	  migrate_verify, 16 * MiB },
 	{ "migrate_range of shmem pages (two mms)", 0, migrate_shmem_setup, migrate_shmem_run,
 	  migrate_shmem_ok, migrate_shmem_verify },
+	{ "migrate_range of a THP", 0, thp_written_setup, migrate_thp_run, migrate_thp_ok,
+	  migrate_thp_verify },
 	{ "compaction", 0, migrate_setup, compact_run, compact_ok, migrate_verify },
 	{ "pin longterm W out of the movable zone", NB, migrate_setup, pin_longterm_movable_run,
 	  pin_ok, pin_longterm_movable_verify, 16 * MiB },
