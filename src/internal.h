@@ -1176,6 +1176,8 @@ __hidden void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t
 __hidden void pm__compact_for_fault(struct pm_machine *m);
 /* Tests only: called by a migration between its unmap and its copy, nothing locked. */
 extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
+/* ... and of a page-cache folio, between its unmap and its freeze, under the i_mmap lock. */
+extern void (*pm__shmem_migrate_hook)(struct pm_shmem *f, unsigned long index) __hidden;
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).

@@ -137,6 +137,9 @@ void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry)
 
 /* Tests only: called between unmap and copy of a small anonymous folio, nothing locked. */
 void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr);
+/* Tests only: called between the unmap of a page-cache folio and its freeze, under the
+ * object's i_mmap lock. */
+void (*pm__shmem_migrate_hook)(struct pm_shmem *f, unsigned long index);
 
 static unsigned target_alloc_flags(int target)
 {
@@ -170,9 +173,11 @@ enum migrate_result {
 };
 
 /*
- * Put migration entry @entry at @ptep back as a mapping of @folio, if it is still there
- * (MADV_DONTNEED may have zapped it): the mapping's mapcount and reference come back with it.
- * Return: whether it was mapped.
+ * Put migration entry @entry at @addr back as a mapping of @page of @folio, if it is still
+ * there (MADV_DONTNEED may have zapped it), with the bits the entry has now (an mprotect of
+ * another mm may have changed them: a shmem migration holds no lock of that mm). Only one
+ * migration of a frame runs at a time, so a migration entry naming the same frame is ours.
+ * The mapping's mapcount and reference come back with it. Return: whether it was mapped.
  */
 static bool remove_migration_pte_page(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 				      pte_t entry, struct pm_folio *folio, struct pm_page *page)
@@ -183,12 +188,15 @@ static bool remove_migration_pte_page(struct pm_mm *mm, pm_entry_t *pmdp, unsign
 	bool mapped = false;
 
 	if (ptep) {
-		if (pte_same(ptep_get(ptep), entry)) {
+		pte_t cur = ptep_get(ptep);
+
+		/* Ours, maybe with the protection an mprotect of another mm gave it since. */
+		if (is_migration_entry(cur) && pte_pfn(cur) == pte_pfn(entry)) {
 			folio_get_refs(folio, 1);
 			atomic_add_relaxed(&page->xmapcount, 1);
-			if (is_migration_entry_exclusive(entry))
+			if (is_migration_entry_exclusive(cur))
 				page_set(page, PG_anon_exclusive);
-			set_pte(ptep, migration_entry_to_pte(entry, page_to_pfn(m, page)));
+			set_pte(ptep, migration_entry_to_pte(cur, page_to_pfn(m, page)));
 			mapped = true;
 		}
 		pm_spin_unlock(ptl);
@@ -486,6 +494,8 @@ static enum migrate_result migrate_shmem_folio(struct pm_machine *m, struct pm_s
 		}
 		pm_spin_unlock(ptl);
 	}
+	if (unlikely(pm__shmem_migrate_hook) && n)
+		pm__shmem_migrate_hook(f, index);
 	/* Expected: the cache's reference and the lookup's. */
 	if (pm__shmem_migrate_folio(f, index, folio, new, 2)) {
 		for (unsigned i = 0; i < n; i++)

@@ -317,6 +317,27 @@ static void test_other_kinds(void)
 
 /* ---- shmem: page-cache folios, every mapping follows ---- */
 
+static struct pm_mm *shm_child;
+static unsigned long shm_child_addr;
+static long shm_mprotect_ret = -1;
+
+static void *shm_mprotect_fn(void *arg)
+{
+	(void)arg;
+	shm_mprotect_ret = pm_mprotect(shm_child, shm_child_addr, 8 * PG, PM_PROT_READ);
+	return NULL;
+}
+
+/* Under the object's i_mmap lock: an mprotect of the whole VMA takes none of it. */
+static void shm_hook(struct pm_shmem *f, unsigned long index)
+{
+	pthread_t th;
+
+	(void)f, (void)index;
+	ASSERT_EQ(pthread_create(&th, NULL, shm_mprotect_fn, NULL), 0);
+	pthread_join(th, NULL);
+}
+
 static void test_shmem(void)
 {
 	struct pm_machine *m = mmachine(64, 16, 0);
@@ -366,6 +387,26 @@ static void test_shmem(void)
 	is_int(pmt_peek(mm, sh + 2 * PG), 'q', "the pin's writes still show");
 	pm_unpin_user_page(pin);
 	ok(all_in(m, mm, sh + 3 * PG, 5, true), "the others moved");
+
+	/* The child's mprotect while its mapping is a migration entry: the mapping it gets
+	 * back is read-only. */
+	shm_child = child;
+	shm_child_addr = sh;
+	pm__shmem_migrate_hook = shm_hook;
+	is_int(pm_migrate_range(mm, sh + 4 * PG, PG, PM_MIGRATE_AWAY_MOVABLE), 0,
+	       "moved while the child's mprotect ran");
+	pm__shmem_migrate_hook = NULL;
+	is_int(shm_mprotect_ret, 0, "the child's mprotect(PROT_READ): 0");
+	ASSERT_EQ(pm_pagemap(child, sh + 4 * PG, 1, &pi), 1);
+	ok((pi.flags & PM_PAGE_PRESENT) && !(pi.flags & PM_PAGE_WRITABLE) &&
+		   pi.pfn == pfn_at(mm, sh + 4 * PG),
+	   "the child maps the new frame read-only (flags %#x)", pi.flags);
+	{
+		char c = 'x';
+
+		is_int(pm_access(child, sh + 4 * PG, &c, 1, 1), -EFAULT, "the child cannot write it");
+	}
+	is_int(pmt_poke(mm, sh + 4 * PG, 'W'), 1, "the parent still can");
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
 	pm_shmem_put(f);
