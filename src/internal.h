@@ -418,7 +418,11 @@ struct pm_machine {
 	/* The buddy zones (page_alloc.c): one per home, each with its own lock and lists. */
 	struct pm_zone *zones;		/* nr_zones, each __cacheline_aligned */
 	unsigned nr_zones;
-	unsigned long zone_pages;	/* frames per zone (the last takes the rest) */
+	unsigned nr_normal_zones;	/* the homes, below movable_base; the movable zone,
+					 * if any, is zones[nr_normal_zones] */
+	unsigned long zone_pages;	/* frames per home (the last home takes the rest) */
+	unsigned long movable_base;	/* pfn: the movable zone is [movable_base, nr_pages);
+					 * nr_pages when there is none */
 	/* Page tables waiting for a grace period to be freed: written per table, so not on
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
@@ -432,6 +436,13 @@ struct pm_machine {
 	/* Linux's hugetlb_fault_mutex_table: the faults of private mappings on one 2 MiB page
 	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
+
+	/* Compaction (mm/migrate.c): one run at a time; an mm leaves the mms list only under
+	 * it, so a run may use the mms it found there. Taken before any mm's lock. */
+	pthread_mutex_t compact_lock __cacheline_aligned;
+	_Atomic unsigned xcompact_considered;	/* THP faults' compaction requests since the
+						 * last run (pm__compact_for_fault) */
+	_Atomic unsigned xcompact_defer_shift;	/* skip 2^shift requests after a failed run */
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
 	pthread_mutex_t lock __cacheline_aligned;
@@ -647,7 +658,11 @@ __hidden void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, vo
 
 /* // mem/page_alloc.c */
 #define PM_ALLOC_ZERO 0x1	/* zero the frames */
-#define PM_ALLOC_UNMOVABLE 0x2	/* a page table, not user memory: its own per-CPU lists */
+#define PM_ALLOC_UNMOVABLE 0x2	/* a page table, not user memory: its own per-CPU lists,
+				 * never the movable zone */
+#define PM_ALLOC_NO_MOVABLE_ZONE 0x4 /* user memory outside the movable zone (long-term pins,
+				      * PM_MIGRATE_AWAY_MOVABLE) */
+#define PM_ALLOC_MOVABLE_ZONE 0x8 /* user memory from the movable zone only */
 __hidden struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order,
 			      unsigned flags);
@@ -655,10 +670,22 @@ __hidden void pm__free_frames_batch(struct pm_machine *m, struct pm_page **pages
 __hidden int pm__page_alloc_init(struct pm_machine *m);
 __hidden struct pm_page *pm__alloc_boot_frame(struct pm_machine *m);
 __hidden size_t pm__nr_free_frames(struct pm_machine *m);
+__hidden size_t pm__nr_free_frames_in(struct pm_machine *m, unsigned flags);
 __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
+__hidden unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags);
+__hidden void pm__drain_all_pcp(struct pm_machine *m);
+__hidden void pm__zone_block_usage(struct pm_machine *m, unsigned zi, uint16_t *used);
+__hidden struct pm_page *pm__alloc_frame_in_blocks(struct pm_machine *m, unsigned zi,
+						   const uint8_t *target);
+
+/* Is @pfn in the movable zone (Linux's ZONE_MOVABLE, pm_config.movable_bytes)? */
+static inline bool pfn_in_movable_zone(const struct pm_machine *m, unsigned long pfn)
+{
+	return pfn >= m->movable_base;
+}
 
 /* // mem/hugetlb_pool.c */
 struct pm_hugetlb_resv;
@@ -701,6 +728,7 @@ static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 
 /* // mem/folio.c */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
+__hidden struct pm_folio *pm__folio_prep(struct pm_page *page, unsigned order);
 __hidden void pm__folio_free(struct pm_folio *folio);
 __hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
 __hidden void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n);
@@ -1194,12 +1222,21 @@ __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 /* // mm/mm.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
+/* // mm/migrate.c */
+__hidden void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry);
+__hidden void pm__compact_for_fault(struct pm_machine *m);
+/* Tests only: called by a migration between its unmap and its copy, nothing locked. */
+extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
+/* ... and of a page-cache folio, between its unmap and its freeze, under the i_mmap lock. */
+extern void (*pm__shmem_migrate_hook)(struct pm_shmem *f, unsigned long index) __hidden;
+
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
  */
 #define FAULT_FLAG_WRITE 0x01
 #define FAULT_FLAG_UNSHARE 0x02 /* make the page exclusive but keep it read-only */
 #define FAULT_FLAG_VMA_LOCK 0x04 /* under the VMA's lock, not mmap_lock (vma_lock.c) */
+#define FAULT_FLAG_COMPACT 0x08	/* the caller can drop its locks and compact (pm_fault) */
 
 /*
  * What the fault handlers return, as Linux's: 0 (the entry is mapped as asked), or a set of
@@ -1222,6 +1259,10 @@ enum vm_fault_reason {
 	 * commit, nothing done; the dispatcher looks at it again under the same lock (Linux
 	 * returns 0 and the CPU faults again). */
 	VM_FAULT_AGAIN = 0x100000,
+	/* pinmm's own: a THP fault in a MADV_HUGEPAGE VMA found no free 2 MiB block, nothing
+	 * done; under FAULT_FLAG_COMPACT only. pm_fault() compacts with no lock held and faults
+	 * again (Linux's defrag=madvise: direct compaction for madvised VMAs). */
+	VM_FAULT_COMPACT = 0x200000,
 };
 
 /* Linux's vm_fault_to_errno() (pinmm has no hwpoison): what pm__handle_mm_fault()'s result
@@ -1362,6 +1403,8 @@ __hidden unsigned long pm__shmem_nr_pages(struct pm_shmem *f);
 __hidden struct pm_folio *pm__shmem_lookup(struct pm_shmem *f, unsigned long index);
 __hidden int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
 __hidden bool pm__shmem_delete(struct pm_shmem *f, unsigned long index, struct pm_folio *folio);
+__hidden bool pm__shmem_migrate_folio(struct pm_shmem *f, unsigned long index,
+				      struct pm_folio *old, struct pm_folio *new, int expected);
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
 					unsigned long end, struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);
@@ -1494,6 +1537,15 @@ __hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long 
 __hidden long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			     unsigned flags, struct pm_page **pages);
 __hidden void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags);
+__hidden long pm__gup_longterm(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			       unsigned flags, struct pm_page **pages);
+
+/* Must a pin with @flags leave the movable zone first (FOLL_LONGTERM, Linux 5.13)? */
+static inline bool pm__gup_longterm_migrates(const struct pm_machine *m, unsigned flags)
+{
+	return (flags & FOLL_LONGTERM) && m->movable_base < m->nr_pages &&
+	       !knob(m, PM_KNOB_LONGTERM_PIN_IN_PLACE);
+}
 __hidden bool pm__gup_must_unshare(struct pm_vma *vma, unsigned flags, struct pm_page *page);
 
 /* // gup/gup_fast.c */

@@ -39,7 +39,8 @@ extern "C" {
 #define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
 #define PM_KNOB_SHMEM_TREE_LOCK 0x800	     /* every page-cache insert takes the object's tree
 					      * lock (Linux's xa_lock), not only its leaf's */
-#define PM_KNOB_ALL (0x3f | PM_KNOB_NO_HUGE_ZERO_PAGE | PM_KNOB_SHMEM_TREE_LOCK)
+#define PM_KNOB_ALL                                                                        \
+	(0x3f | PM_KNOB_LONGTERM_PIN_IN_PLACE | PM_KNOB_NO_HUGE_ZERO_PAGE | PM_KNOB_SHMEM_TREE_LOCK)
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
  * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
@@ -192,6 +193,19 @@ PM_API void pm_rcu_barrier(void);
  * Return: 0, or -EUCLEAN after printing what is wrong to stderr.
  */
 PM_API int pm_machine_check(struct pm_machine *m);
+
+/*
+ * pm_compact() - compaction (Linux's /proc/sys/vm/compact_memory): in each zone, the sparsest
+ * 2 MiB blocks whose pages all can move are emptied into the free frames of the other partly
+ * used blocks, so that they become free 2 MiB blocks (for THP, hugetlb). Pages that look
+ * pinned by Linux's racy test at isolation (isolate_migratepages_block: refcount - 1 >
+ * mapcount) are skipped, counted in migrate_pinned_skips, and keep their block; so do the
+ * folios pm_migrate_range() cannot move (include/pinmm/migrate.h). Counts compact_success
+ * when the run freed a 2 MiB block, else compact_fail; pages moved count in pgmigrate_success.
+ * Context: takes each address space's lock for read in turn; may sleep.
+ * Return: the free 2 MiB blocks afterwards, or -EINVAL (m NULL), -ENOMEM.
+ */
+PM_API long pm_compact(struct pm_machine *m);
 
 /**
  * pm_fail_nth() - make the @n-th allocation from now (frames or metadata) fail with -ENOMEM.

@@ -22,6 +22,7 @@
 #include <pinmm/mm.h>
 #include <pinmm/shmem.h>
 #include <pinmm/gup.h>
+#include <pinmm/migrate.h>
 #include <pinmm/consumers.h>
 
 #endif /* PINMM_PINMM_H */

@@ -72,6 +72,8 @@ static bool mark_table(struct check *c, unsigned long pfn)
 		complain(c, "page table pfn %lu was never allocated", pfn);
 		return false;
 	}
+	if (pfn_in_movable_zone(c->m, pfn))
+		complain(c, "page table pfn %lu in the movable zone", pfn);
 	c->table[pfn] = 1;
 	return true;
 }
@@ -84,6 +86,16 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 	struct pm_folio *folio;
 	bool excl;
 
+	if (!pmd && is_migration_entry((pte_t){ e })) {
+		/* Every migration ends before the call that began it: none may be left. */
+		complain(c, "migration entry at %#lx (pfn %lu) on a quiescent machine", addr, pfn);
+		return;
+	}
+	if (!(e & _PAGE_PRESENT)) {
+		complain(c, "non-present entry %#lx of no known kind at %#lx", (unsigned long)e,
+			 addr);
+		return;
+	}
 	if (pfn >= c->m->nr_pages) {
 		complain(c, "entry at %#lx maps pfn %lu beyond memory", addr, pfn);
 		return;

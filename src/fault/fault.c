@@ -34,7 +34,8 @@ static bool needs_unshare(struct pm_page *page, bool special)
  * the result is then an exclusive page mapped read-only).
  * Context: mmap_lock held, or @vma's read lock (FAULT_FLAG_VMA_LOCK); assert_fault_locked,
  * as the handlers below.
- * Return: 0, VM_FAULT_SIGBUS or VM_FAULT_OOM (VM_FAULT_AGAIN and VM_FAULT_FALLBACK end here).
+ * Return: 0, VM_FAULT_SIGBUS or VM_FAULT_OOM (VM_FAULT_AGAIN and VM_FAULT_FALLBACK end here);
+ * under FAULT_FLAG_COMPACT also VM_FAULT_COMPACT, nothing done.
  */
 vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 			       unsigned fault_flags)
@@ -56,6 +57,9 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 
 		if (pmd_none(pmd)) {
 			if (pm__thp_vma_suitable(vma, addr)) {
+				if ((fault_flags & FAULT_FLAG_COMPACT) && (vma->flags & VM_HUGEPAGE) &&
+				    !pm__free_pmd_blocks(mm->m, 0))
+					return VM_FAULT_COMPACT;
 				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp, fault_flags);
 				if (ret & VM_FAULT_AGAIN)
 					continue;
@@ -80,6 +84,11 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 		}
 		ptep = &entry_table(mm->m, pmd.val)[pte_index(addr)];
 		pte = ptep_get(ptep);
+		if (unlikely(is_migration_entry(pte))) {
+			/* Being migrated (mm/migrate.c): sleep until it is mapped again. */
+			pm__migration_entry_wait(mm, ptep, pte);
+			continue;
+		}
 		if (pte_none(pte)) {
 			if (vma_is_anonymous(vma))
 				ret = pm__do_anonymous_page(mm, vma, pmdp, addr, fault_flags);
@@ -167,12 +176,15 @@ static struct pm_vma *lock_mm_and_expand(struct pm_mm *mm, struct pm_vma *vma,
  * pm_fault() - a user-mode fault, as the architecture's handler takes it: first under the
  * VMA's own lock, found without mmap_lock (Linux 6.4); if no VMA lock can be had (no VMA, or
  * one being changed) or the fault asks for a retry, under mmap_lock for read.
- * PM_KNOB_NO_PER_VMA_LOCK goes to mmap_lock at once, as before 6.4.
+ * PM_KNOB_NO_PER_VMA_LOCK goes to mmap_lock at once, as before 6.4. A THP fault of a
+ * MADV_HUGEPAGE VMA that finds no free 2 MiB block asks for compaction (VM_FAULT_COMPACT):
+ * it runs here, with no lock held, once (unless deferred after failed runs, as Linux defers
+ * it), and the fault starts again.
  */
 int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 {
 	bool write = flags & PM_FAULT_WRITE;
-	unsigned fault_flags = write ? FAULT_FLAG_WRITE : 0;
+	unsigned fault_flags = (write ? FAULT_FLAG_WRITE : 0) | FAULT_FLAG_COMPACT;
 	struct pm_vma *vma;
 	vm_fault_t fault;
 
@@ -180,6 +192,7 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 		return -EINVAL;
 	if (addr < PM_USER_MIN || addr >= PM_TASK_SIZE)
 		return -EFAULT;
+again:
 	if (knob(mm->m, PM_KNOB_NO_PER_VMA_LOCK))
 		goto lock_mmap;
 	vma = pm__lock_vma_under_rcu(mm, addr);
@@ -191,6 +204,8 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 		fault = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK,
 					    fault_flags | FAULT_FLAG_VMA_LOCK);
 	pm__vma_end_read(vma);
+	if (unlikely(fault & VM_FAULT_COMPACT))
+		goto compact;
 	if (!(fault & VM_FAULT_RETRY)) {
 		count_event(mm->m, VMA_LOCK_SUCCESS, 1);
 		return vm_fault_to_errno(fault);
@@ -206,5 +221,10 @@ lock_mmap:
 	else
 		fault = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, fault_flags);
 	mmap_read_unlock(mm);
-	return vm_fault_to_errno(fault);
+	if (likely(!(fault & VM_FAULT_COMPACT)))
+		return vm_fault_to_errno(fault);
+compact:
+	pm__compact_for_fault(mm->m);
+	fault_flags &= ~FAULT_FLAG_COMPACT; /* once: then a THP if there is a block, else 4 KiB */
+	goto again;
 }

@@ -355,6 +355,47 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 	return ret;
 }
 
+/*
+ * pm__gup_longterm() - a FOLL_LONGTERM pin on a machine with a movable zone (Linux 5.13's
+ * __gup_longterm_locked and check_and_migrate_movable_folios): pin, and if any page lies in
+ * the movable zone, release every pin, migrate the range out of the zone
+ * (PM_MIGRATE_AWAY_MOVABLE) and pin again, so that the movable zone stays movable. A page that
+ * cannot be moved (pinned by someone else, shared with another mm, a kind pinmm does not
+ * migrate) makes the call fail with -ENOMEM, as Linux's does. PM_KNOB_LONGTERM_PIN_IN_PLACE
+ * pins in place, as before 5.13. Context: any, as the pin calls; both steps take the mm's lock themselves.
+ * Return: as pm__gup_slow().
+ */
+long pm__gup_longterm(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+		      unsigned flags, struct pm_page **pages)
+{
+	struct pm_machine *m = mm->m;
+
+	for (int pass = 0;; pass++) {
+		long got = pm__gup_slow(mm, start, nr_pages, flags, pages);
+		unsigned long first = ULONG_MAX, last = 0;
+		long rc;
+
+		if (got <= 0)
+			return got;
+		for (long i = 0; i < got; i++) {
+			if (pfn_in_movable_zone(m, page_to_pfn(m, pages[i]))) {
+				first = min(first, (unsigned long)i);
+				last = (unsigned long)i;
+			}
+		}
+		if (first == ULONG_MAX)
+			return got;
+		for (long i = 0; i < got; i++)
+			pm__gup_put_folio(page_folio(pages[i]), 1, flags);
+		if (pass == 2)
+			return -ENOMEM; /* migrated, and back in the movable zone again: give up */
+		rc = pm_migrate_range(mm, start + (first << PAGE_SHIFT), (last - first + 1) << PAGE_SHIFT,
+				      PM_MIGRATE_AWAY_MOVABLE);
+		if (rc)
+			return rc < 0 && rc != -ENOSPC ? rc : -ENOMEM;
+	}
+}
+
 /* ---- argument checks and entry points ---- */
 
 long pm_get_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
@@ -378,6 +419,9 @@ long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 	if (!nr_pages)
 		return 0;
 	mm_set_has_pinned(mm);
+	if (pm__gup_longterm_migrates(mm->m, gup_flags))
+		return pm__gup_longterm(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN,
+					pages);
 	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
 }
 

@@ -407,6 +407,10 @@ static __always_inline long gup_fast_fallback(struct pm_mm *mm, unsigned long st
 		mm_set_has_pinned(mm);
 	if (knob(m, PM_KNOB_NO_GUP_FAST))
 		return pm__gup_slow(mm, start, nr_pages, flags, pages);
+	/* A long-term pin that may have to leave the movable zone first goes the slow way,
+	 * as a page that is not long-term pinnable sends Linux's fast walk there. */
+	if (unlikely(pm__gup_longterm_migrates(m, flags)))
+		return pm__gup_longterm(mm, start, nr_pages, flags, pages);
 
 	nr = gup_fast_range(mm, start, start + (nr_pages << PAGE_SHIFT), flags, pages);
 	if (likely(nr == nr_pages))

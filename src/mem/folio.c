@@ -22,11 +22,15 @@
 struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags)
 {
 	struct pm_page *page = pm__alloc_frames(m, order, flags);
-	struct pm_folio *folio;
 
-	if (!page)
-		return NULL;
-	folio = (struct pm_folio *)page;
+	return page ? pm__folio_prep(page, order) : NULL;
+}
+
+/* Make the 2^@order frames just allocated at @page a folio with one reference. */
+struct pm_folio *pm__folio_prep(struct pm_page *page, unsigned order)
+{
+	struct pm_folio *folio = (struct pm_folio *)page;
+
 	atomic_store_relaxed(&page->xorder, (uint8_t)order);
 	page->mapping = NULL;
 	page->index = 0;

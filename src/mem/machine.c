@@ -262,7 +262,8 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	if (c.mem_bytes % PMD_SIZE || (c.knobs & ~PM_KNOB_ALL) ||
 	    c.mem_bytes / PAGE_SIZE > (1UL << 40) ||
 	    (c.flags & ~(PM_MACHINE_LINUX_MM | PM_MACHINE_RANGE_MM)) ||
-	    (c.flags & PM_MACHINE_LINUX_MM && c.flags & PM_MACHINE_RANGE_MM)) {
+	    (c.flags & PM_MACHINE_LINUX_MM && c.flags & PM_MACHINE_RANGE_MM) ||
+	    c.movable_bytes % PMD_SIZE || c.movable_bytes >= c.mem_bytes) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -279,9 +280,11 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	m->knobs = c.knobs;
 	m->range_mm = c.flags & PM_MACHINE_RANGE_MM;
 	m->nr_pages = c.mem_bytes / PAGE_SIZE;
+	m->movable_base = (c.mem_bytes - c.movable_bytes) / PAGE_SIZE;
 	ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	m->nr_cpus = ncpu > 0 ? (unsigned)ncpu : 1;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_mutex_init(&m->compact_lock, NULL);
 	pm_list_init(&m->mms);
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);
@@ -367,6 +370,7 @@ fail_frames:
 	munmap(m->frames_map, m->frames_map_len);
 fail_free:
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->compact_lock);
 	free(m);
 	errno = err;
 	return NULL;
@@ -405,6 +409,7 @@ void pm__machine_free(struct pm_machine *m)
 	munmap(m->frames_map, m->frames_map_len);
 	pm__hugetlb_pool_exit(m);
 	pthread_mutex_destroy(&m->lock);
+	pthread_mutex_destroy(&m->compact_lock);
 	free(m);
 }
 

@@ -36,7 +36,7 @@
  * back the coldest frames of the longer list, so neither kind keeps the cache to itself.
  *
  * An allocation that finds nothing drains every CPU's cache into the buddy lists, sets
- * the high marks back to pcp_high_min, and tries once more (drain_all_pcp), so frames cached
+ * the high marks back to pcp_high_min, and tries once more (pm__drain_all_pcp), so frames cached
  * on another CPU never cause an out-of-memory. If that is not enough either
  * and page tables are waiting for an RCU grace period to be freed (munmap, teardown), it waits
  * for them (pm_rcu_barrier) and tries again: frames freed "soon" count too. Allocations never
@@ -87,12 +87,33 @@
  */
 #define ZONE_MIN_PAGES (64UL << (20 - PAGE_SHIFT))
 
-/* The zone that holds @pfn: zones are zone_pages long, the last one takes the rest. */
+/*
+ * The movable zone. pm_config.movable_bytes sets the top of memory apart as Linux's
+ * ZONE_MOVABLE (movablecore=): one more buddy zone, zones[nr_normal_zones], above the homes,
+ * nobody's home. User memory (anonymous, shmem, THP: flags 0) is taken from it first, as
+ * Linux's zonelists try ZONE_MOVABLE before ZONE_NORMAL, and from the homes once it is full;
+ * page tables (PM_ALLOC_UNMOVABLE) and the zero page never go there. Every CPU keeps a
+ * per-CPU cache of the movable zone's frames among its away caches, so the order-0 fast path
+ * stays per-CPU: only refills and drains take the movable zone's lock. PM_ALLOC_NO_MOVABLE_ZONE
+ * and PM_ALLOC_MOVABLE_ZONE restrict a user allocation to one side, for migration
+ * (mm/migrate.c) and long-term pins (gup/gup.c). The hugetlb pool is allocated as user memory
+ * and may lie anywhere, as on x86.
+ */
+static bool has_movable_zone(const struct pm_machine *m)
+{
+	return m->nr_normal_zones < m->nr_zones;
+}
+
+/* The zone that holds @pfn: homes are zone_pages long, the last home takes the rest up to the
+ * movable zone. */
 static struct pm_zone *pfn_zone(struct pm_machine *m, unsigned long pfn)
 {
-	unsigned long z = pfn / m->zone_pages;
+	unsigned long z;
 
-	return &m->zones[z < m->nr_zones ? z : m->nr_zones - 1];
+	if (pfn >= m->movable_base)
+		return &m->zones[m->nr_normal_zones];
+	z = pfn / m->zone_pages;
+	return &m->zones[z < m->nr_normal_zones ? z : m->nr_normal_zones - 1];
 }
 
 /* zone_lock, counted: pm_stats.zone_lock_acquisitions says how often CPUs share it. */
@@ -222,10 +243,13 @@ static void pcp_init(struct pm_machine *m, struct pm_pcp *pcp, unsigned zone)
 
 int pm__page_alloc_init(struct pm_machine *m)
 {
-	unsigned long nz = min(m->nr_pages / ZONE_MIN_PAGES, (unsigned long)m->nr_cpus);
+	unsigned long normal = m->movable_base, nz;
 
-	m->nr_zones = nz ? (unsigned)nz : 1;
-	m->zone_pages = ALIGN_DOWN(m->nr_pages / m->nr_zones, 1UL << PM_MAX_ORDER);
+	pm_assert(normal > 0 && normal <= m->nr_pages && !(normal & ((1UL << PM_MAX_ORDER) - 1)));
+	nz = min(normal / ZONE_MIN_PAGES, (unsigned long)m->nr_cpus);
+	m->nr_normal_zones = nz ? (unsigned)nz : 1;
+	m->nr_zones = m->nr_normal_zones + (normal < m->nr_pages);
+	m->zone_pages = ALIGN_DOWN(normal / m->nr_normal_zones, 1UL << PM_MAX_ORDER);
 	if (posix_memalign((void **)&m->zones, PM_CACHELINE, m->nr_zones * sizeof(*m->zones)))
 		return -ENOMEM;
 	for (unsigned i = 0; i < m->nr_zones; i++) {
@@ -233,8 +257,13 @@ int pm__page_alloc_init(struct pm_machine *m)
 
 		memset(z, 0, sizeof(*z));
 		pm_spin_init(&z->lock);
-		z->base = i * m->zone_pages;
-		z->end = i + 1 == m->nr_zones ? m->nr_pages : z->base + m->zone_pages;
+		if (i == m->nr_normal_zones) {
+			z->base = normal;
+			z->end = m->nr_pages;
+		} else {
+			z->base = i * m->zone_pages;
+			z->end = i + 1 == m->nr_normal_zones ? normal : z->base + m->zone_pages;
+		}
 		/*
 		 * Every frame starts above its zone's frontier: nothing is written per frame now.
 		 * Fresh memory is handed out lowest pfns first, so consecutive allocations from a
@@ -262,7 +291,7 @@ int pm__page_alloc_init(struct pm_machine *m)
 		return -ENOMEM;
 	}
 	for (unsigned c = 0; c < m->nr_cpus; c++) {
-		pcp_init(m, &m->pcp[c], c % m->nr_zones);
+		pcp_init(m, &m->pcp[c], c % m->nr_normal_zones);
 		for (unsigned z = 0; m->pcp_away && z < m->nr_zones; z++)
 			pcp_init(m, &m->pcp_away[c * m->nr_zones + z], z);
 	}
@@ -428,18 +457,34 @@ static struct pm_page *pcp_take(struct pm_machine *m, struct pm_pcp *pcp, enum p
 }
 
 /*
- * This CPU's home cache and home zone first; then, zone by zone, its cache of that zone's
- * frames and the zone itself (Linux's zonelist fallback, with its per-zone pcp lists).
+ * User memory: this CPU's cache of the movable zone first, when there is one (and @flags
+ * allow it). Then this CPU's home cache and home zone; then, home by home, its cache of that
+ * zone's frames and the zone itself (Linux's zonelist fallback, with its per-zone pcp lists).
  */
-static struct pm_page *pcp_alloc(struct pm_machine *m, enum pcp_list l)
+static struct pm_page *pcp_alloc(struct pm_machine *m, enum pcp_list l, unsigned flags)
 {
-	unsigned cpu = pm__this_cpu(m), home = m->pcp[cpu].home;
-	struct pm_page *page = pcp_take(m, &m->pcp[cpu], l, cpu_tag(cpu));
+	unsigned cpu = pm__this_cpu(m), home = m->pcp[cpu].home, nn = m->nr_normal_zones;
+	struct pm_page *page = NULL;
 
-	for (unsigned i = 1; !page && i < m->nr_zones; i++)
-		page = pcp_take(m, cpu_zone_pcp(m, cpu, (home + i) % m->nr_zones), l,
-				cpu_tag(cpu));
+	if (has_movable_zone(m) && l == PCP_MOVABLE && !(flags & PM_ALLOC_NO_MOVABLE_ZONE)) {
+		page = pcp_take(m, cpu_zone_pcp(m, cpu, nn), l, cpu_tag(cpu));
+		if (page || (flags & PM_ALLOC_MOVABLE_ZONE))
+			return page;
+	} else if (flags & PM_ALLOC_MOVABLE_ZONE) {
+		return NULL;
+	}
+	page = pcp_take(m, &m->pcp[cpu], l, cpu_tag(cpu));
+	for (unsigned i = 1; !page && i < nn; i++)
+		page = pcp_take(m, cpu_zone_pcp(m, cpu, (home + i) % nn), l, cpu_tag(cpu));
 	return page;
+}
+
+/* May an allocation with @flags take frames of zone @i? */
+static bool zone_allowed(const struct pm_machine *m, unsigned i, unsigned flags)
+{
+	if (i == m->nr_normal_zones)
+		return !(flags & (PM_ALLOC_UNMOVABLE | PM_ALLOC_NO_MOVABLE_ZONE));
+	return !(flags & PM_ALLOC_MOVABLE_ZONE);
 }
 
 /*
@@ -488,7 +533,7 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n,
  * frames another CPU keeps cached (or that stop a larger block from merging) must count. The
  * caches start small again, as Linux shrinks pcp->high under memory pressure.
  */
-static void drain_all_pcp(struct pm_machine *m)
+void pm__drain_all_pcp(struct pm_machine *m)
 {
 	for (unsigned c = 0; c < m->nr_cpus; c++) {
 		for (unsigned z = 0; z < m->nr_zones; z++) {
@@ -505,19 +550,115 @@ static void drain_all_pcp(struct pm_machine *m)
 	}
 }
 
-/* Order 0 through this CPU's cache; larger blocks from the lowest zone that has one. */
+/*
+ * Order 0 through this CPU's caches; larger blocks from the movable zone first (user memory),
+ * then from the lowest home that has one.
+ */
 static struct pm_page *alloc_frames(struct pm_machine *m, unsigned order, unsigned flags)
 {
 	struct pm_page *page = NULL;
 
 	if (order == 0)
-		return pcp_alloc(m, flags & PM_ALLOC_UNMOVABLE ? PCP_UNMOVABLE : PCP_MOVABLE);
-	for (unsigned i = 0; i < m->nr_zones && !page; i++) {
+		return pcp_alloc(m, flags & PM_ALLOC_UNMOVABLE ? PCP_UNMOVABLE : PCP_MOVABLE,
+				 flags);
+	for (unsigned n = 0; n < m->nr_zones && !page; n++) {
+		/* n = 0 is the movable zone when there is one, then the homes in order. */
+		unsigned i = has_movable_zone(m) ? (n + m->nr_normal_zones) % m->nr_zones : n;
+
+		if (!zone_allowed(m, i, flags))
+			continue;
 		zone_lock(m, &m->zones[i]);
 		page = rmqueue(m, &m->zones[i], order);
 		zone_unlock(&m->zones[i]);
 	}
 	return page;
+}
+
+/*
+ * pm__zone_block_usage() - for compaction (mm/migrate.c): the frames in use in each 2 MiB
+ * block of zone @zi, @used[(pfn - base) >> 9]; frames on buddy lists, in per-CPU caches and
+ * above the frontier are free. A racy snapshot, as Linux's compaction scanners take theirs.
+ */
+void pm__zone_block_usage(struct pm_machine *m, unsigned zi, uint16_t *used)
+{
+	struct pm_zone *z = &m->zones[zi];
+	unsigned long top = atomic_load_relaxed(&z->xfrontier);
+
+	memset(used, 0, ((z->end - z->base) >> PM_MAX_ORDER) * sizeof(*used));
+	for (unsigned long pfn = z->base; pfn < top;) {
+		unsigned long f = atomic_load_relaxed(&pfn_to_page(m, pfn)->xflags);
+
+		if (f & PGF(PG_buddy)) {
+			pfn += 1UL << min(atomic_load_relaxed(&pfn_to_page(m, pfn)->xorder),
+					   (uint8_t)PM_MAX_ORDER);
+			continue;
+		}
+		if (!(f & PGF(PG_pcp)))
+			used[(pfn - z->base) >> PM_MAX_ORDER]++;
+		pfn++;
+	}
+}
+
+/*
+ * pm__alloc_frame_in_blocks() - compaction's free scanner: one free frame of zone @zi that
+ * lies in a 2 MiB block marked in @target (indexed as pm__zone_block_usage()'s), taken from
+ * the buddy lists below order 9 (a free 2 MiB block is what compaction makes, not what it
+ * spends). The rest of a split block goes back to the lists. Return: the frame (refcount 0,
+ * no flags), or NULL (none, or an injected failure).
+ */
+struct pm_page *pm__alloc_frame_in_blocks(struct pm_machine *m, unsigned zi,
+					  const uint8_t *target)
+{
+	struct pm_zone *z = &m->zones[zi];
+	struct pm_page *page = NULL;
+	unsigned o;
+
+	if (pm__should_fail(m))
+		return NULL;
+	zone_lock(m, z);
+	for (o = 0; o < PM_MAX_ORDER && !page; o++) {
+		struct pm_list *pos;
+
+		pm_list_for_each(pos, &z->free_area[o]) {
+			struct pm_page *p = pm_list_entry(pos, struct pm_page, lru);
+
+			if (target[(page_to_pfn(m, p) - z->base) >> PM_MAX_ORDER]) {
+				page = p;
+				break;
+			}
+		}
+	}
+	if (page) {
+		o--;
+		del_from_free_area(z, page, o);
+		while (o > 0) {
+			o--;
+			add_to_free_area(z, page + (1UL << o), o);
+		}
+		atomic_store_relaxed(&page->xorder, 0);
+	}
+	zone_unlock(z);
+	return page;
+}
+
+/*
+ * pm__free_pmd_blocks() - free naturally aligned 2 MiB blocks in the zones an allocation with
+ * @flags may use: order-9 buddy blocks and never-used blocks above the frontiers (frames in
+ * per-CPU caches are not counted: a drain may merge them). A racy snapshot.
+ */
+unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags)
+{
+	unsigned long n = 0;
+
+	for (unsigned i = 0; i < m->nr_zones; i++) {
+		struct pm_zone *z = &m->zones[i];
+
+		if (!zone_allowed(m, i, flags))
+			continue;
+		n += atomic_load_relaxed(&z->xnr_free[PM_MAX_ORDER]);
+		n += (z->end - atomic_load_relaxed(&z->xfrontier)) >> PM_MAX_ORDER;
+	}
+	return n;
 }
 
 /**
@@ -537,14 +678,14 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 		return NULL;
 	page = alloc_frames(m, order, flags);
 	if (unlikely(!page)) {
-		drain_all_pcp(m);
+		pm__drain_all_pcp(m);
 		page = alloc_frames(m, order, flags);
 	}
 	if (unlikely(!page) && atomic_load_relaxed(&m->xrcu_pending) > 0 &&
 	    !pm_rcu_read_ongoing()) {
 		/* Page tables freed by munmap are still waiting for their grace period. */
 		pm_rcu_barrier();
-		drain_all_pcp(m);
+		pm__drain_all_pcp(m);
 		page = alloc_frames(m, order, flags);
 	}
 	if (unlikely(!page)) {
@@ -634,6 +775,25 @@ size_t pm__nr_free_frames(struct pm_machine *m)
 	for (unsigned c = 0; c < m->nr_cpus; c++)
 		for (unsigned z = 0; z < m->nr_zones; z++)
 			n += (size_t)atomic_load_relaxed(&cpu_zone_pcp(m, c, z)->xcount);
+	return n;
+}
+
+/* Free frames in the zones an allocation with @flags may use (a racy snapshot). */
+size_t pm__nr_free_frames_in(struct pm_machine *m, unsigned flags)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < m->nr_zones; i++) {
+		struct pm_zone *z = &m->zones[i];
+
+		if (!zone_allowed(m, i, flags))
+			continue;
+		for (unsigned o = 0; o <= PM_MAX_ORDER; o++)
+			n += atomic_load_relaxed(&z->xnr_free[o]) << o;
+		n += z->end - atomic_load_relaxed(&z->xfrontier);
+		for (unsigned c = 0; c < m->nr_cpus; c++)
+			n += (size_t)atomic_load_relaxed(&cpu_zone_pcp(m, c, i)->xcount);
+	}
 	return n;
 }
 

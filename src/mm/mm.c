@@ -162,9 +162,11 @@ static void mm_teardown(struct pm_mm *mm)
 	struct pm_machine *m = mm->m;
 
 	mm_notifiers_release(mm);
+	pthread_mutex_lock(&m->compact_lock); /* no compaction run is using it */
 	pthread_mutex_lock(&m->lock);
 	pm_list_del(&mm->link);
 	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&m->compact_lock);
 
 	mm_lock_all(mm);
 	unmap_all(mm);

@@ -628,8 +628,21 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 		pte_t pte = ptep_get(ptep);
 		uint64_t v;
 
-		if (!pte_present(pte))
+		if (!pte_present(pte)) {
+			/*
+			 * A page-cache page that a migration started from another mm is moving
+			 * (mm/migrate.c): the mapping it gets back takes the new protection; a
+			 * writable entry may only become readable, as Linux's change_pte_range
+			 * makes it.
+			 */
+			if (is_migration_entry(pte)) {
+				v = (pte.val & ~(_PAGE_USER | _PAGE_RW)) | prot_bits(vm_flags);
+				if ((pte.val & _PAGE_RW) && (vm_flags & VM_WRITE))
+					v |= _PAGE_RW;
+				set_pte(ptep, (pte_t){ v });
+			}
 			continue;
+		}
 		v = pte.val & ~(_PAGE_USER | _PAGE_RW);
 		v |= prot_bits(vm_flags);
 		if (can_change_writable(vm_flags, pfn_to_page(mm->m, pte_pfn(pte)), pte_special(pte)))

@@ -69,6 +69,38 @@ static inline pte_t mk_pte(unsigned long pfn, bool user, bool writable, bool dir
 	return pfn_pte(pfn, bits);
 }
 
+/*
+ * Migration entries (Linux's swapops.h migration entries): a non-present PTE naming the frame
+ * a migration is moving away from (mm/migrate.c). It keeps the bits the mapping had -
+ * _PAGE_RW (a writable migration entry), _PAGE_USER, _PAGE_DIRTY - and _PAGE_MIG_EXCL (the
+ * page was AnonExclusive), so that the mapping is rebuilt as it was, on the new frame or, when
+ * the migration fails, on the old one. The mapping's mapcount and reference went with the
+ * unmap: zap clears such an entry and drops nothing. Faults wait for it to go
+ * (pm__migration_entry_wait); GUP-fast sees a non-present entry and falls back.
+ */
+#define _PAGE_MIGRATION (1UL << 10) /* a software bit of x86-64's PTE */
+#define _PAGE_MIG_EXCL (1UL << 11)
+
+static inline bool is_migration_entry(pte_t p)
+{
+	return (p.val & (_PAGE_PRESENT | _PAGE_MIGRATION)) == _PAGE_MIGRATION;
+}
+
+static inline pte_t make_migration_entry(pte_t old, bool exclusive)
+{
+	return (pte_t){ (old.val & (_PAGE_PFN_MASK | _PAGE_RW | _PAGE_USER | _PAGE_DIRTY)) |
+			_PAGE_MIGRATION | (exclusive ? _PAGE_MIG_EXCL : 0) };
+}
+
+static inline bool is_migration_entry_exclusive(pte_t p) { return p.val & _PAGE_MIG_EXCL; }
+
+/* The present PTE that replaces migration entry @e, mapping @pfn with the bits @e kept. */
+static inline pte_t migration_entry_to_pte(pte_t e, unsigned long pfn)
+{
+	return pfn_pte(pfn, _PAGE_PRESENT | _PAGE_ACCESSED |
+			    (e.val & (_PAGE_RW | _PAGE_USER | _PAGE_DIRTY)));
+}
+
 static inline bool pmd_none(pmd_t p) { return p.val == 0; }
 static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
 static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==

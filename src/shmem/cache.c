@@ -415,6 +415,49 @@ unsigned long pm__shmem_nr_pages(struct pm_shmem *f)
 	return n;
 }
 
+/**
+ * pm__shmem_migrate_folio() - page migration's step in the cache (Linux's
+ * __folio_migrate_mapping with folio_ref_freeze): if @old is still at @index and its count is
+ * exactly @expected, freeze it at 0 - lockless lookups and GUP-fast can take no reference from
+ * then on - copy its data into @new and put @new in its slot, with the cache's reference
+ * (added to the caller's), PG_shmem, the dirty flag and old's mapping and index. All under
+ * the leaf's lock, which every remover of the slot takes: a truncation that comes first takes
+ * @old away and the freeze is never tried; one that comes after finds @new.
+ * Return: true if replaced (@old is then frozen at 0 and out of the cache, PG_shmem cleared:
+ * the caller frees it), false if not (nothing changed).
+ */
+bool pm__shmem_migrate_folio(struct pm_shmem *f, unsigned long index, struct pm_folio *old,
+			     struct pm_folio *new, int expected)
+{
+	struct pm_machine *m = f->m;
+	struct pm_shmem_node *leaf;
+	bool done = false;
+
+	pm_rcu_read_lock();
+	leaf = leaf_of_rcu(f, index);
+	if (leaf) {
+		void *_Atomic *slot = &leaf->slots[index & SHMEM_TREE_MASK];
+		int ref = expected;
+
+		pm_spin_lock(&leaf->lock);
+		if (!leaf->dead && atomic_load_relaxed(slot) == old &&
+		    atomic_cas_mb(&old->page.xrefcount, &ref, 0)) {
+			memcpy(page_address(m, &new->page), page_address(m, &old->page), PAGE_SIZE);
+			new->page.mapping = old->page.mapping;
+			new->page.index = old->page.index;
+			folio_set_flags_new(new, PGF(PG_shmem) |
+						 (folio_test(old, PG_dirty) ? PGF(PG_dirty) : 0));
+			folio_get_refs(new, 1); /* the cache's */
+			atomic_store_release(slot, new);
+			page_clear(&old->page, PG_shmem);
+			done = true;
+		}
+		pm_spin_unlock(&leaf->lock);
+	}
+	pm_rcu_read_unlock();
+	return done;
+}
+
 /* Take the cache's reference and flag off a folio that left the tree. */
 static void cache_folio_removed(struct pm_folio *folio)
 {

@@ -193,6 +193,20 @@ static int op_range(struct interp *it, const struct interp_op *op, int mi)
 	return expect(it, got, want);
 }
 
+/* Migration: the model predicts only the holes; any count of folios not moved is right. */
+static int op_migrate(struct interp *it, const struct interp_op *op, int mi)
+{
+	unsigned long page = op->page % W_PAGES, n = clamp_pages(page, op->npages);
+	long want = model_migrate(it->md, mi, page, n);
+	long got = pm_migrate_range(it->mm[mi], waddr(page), n * PS,
+				    op->a & 1 ? PM_MIGRATE_AWAY_MOVABLE : PM_MIGRATE_ANYWHERE);
+
+	trace(it, " = %ld", got);
+	if (want == 0 && got >= 0 && got <= (long)n)
+		return 0;
+	return expect(it, got, want);
+}
+
 static int op_access(struct interp *it, const struct interp_op *op, int mi)
 {
 	unsigned long off = (op->page % W_PAGES) * PS + op->c % PS;
@@ -680,6 +694,8 @@ static int run_op(struct interp *it, const struct interp_op *op)
 		return op_check(it);
 	case OP_BADARG:
 		return badarg(it, op, mi);
+	case OP_MIGRATE:
+		return op_migrate(it, op, mi);
 	case OP_TAMPER:
 		return op_tamper(it, op);
 	}
@@ -826,12 +842,14 @@ void interp_machines_release(FILE *f)
 				"# %s knobs 0x%02x: faults %lu, THP faults %lu (fallbacks %lu, splits "
 				"%lu), COW copies %lu, reuses %lu, fork pinned copies %lu, shmem "
 				"pages "
-				"%lu, pins %lu, fast-GUP pages %lu, slow-GUP pages %lu\n",
+				"%lu, pins %lu, fast-GUP pages %lu, slow-GUP pages %lu, migrated %lu "
+				"(not %lu, pinned %lu)\n",
 				pm_machine_flags(*slot) == PM_MACHINE_RANGE_MM ? "range" : "linux",
 				k, ms.faults, ms.thp_faults, ms.thp_fallbacks, ms.thp_splits,
 				ms.cow_copies, ms.cow_reuses, ms.fork_pinned_copies,
 				ms.shmem_allocs, ms.nr_foll_pin_acquired, ms.gup_fast_pages,
-				ms.gup_slow_pages);
+				ms.gup_slow_pages, ms.pgmigrate_success, ms.pgmigrate_fail,
+				ms.migrate_pinned_skips);
 		pm_machine_destroy(*slot);
 		*slot = NULL;
 	}

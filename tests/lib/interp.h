@@ -43,6 +43,9 @@
  *   OP_SHMEM_PUT, OP_SHMEM_STAT (compare size and pages held)  object b
  *   OP_CHECK	  pm_machine_check()
  *   OP_BADARG	  a: one of the contract's argument errors (see badarg() in interp.c)
+ *   OP_MIGRATE	  page, npages; a bit 0: PM_MIGRATE_ANYWHERE or AWAY_MOVABLE. The model
+ *		  changes nothing: every byte read later, through a mapping or a reference,
+ *		  must be what it was (a pinned or referenced page is never moved)
  */
 #ifndef PM_TESTS_INTERP_H
 #define PM_TESTS_INTERP_H
@@ -78,6 +81,7 @@ enum interp_opcode {
 	OP_SHMEM_STAT,
 	OP_CHECK,
 	OP_BADARG,
+	OP_MIGRATE,
 	INTERP_NR_OPS,
 	/* Self-test only, never decoded: write a byte into a referenced page behind the model's
 	 * back (group a, reference npages), so that the next comparison must fail. */

@@ -100,7 +100,7 @@ static const struct {
 	{ OP_GUP, 18 },	     { OP_RELEASE, 10 },     { OP_PIN_WRITE, 10 },
 	{ OP_REF_READ, 7 },  { OP_SHMEM_CREATE, 3 }, { OP_SHMEM_TRUNCATE, 3 },
 	{ OP_SHMEM_PUT, 1 }, { OP_SHMEM_STAT, 2 },   { OP_CHECK, 2 },
-	{ OP_BADARG, 2 },
+	{ OP_BADARG, 2 },    { OP_MIGRATE, 4 },
 };
 
 /* The VMA-heavy mix: many small mappings, splits and merges, and faults among them. */

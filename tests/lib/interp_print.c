@@ -37,6 +37,7 @@ static const char *const op_names[INTERP_NR_OPS] = {
 	[OP_SHMEM_STAT] = "OP_SHMEM_STAT",
 	[OP_CHECK] = "OP_CHECK",
 	[OP_BADARG] = "OP_BADARG",
+	[OP_MIGRATE] = "OP_MIGRATE",
 };
 
 void interp_print_stats(FILE *f, const char *what, const struct interp_stats *st)
@@ -164,6 +165,10 @@ void interp_describe(const struct interp_op *op, char *buf, size_t len)
 		break;
 	case OP_BADARG:
 		snprintf(buf, len, "bad arguments #%d (mm%d)", op->a % NR_BADARG, mm);
+		break;
+	case OP_MIGRATE:
+		snprintf(buf, len, "pm_migrate_range(mm%d, W+0x%lx, 0x%lx, %s)", mm, page * PS,
+			 n * PS, op->a & 1 ? "AWAY_MOVABLE" : "ANYWHERE");
 		break;
 	case OP_TAMPER:
 		snprintf(buf, len, "tamper(group %d[%u], byte %u)", g, op->npages,

@@ -399,6 +399,17 @@ int model_munmap(struct model *md, int mm, unsigned long page, unsigned long npa
 	return 0;
 }
 
+int model_migrate(struct model *md, int mm, unsigned long page, unsigned long npages)
+{
+	for (unsigned long i = page; i < page + npages; i++) {
+		struct mslot *s = slot_at(md, mm, i);
+
+		if (!s || !s->mapped)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int model_mprotect(struct model *md, int mm, unsigned long page, unsigned long npages, int prot)
 {
 	/* Linux: applied page by page up to the first hole, which makes it -ENOMEM. */

@@ -156,6 +156,8 @@ int model_madvise(struct model *md, int mm, unsigned long page, unsigned long np
 long model_access(struct model *md, int mm, unsigned long off, uint8_t *buf, size_t len,
 		  bool write);
 int model_fault(struct model *md, int mm, unsigned long page, bool write);
+/* model_migrate() - pm_migrate_range() changes no byte: 0, or -ENOMEM for a hole. */
+int model_migrate(struct model *md, int mm, unsigned long page, unsigned long npages);
 
 /*
  * model_gup() - take @nr references from @page into group @g (which must be free).

@@ -60,6 +60,7 @@
 #define SHMEM_PUT(obj) { OP_SHMEM_PUT, 0, 0, 0, 0, obj, 0 }
 #define SHMEM_STAT(obj) { OP_SHMEM_STAT, 0, 0, 0, 0, obj, 0 }
 #define CHECK() { OP_CHECK, 0, 0, 0, 0, 0, 0 }
+#define MIGRATE(mm, pg, n, away) { OP_MIGRATE, mm, pg, n, away, 0, 0 }
 
 /* A get reference taken before fork keeps the bytes of that moment once either side writes
  * (cow.c "vmsplice() before fork(), unmap in parent after fork()"). */
@@ -238,6 +239,23 @@ struct known {
 
 #define KNOWN(name, knobs, xfail, ops) { name, knobs, xfail, ops, sizeof(ops) / sizeof(ops[0]) }
 
+/* Migration moves no pinned or referenced page: writes through pins, gets and the mappings
+ * keep meeting the same bytes, shared anonymous (shmem) pages and a fork child's too. */
+static const struct interp_op s_migrate[] = {
+	MMAP(0, 0, 8, P_RW, K_PRIV_ANON, 0, 0), WRITE(0, 0, 0, 32768, 50),
+	MMAP(0, 16, 4, P_RW, K_SHARED_ANON, 0, 0), WRITE(0, 16, 0, 16384, 51),
+	GUP(0, 1, 2, G_PIN_FAST | G_WRITE),	GUP(0, 17, 1, G_GET),
+	MIGRATE(0, 0, 20, 0),			PIN_WRITE(0, 0, 0, 4096, 52),
+	READ(0, 0, 0, 32768),			REF_READ(0),
+	REF_READ(1),				WRITE(0, 17, 0, 100, 53),
+	REF_READ(1),				FORK(0),
+	MIGRATE(0, 0, 20, 1),			MIGRATE(1, 0, 20, 0),
+	WRITE(1, 2, 0, 4096, 54),		READ(0, 0, 0, 32768),
+	READ(1, 0, 0, 32768),			READ(1, 16, 0, 16384),
+	RELEASE(0, 1),				RELEASE(1, 0),
+	MIGRATE(0, 0, 21, 0),			CHECK(),
+};
+
 static const struct known known[] = {
 	KNOWN("get before fork keeps the old bytes", 0, false, s_get_before_fork),
 	KNOWN("R/W pin before fork stays the parent's", 0, false, s_pin_before_fork),
@@ -252,6 +270,7 @@ static const struct known known[] = {
 	KNOWN("DONTFORK", 0, false, s_dontfork),
 	KNOWN("huge zero page: references, a write, fork, pins", 0, false, s_huge_zero),
 	KNOWN("the same with every knob (THPs instead)", PM_KNOB_ALL, false, s_huge_zero),
+	KNOWN("migration keeps every pin's and mapping's bytes", 0, false, s_migrate),
 };
 
 static bool verbose;
@@ -328,6 +347,7 @@ static void self_tests(void)
 	};
 
 	interp_generate(42, ops, 64);
+	/* The encoding's knob byte holds the knobs below 0x100 (interp_encode.c). */
 	len = interp_encode(PM_KNOB_ALL, ops, 64, buf, sizeof(buf));
 	n = interp_decode(buf, len, &knobs, back, 64);
 	ok(len == sizeof(buf) && n == 64 && knobs == PM_KNOB_ALL &&

@@ -13,9 +13,10 @@
  *      pages are back to their value before step 1 and that pins are balanced.
  * It reports how many injection points (values of N that made an allocation fail) each
  * scenario covered. test_oom.c walks single calls (mmap, splits, faults, THP faults, pin);
- * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem, and
- * the hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW),
- * MADV_POPULATE_WRITE, a MAP_LOCKED mmap and a stack's grow.
+ * this walk covers the compound paths: fork, pins that fault and unshare, shmem, umem, the
+ * hugetlb paths (mmap's reservation, PMD faults, fork's copies, pins that COW),
+ * MADV_POPULATE_WRITE, a MAP_LOCKED mmap, a stack's grow, and migration (pm_migrate_range,
+ * pm_compact, long-term pins that leave the movable zone).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -851,7 +852,117 @@ struct scenario {
 	long (*run)(struct ctx *c);
 	bool (*result_ok)(struct ctx *c, long r);
 	bool (*verify)(struct ctx *c, long r);
+	size_t movable_bytes; /* the machine's movable zone (0: none) */
 };
+
+/* ---- migration (mm/migrate.c) ---- */
+
+/* NB stamped pages at B besides the base state. */
+static void migrate_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, NB * PG, RW, PRIV, NULL, 0), B);
+	ASSERT_EQ(pm_madvise(c->mm, B, NB * PG, PM_MADV_NOHUGEPAGE), 0);
+	ASSERT_TRUE(stamp(c->mm, B, NB, 12));
+}
+
+static long migrate_run(struct ctx *c)
+{
+	return pm_migrate_range(c->mm, B, NB * PG, PM_MIGRATE_ANYWHERE);
+}
+
+/* No frame for a page: that page is not moved, and counted. */
+static bool migrate_ok(struct ctx *c, long r)
+{
+	return r >= 0 && r <= (long)NB;
+}
+
+static bool migrate_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	return stamped(c->mm, B, NB, 12) || fail(c, "the migrated pages lost their data");
+}
+
+/* Page-cache pages: 4 stamped pages of the object at C, and a child that maps them too. */
+static void migrate_shmem_setup(struct ctx *c)
+{
+	shmem_setup(c);
+	c->child = pm_mm_fork(c->mm);
+	ASSERT_TRUE(c->child);
+	ASSERT_TRUE(stamped(c->child, C, 4, 7));
+}
+
+static long migrate_shmem_run(struct ctx *c)
+{
+	return pm_migrate_range(c->mm, C, 4 * PG, PM_MIGRATE_ANYWHERE);
+}
+
+static bool migrate_shmem_ok(struct ctx *c, long r)
+{
+	return r >= 0 && r <= 4;
+}
+
+static bool migrate_shmem_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	return (stamped(c->mm, C, 4, 7) && stamped(c->child, C, 4, 7)) ||
+	       fail(c, "a migrated cache page lost its data in one of the mms");
+}
+
+/* A THP written whole at B: it moves whole, or not at all (no order-9 frame: counted). */
+static long migrate_thp_run(struct ctx *c)
+{
+	return pm_migrate_range(c->mm, B, PM_PMD_SIZE, PM_MIGRATE_ANYWHERE);
+}
+
+static bool migrate_thp_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == 1;
+}
+
+static bool migrate_thp_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	return stamped(c->mm, B, 512, 11) || fail(c, "the THP's data changed");
+}
+
+/* Compaction's answer is a count of blocks that depends on the layout: 0 for success. */
+static long compact_run(struct ctx *c)
+{
+	long r = pm_compact(c->m);
+
+	return r < 0 ? r : 0;
+}
+
+static bool compact_ok(struct ctx *c, long r)
+{
+	return r == 0 || r == -ENOMEM;
+}
+
+/* A long-term pin of pages in the movable zone: migrated out first, or -ENOMEM. */
+static long pin_longterm_movable_run(struct ctx *c)
+{
+	long r = pm_pin_user_pages(c->mm, B, NB, PM_FOLL_WRITE | PM_FOLL_LONGTERM, c->pages);
+
+	if (r > 0) {
+		c->npinned = r;
+		c->pinned_pages = true;
+	}
+	return r;
+}
+
+static bool pin_longterm_movable_verify(struct ctx *c, long r)
+{
+	if (!migrate_verify(c, r))
+		return false;
+	for (long i = 0; i < c->npinned; i++)
+		if (!page_is(c->pages[i], B, (unsigned long)i, 12))
+			return fail(c, "a pinned page does not hold its data");
+	return true;
+}
 
 static void shmem_create_setup(struct ctx *c)
 {
@@ -997,6 +1108,15 @@ static const struct scenario scenarios[] = {
 	{ "mmap MAP_LOCKED (populated)", (long)B, base_setup, locked_run, locked_ok,
 	  locked_verify },
 	{ "fault below a MAP_GROWSDOWN VMA", 0, grow_setup, grow_run, grow_ok, grow_verify },
+	{ "migrate_range of anonymous pages", 0, migrate_setup, migrate_run, migrate_ok,
+	  migrate_verify, 16 * MiB },
+	{ "migrate_range of shmem pages (two mms)", 0, migrate_shmem_setup, migrate_shmem_run,
+	  migrate_shmem_ok, migrate_shmem_verify },
+	{ "migrate_range of a THP", 0, thp_written_setup, migrate_thp_run, migrate_thp_ok,
+	  migrate_thp_verify },
+	{ "compaction", 0, migrate_setup, compact_run, compact_ok, migrate_verify },
+	{ "pin longterm W out of the movable zone", NB, migrate_setup, pin_longterm_movable_run,
+	  pin_ok, pin_longterm_movable_verify, 16 * MiB },
 };
 
 static long walk(const struct scenario *sc, struct pm_machine *m)
@@ -1079,6 +1199,7 @@ int main(void)
 
 	plan_no_plan();
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
+		cfg.movable_bytes = scenarios[i].movable_bytes;
 		m = pm_machine_create(&cfg);
 		ASSERT_TRUE(m);
 		total += walk(&scenarios[i], m);

@@ -1,0 +1,924 @@
+// SPDX-License-Identifier: MIT
+/*
+ * migrate.c - page migration (Linux's mm/migrate.c, for mbind(MPOL_MF_MOVE_ALL) and
+ * move_pages()), the migration entries it leaves in the page tables meanwhile, and the wait
+ * of a fault that finds one.
+ *
+ * What moves. A small anonymous folio mapped by one PTE of the mm being migrated (its
+ * mapcount is 1); an anonymous THP of this mm alone, whole (migrate_one_thp: a PMD mapping
+ * is split into PTEs first, since pinmm has no PMD migration entry, and the same steps run
+ * over its 512 PTEs under one PTL); and a small page-cache folio of a shmem object with all
+ * its mappings, which the object's i_mmap list finds (migrate_shmem_folio). pinmm keeps no
+ * anonymous rmap (Linux's anon_vma), so an anonymous folio that fork shares with another mm
+ * cannot have its other mappings found, and is refused as "could not be moved"; a THP
+ * without a free 2 MiB block in the target is not moved (Linux would split the folio,
+ * pinmm never splits one); hugetlb folios are not migrated yet and are counted the same way. Each refusal is in pgmigrate_fail; pinned
+ * ones in migrate_pinned_skips too.
+ *
+ * A page-cache folio goes the Linux way of file folios: every mapping becomes a migration
+ * entry (under each PTL, found under the object's i_mmap lock, which keeps those VMAs and
+ * their tables), then the cache freezes the folio at its expected count - its own reference
+ * and the migration's - with a compare-and-swap to 0 under the leaf's lock
+ * (folio_ref_freeze), copies it and puts the copy in the slot (pm__shmem_migrate_folio). A
+ * frozen folio refuses every new reference: the lockless lookup retries until the slot
+ * changes, GUP-fast fails its add-unless-zero. A pin, or any reference a fault or lookup
+ * took before the freeze, makes the CAS fail, and every mapping is put back. Truncation
+ * takes the slot under the same leaf lock: before the freeze (the freeze then finds the slot
+ * changed) or after (it removes the copy); its zaps of the mappings wait for the i_mmap lock.
+ *
+ * The steps for one folio, as migrate_pages() takes them:
+ *  1. A new frame in the target (allocated first, with nothing held: an allocation may wait
+ *     for an RCU grace period, and no migration entry waits with it).
+ *  2. Unmap (try_to_migrate_one): under the PTL, the PTE is exchanged for a migration entry
+ *     (a sequentially consistent RMW: the TLB flush of Linux). If the page is AnonExclusive,
+ *     folio_try_share_anon_rmap_pte's test follows: a page that may be pinned puts the PTE
+ *     back as it was and is refused, nothing else changed. Otherwise the page stops being
+ *     exclusive (the entry remembers it was), and the mapping's mapcount and reference go.
+ *  3. The count after unmap (folio_migrate_mapping's expected count): a small anonymous
+ *     folio outside any cache is held only by the migration's own reference now; any other
+ *     (a pin of a page that was not exclusive, a get, a transient GUP-fast reference) and
+ *     the migration entry is turned back into the old mapping: -EAGAIN.
+ *  4. The data is copied, the new folio takes the old one's flags, and the entry is replaced
+ *     by a PTE of the new frame with the old bits (remove_migration_pte); waiters are woken.
+ * -EAGAIN is retried, NR_MAX_MIGRATE_PAGES_RETRY (10) times in all, as Linux retries it;
+ * then the folio counts as not moved.
+ *
+ * Why it is safe. Migration holds the mm's lock for read over the range (mm_lock_read()):
+ * munmap, mprotect, mremap and fork, which hold it for write (or every range), never run
+ * beside it in this mm, so they never see a migration entry. What does run beside it:
+ *  - GUP-fast. Its speculative reference (pm__folio_try_get, an SC RMW) and its re-read of
+ *    the PTE (SC) pair with our exchange of the PTE (SC) and our reads of the pin and
+ *    reference counts (SC), a store-buffering pattern: either GUP-fast re-reads the entry
+ *    we wrote and drops its reference (Linux's try_grab_folio_fast re-check), or we see its
+ *    reference or pin - at step 2 (pinned AnonExclusive page: refused) or at step 3 (the
+ *    extra reference: restored, retried). So a pin never lands on a frame that is being
+ *    copied from, and no pin is ever of a stale frame: the old frame is freed only when its
+ *    last reference goes, after every PTE names the new one. A GUP-fast walker that loads
+ *    the migration entry finds it not present and falls back to the slow path, whose fault
+ *    waits.
+ *  - Faults, under the VMA's read lock or mmap_lock for read. The dispatcher (fault/fault.c)
+ *    sees the entry, sleeps in pm__migration_entry_wait() until the PTE changes, and looks
+ *    again: a real sleep on a condition variable (Linux sleeps on the folio lock in
+ *    migration_entry_wait), woken after step 4 or after a restore. The check of the PTE is
+ *    made under the wait queue's mutex, which the waker takes after it changed the PTE, so
+ *    no wake-up is lost. Handlers that take the PTL (COW) see a non-present entry and return
+ *    VM_FAULT_AGAIN to the dispatcher, which then waits.
+ *  - MADV_DONTNEED (mmap_lock for read, zap.c) may clear the migration entry: the entry
+ *    holds nothing, so the zap drops nothing; step 4 and the restore re-check the PTE under
+ *    the PTL and, finding it changed, map nothing: the new folio (or, on a failure, the old
+ *    one) goes with the migration's last reference.
+ *  - pm_pagemap, pm_mm_maps and pm_mincore (the lock for read) see the entry as a page not
+ *    present. pm_machine_check, on a quiescent machine, finds no migration entry, and says
+ *    so when it does: every migration ends before the call that began it returns.
+ *  - Another migration or compaction of the same folio: the first holds the PTL while it
+ *    exchanges the entry; the second then finds a migration entry, not a page, and skips it.
+ *
+ * Compaction (pm_compact, at the end of the file) has no rmap to go from a frame to its
+ * mappings, so it goes the other way: it walks every mm of the machine, each under its lock
+ * for read in turn, and migrates the pages it chose by address, each re-checked under the PTL
+ * to still map the frame it chose. The mms it walks cannot go away meanwhile: it holds the
+ * machine's compact_lock, under which alone an mm leaves the machine's list (mm.c), and which
+ * nobody takes while holding an mm's lock. A THP fault that wants compaction (defrag=madvise)
+ * asks pm_fault() to run it after the fault dropped its locks (VM_FAULT_COMPACT), never from
+ * inside the fault.
+ */
+#include "internal.h"
+
+#define NR_MAX_MIGRATE_PAGES_RETRY 10
+
+/* The sleepers on migration entries, hashed by the old frame (Linux's folio wait table). */
+#define MIGRATION_WAIT_TABLE 64
+static struct migration_wq {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+} migration_wq[MIGRATION_WAIT_TABLE];
+static pthread_once_t migration_wq_once = PTHREAD_ONCE_INIT;
+
+static void migration_wq_init(void)
+{
+	for (unsigned i = 0; i < MIGRATION_WAIT_TABLE; i++) {
+		pthread_mutex_init(&migration_wq[i].lock, NULL);
+		pthread_cond_init(&migration_wq[i].cond, NULL);
+	}
+}
+
+static struct migration_wq *wq_of(unsigned long pfn)
+{
+	pthread_once(&migration_wq_once, migration_wq_init);
+	return &migration_wq[(pfn * 0x9e3779b97f4a7c15UL) >> 58];
+}
+
+/* Wake whoever waits on the migration entry of @pfn: after the PTE changed. */
+static void migration_wake(unsigned long pfn)
+{
+	struct migration_wq *q = wq_of(pfn);
+
+	pthread_mutex_lock(&q->lock);
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/**
+ * pm__migration_entry_wait() - sleep until *@ptep is no longer the migration entry @entry.
+ *
+ * Context: the fault path (mmap_lock or the VMA's read lock, which keep the table); no
+ * spinlock held.
+ */
+void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry)
+{
+	struct migration_wq *q = wq_of(pte_pfn(entry));
+
+	fault_assert_held(mm);
+	pthread_mutex_lock(&q->lock);
+	while (pte_same(ptep_get(ptep), entry))
+		pthread_cond_wait(&q->cond, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+}
+
+/* Tests only: called between unmap and copy of a small anonymous folio, nothing locked. */
+void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr);
+/* Tests only: called between the unmap of a page-cache folio and its freeze, under the
+ * object's i_mmap lock. */
+void (*pm__shmem_migrate_hook)(struct pm_shmem *f, unsigned long index);
+
+static unsigned target_alloc_flags(int target)
+{
+	switch (target) {
+	case PM_MIGRATE_AWAY_MOVABLE:
+		return PM_ALLOC_NO_MOVABLE_ZONE;
+	case PM_MIGRATE_TO_MOVABLE:
+		return PM_ALLOC_MOVABLE_ZONE;
+	default:
+		return 0;
+	}
+}
+
+/* Is a folio at @pfn already where @target wants it (move_pages: already on the node)? */
+static bool already_there(struct pm_machine *m, unsigned long pfn, int target)
+{
+	if (target == PM_MIGRATE_AWAY_MOVABLE)
+		return !pfn_in_movable_zone(m, pfn);
+	if (target == PM_MIGRATE_TO_MOVABLE)
+		return pfn_in_movable_zone(m, pfn);
+	return false;
+}
+
+enum migrate_result {
+	MIGRATE_DONE,		/* moved */
+	MIGRATE_SKIP,		/* nothing to move: no page, the zero page, already in place */
+	MIGRATE_AGAIN,		/* transient: retried */
+	MIGRATE_PINNED,		/* pinned or another extra reference: retried, then counted */
+	MIGRATE_REFUSED,	/* a kind pinmm cannot move: counted at once */
+	MIGRATE_NOMEM,		/* no frame in the target: counted */
+};
+
+/*
+ * Put migration entry @entry at @addr back as a mapping of @page of @folio, if it is still
+ * there (MADV_DONTNEED may have zapped it), with the bits the entry has now (an mprotect of
+ * another mm may have changed them: a shmem migration holds no lock of that mm). Only one
+ * migration of a frame runs at a time, so a migration entry naming the same frame is ours.
+ * The mapping's mapcount and reference come back with it. Return: whether it was mapped.
+ */
+static bool remove_migration_pte_page(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				      pte_t entry, struct pm_folio *folio, struct pm_page *page)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	bool mapped = false;
+
+	if (ptep) {
+		pte_t cur = ptep_get(ptep);
+
+		/* Ours, maybe with the protection an mprotect of another mm gave it since. */
+		if (is_migration_entry(cur) && pte_pfn(cur) == pte_pfn(entry)) {
+			folio_get_refs(folio, 1);
+			atomic_add_relaxed(&page->xmapcount, 1);
+			if (is_migration_entry_exclusive(cur))
+				page_set(page, PG_anon_exclusive);
+			set_pte(ptep, migration_entry_to_pte(cur, page_to_pfn(m, page)));
+			mapped = true;
+		}
+		pm_spin_unlock(ptl);
+	}
+	migration_wake(pte_pfn(entry));
+	return mapped;
+}
+
+/* The same for a small folio. */
+static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				 pte_t entry, struct pm_folio *folio)
+{
+	return remove_migration_pte_page(mm, pmdp, addr, entry, folio, &folio->page);
+}
+
+/*
+ * A THP (an anonymous order-9 folio of this mm alone, mapped whole at @haddr: by a PMD leaf,
+ * or by the 512 PTEs of one table) moves whole to @new, an order-9 folio of the target: a
+ * PMD leaf is split into PTEs first (its deposited table: no allocation), so the folio comes
+ * back PTE-mapped - pinmm has no PMD migration entry (Linux's keeps the PMD mapping). The
+ * refusals are the small folio's, on the whole folio: a pin (pincount, exact for large
+ * folios) after the PTEs became migration entries, or any other reference in the count
+ * after unmap. Context: the mm's lock held for read over @haddr.
+ */
+static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
+					   unsigned long haddr, struct pm_folio *new)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	struct pm_folio *folio;
+	unsigned long pfn;
+	pm_entry_t *ptep;
+	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
+	pmd_t pmd;
+
+	mmap_assert_locked(mm);
+	pmd = pmdp_get(pmdp);
+	if (pmd_leaf(pmd)) {
+		folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
+		if ((pmd.val & _PAGE_SPECIAL) || !folio_test_anon(folio) ||
+		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
+		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
+			return MIGRATE_REFUSED;
+		if (folio_maybe_dma_pinned(folio))
+			return MIGRATE_PINNED; /* refused before anything changes */
+		pm__split_huge_pmd(mm, pmdp);
+		pmd = pmdp_get(pmdp);
+	}
+	if (!pmd_table(pmd))
+		return MIGRATE_SKIP;
+	ptep = pm__pte_offset_map_lock(mm, pmdp, haddr, &ptl);
+	if (!ptep)
+		return MIGRATE_SKIP;
+	old[0] = ptep_get(ptep);
+	if (!pte_present(old[0]) || pte_special(old[0])) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	pfn = pte_pfn(old[0]);
+	folio = page_folio(pfn_to_page(m, pfn));
+	if (!folio_test_anon(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
+	    page_to_pfn(m, &folio->page) != pfn ||
+	    atomic_load_relaxed(&folio->page.xentire_mapcount) != 0)
+		goto refused;
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		old[i] = ptep_get(ptep + i);
+		if (!pte_present(old[i]) || pte_pfn(old[i]) != pfn + i ||
+		    atomic_load_relaxed(&folio_page(folio, i)->xmapcount) != 1)
+			goto refused; /* partly mapped, or mapped by another mm too */
+	}
+
+	/* Unmap: the migration's reference, then every PTE; then the pin test on the folio. */
+	folio_get_refs(folio, 1);
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
+		atomic_xchg_mb(ptep + i, entry[i].val);
+	}
+	if (folio_maybe_dma_pinned(folio)) {
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			set_pte(ptep + i, old[i]);
+		pm_spin_unlock(ptl);
+		folio_put(folio);
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			migration_wake(pfn + i);
+		return MIGRATE_PINNED;
+	}
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		struct pm_page *page = folio_page(folio, i);
+
+		if (is_migration_entry_exclusive(entry[i]))
+			page_clear(page, PG_anon_exclusive);
+		if (pte_dirty(old[i]))
+			pm__folio_mark_dirty(folio);
+		atomic_sub_relaxed(&page->xmapcount, 1);
+	}
+	atomic_sub_mb(&folio->page.xrefcount, HPAGE_PMD_NR);
+	pm_spin_unlock(ptl);
+
+	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
+						  folio_page(folio, i));
+		folio_put(folio);
+		return MIGRATE_PINNED;
+	}
+	memcpy(page_address(m, &new->page), page_address(m, &folio->page), PMD_SIZE);
+	folio_set_flags_new(new, PGF(PG_anon) | (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], new,
+					  folio_page(new, i));
+	folio_put(new);
+	folio_put(folio);
+	return MIGRATE_DONE;
+
+refused:
+	pm_spin_unlock(ptl);
+	return MIGRATE_REFUSED;
+}
+
+/*
+ * Migrate the small anonymous folio mapped at @addr, with @new as its target frame (which
+ * this call consumes on MIGRATE_DONE). Context: the mm's lock held for read over @addr.
+ */
+static enum migrate_result migrate_one_pte(struct pm_mm *mm, pm_entry_t *pmdp,
+					   unsigned long addr, int target, unsigned long want_pfn,
+					   struct pm_folio *new)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	struct pm_folio *folio;
+	struct pm_page *page;
+	pm_entry_t *ptep;
+	pte_t pte, entry;
+	bool excl;
+
+	mmap_assert_locked(mm);
+	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	if (!ptep)
+		return MIGRATE_SKIP;
+	pte = ptep_get(ptep);
+	if (!pte_present(pte) || pte_special(pte)) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	page = pfn_to_page(m, pte_pfn(pte));
+	folio = page_folio(page);
+	if (already_there(m, pte_pfn(pte), target) ||
+	    (want_pfn != ULONG_MAX && pte_pfn(pte) != want_pfn)) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	if (!folio_test_anon(folio) || folio_test_large(folio) || folio_test_hugetlb(folio) ||
+	    atomic_load_relaxed(&page->xmapcount) != 1) {
+		/* Large, page cache, or mapped by other mms too (no anon rmap to find them). */
+		pm_spin_unlock(ptl);
+		return MIGRATE_REFUSED;
+	}
+
+	/* 2. Unmap: the migration's own reference first, then the entry. */
+	folio_get_refs(folio, 1);
+	excl = page_anon_exclusive(page);
+	entry = make_migration_entry(pte, excl);
+	atomic_xchg_mb(ptep, entry.val);
+	if (excl) {
+		/* folio_try_share_anon_rmap_pte: the exchange above is ordered before this read. */
+		if (folio_maybe_dma_pinned(folio)) {
+			set_pte(ptep, pte);
+			pm_spin_unlock(ptl);
+			folio_put(folio);
+			migration_wake(pte_pfn(pte));
+			return MIGRATE_PINNED;
+		}
+		page_clear(page, PG_anon_exclusive);
+	}
+	if (pte_dirty(pte))
+		pm__folio_mark_dirty(folio);
+	atomic_sub_relaxed(&page->xmapcount, 1);
+	atomic_sub_mb(&folio->page.xrefcount, 1); /* the mapping's; ours keeps it */
+	pm_spin_unlock(ptl);
+
+	if (unlikely(pm__migrate_hook))
+		pm__migrate_hook(mm, addr);
+
+	/* 3. Only the migration's reference may remain. */
+	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
+		remove_migration_pte(mm, pmdp, addr, entry, folio);
+		folio_put(folio);
+		return MIGRATE_PINNED;
+	}
+
+	/* 4. Copy, and map the new frame where the entry is. */
+	memcpy(page_address(m, &new->page), page_address(m, page), PAGE_SIZE);
+	folio_set_flags_new(new, PGF(PG_anon) |
+				 (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
+	remove_migration_pte(mm, pmdp, addr, entry, new);
+	folio_put(new);		/* the allocation's: the mapping holds its own, if it stands */
+	folio_put(folio);	/* the last reference: the old frame is free */
+	return MIGRATE_DONE;
+}
+
+/* Where the new frames come from: a target zone, or compaction's free scanner. */
+struct migrate_target {
+	int target;			/* PM_MIGRATE_* */
+	unsigned long want_pfn;		/* only if the PTE still maps this frame; ULONG_MAX: any */
+	unsigned zone;			/* compaction: the zone, and its blocks to fill */
+	const uint8_t *blocks;		/* NULL: pm__folio_alloc() from target's zones */
+	struct pm_shmem *file;		/* a page-cache folio: its object and index */
+	unsigned long index;
+	bool thp;			/* an anonymous THP at addr (2 MiB aligned) */
+};
+
+static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_target *t)
+{
+	struct pm_page *page;
+
+	if (t->thp)
+		return pm__folio_alloc(m, HPAGE_PMD_ORDER, target_alloc_flags(t->target));
+	if (!t->blocks)
+		return pm__folio_alloc(m, 0, target_alloc_flags(t->target));
+	page = pm__alloc_frame_in_blocks(m, t->zone, t->blocks);
+	return page ? pm__folio_prep(page, 0) : NULL;
+}
+
+/* A mapping of a page-cache folio that migration replaced by a migration entry. */
+struct migration_map {
+	struct pm_mm *mm;
+	pm_entry_t *pmdp;
+	unsigned long addr;
+	pte_t entry;
+};
+
+/*
+ * Migrate the page-cache folio at @index of shmem object @f, with @new as its target frame
+ * (consumed on MIGRATE_DONE). Every mapping is found through the object's i_mmap list (the
+ * rmap of file pages), whose lock keeps the VMAs and their tables: each PTE that maps the
+ * folio becomes a migration entry. Then the cache freezes the folio at its expected count -
+ * the cache's reference and ours - and swaps in the copy (pm__shmem_migrate_folio); a pin or
+ * any other reference makes the freeze fail and every mapping is put back.
+ * Context: any (takes the object's i_mmap lock, then PTLs).
+ */
+static enum migrate_result migrate_shmem_folio(struct pm_machine *m, struct pm_shmem *f,
+					       unsigned long index, int target,
+					       struct pm_folio *new)
+{
+	struct migration_map *maps = NULL;
+	enum migrate_result r;
+	struct pm_folio *folio;
+	struct pm_list *pos;
+	unsigned n = 0, max = 0;
+	unsigned long pfn;
+
+	pm__shmem_map_lock(f);
+	folio = pm__shmem_lookup(f, index);
+	if (!folio) {
+		pm__shmem_map_unlock(f);
+		return MIGRATE_SKIP;
+	}
+	pfn = page_to_pfn(m, &folio->page);
+	if (folio_test_large(folio) || folio_test_hugetlb(folio) || already_there(m, pfn, target)) {
+		r = folio_test_large(folio) ? MIGRATE_REFUSED : MIGRATE_SKIP;
+		goto out_put;
+	}
+	pm_list_for_each(pos, pm__shmem_i_mmap(f))
+		max++;
+	if (max && (!(maps = malloc(max * sizeof(*maps))) || pm__should_fail(m))) {
+		r = MIGRATE_NOMEM;
+		goto out_put;
+	}
+	pm_list_for_each(pos, pm__shmem_i_mmap(f)) {
+		struct pm_vma *v = pm_list_entry(pos, struct pm_vma, shared);
+		struct pm_spinlock *ptl;
+		unsigned long addr;
+		pm_entry_t *pmdp, *ptep;
+		pte_t pte;
+
+		if (index < v->pgoff || index - v->pgoff >= (v->end - v->start) >> PAGE_SHIFT)
+			continue;
+		addr = v->start + ((index - v->pgoff) << PAGE_SHIFT);
+		pmdp = pm__pmd_lookup(v->mm, addr);
+		if (!pmdp || !pmd_table(pmdp_get(pmdp)))
+			continue;
+		ptep = pm__pte_offset_map_lock(v->mm, pmdp, addr, &ptl);
+		if (!ptep)
+			continue;
+		pte = ptep_get(ptep);
+		if (pte_present(pte) && !pte_special(pte) && pte_pfn(pte) == pfn) {
+			pte_t e = make_migration_entry(pte, false);
+
+			atomic_xchg_mb(ptep, e.val);
+			if (pte_dirty(pte))
+				pm__folio_mark_dirty(folio);
+			atomic_sub_relaxed(&folio->page.xmapcount, 1);
+			atomic_sub_mb(&folio->page.xrefcount, 1);
+			maps[n++] = (struct migration_map){ v->mm, pmdp, addr, e };
+		}
+		pm_spin_unlock(ptl);
+	}
+	if (unlikely(pm__shmem_migrate_hook) && n)
+		pm__shmem_migrate_hook(f, index);
+	/* Expected: the cache's reference and the lookup's. */
+	if (pm__shmem_migrate_folio(f, index, folio, new, 2)) {
+		for (unsigned i = 0; i < n; i++)
+			remove_migration_pte(maps[i].mm, maps[i].pmdp, maps[i].addr, maps[i].entry,
+					     new);
+		/* Frozen at 0 and out of the cache: the last reference is ours. */
+		atomic_store_release(&folio->page.xrefcount, 1);
+		folio_put(folio);
+		folio_put(new); /* the allocation's */
+		pm__shmem_map_unlock(f);
+		free(maps);
+		return MIGRATE_DONE;
+	}
+	for (unsigned i = 0; i < n; i++)
+		remove_migration_pte(maps[i].mm, maps[i].pmdp, maps[i].addr, maps[i].entry, folio);
+	r = MIGRATE_PINNED;
+out_put:
+	folio_put(folio);
+	pm__shmem_map_unlock(f);
+	free(maps);
+	return r;
+}
+
+/*
+ * Migrate whatever the PTE at @addr maps (t->file: the page-cache folio at t->index),
+ * retrying transient failures. Return: 1 if it counts as not moved, else 0.
+ */
+static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+		       const struct migrate_target *t)
+{
+	struct pm_machine *m = mm->m;
+	enum migrate_result r = MIGRATE_AGAIN;
+
+	for (int pass = 0; pass < NR_MAX_MIGRATE_PAGES_RETRY; pass++) {
+		struct pm_folio *new = target_alloc(m, t);
+
+		if (!new) {
+			r = MIGRATE_NOMEM;
+			break;
+		}
+		if (t->thp)
+			r = migrate_one_thp(mm, pmdp, addr, new);
+		else if (t->file)
+			r = migrate_shmem_folio(m, t->file, t->index, t->target, new);
+		else
+			r = migrate_one_pte(mm, pmdp, addr, t->target, t->want_pfn, new);
+		if (r != MIGRATE_DONE)
+			folio_put(new);
+		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
+			break;
+	}
+	switch (r) {
+	case MIGRATE_DONE:
+		count_event(m, PGMIGRATE_SUCCESS, 1);
+		return 0;
+	case MIGRATE_SKIP:
+		return 0;
+	case MIGRATE_PINNED:
+		count_event(m, MIGRATE_PINNED_SKIPS, 1);
+		/* fall through */
+	default:
+		count_event(m, PGMIGRATE_FAIL, 1);
+		return 1;
+	}
+}
+
+/*
+ * Migrate the present pages of [@start, @end), inside @vma. Return: folios not moved.
+ * Context: the mm's lock held for read over the range.
+ */
+static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			      unsigned long end, int target)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_folio *last = NULL;
+	pm_entry_t *pmdp;
+	long failed = 0;
+
+	mmap_assert_locked(mm);
+	for_each_pmd_span(mm, addr, next, start, end, pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
+
+		if (pmd_none(pmd))
+			continue;
+		if (pmd_leaf(pmd)) {
+			struct pm_folio *folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
+
+			if ((pmd.val & _PAGE_SPECIAL) || folio_is_zero(folio) || folio == last ||
+			    already_there(m, pmd_pfn(pmd), target))
+				continue;
+			last = folio;
+			if (folio_test_anon(folio) && !folio_test_hugetlb(folio)) {
+				/* A THP: whole, as 512 PTEs afterwards. */
+				failed += migrate_pte(mm, pmdp, addr & PMD_MASK,
+						      &(struct migrate_target){
+							      .target = target, .want_pfn = ULONG_MAX,
+							      .thp = true });
+				continue;
+			}
+			/* hugetlb does not move yet: one folio not moved. */
+			count_event(m, PGMIGRATE_FAIL, 1);
+			failed++;
+			continue;
+		}
+		for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
+			pte_t pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+			struct pm_folio *folio;
+
+			if (!pte_present(pte) || pte_special(pte))
+				continue;
+			folio = page_folio(pfn_to_page(m, pte_pfn(pte)));
+			if (!folio_test_anon(folio) && !folio_test_large(folio) && vma->file &&
+			    !vma->file->hugetlb) {
+				/* A page-cache folio: found again, and all its mappings, by index. */
+				failed += migrate_pte(mm, pmdp, a,
+						      &(struct migrate_target){
+							      target, ULONG_MAX, 0, NULL, vma->file,
+							      vma_pgoff(vma, a) });
+				continue;
+			}
+			if (folio_test_large(folio) && folio_test_anon(folio) && folio != last &&
+			    folio_order(folio) == HPAGE_PMD_ORDER &&
+			    !already_there(m, pte_pfn(pte), target)) {
+				/* A PTE-mapped THP: whole, if this table maps all of it. */
+				failed += migrate_pte(mm, pmdp, a & PMD_MASK,
+						      &(struct migrate_target){
+							      .target = target, .want_pfn = ULONG_MAX,
+							      .thp = true });
+				/* Its other pages, moved or not, are not tried again. */
+				pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+				last = pte_present(pte) && !pte_special(pte) ?
+					       page_folio(pfn_to_page(m, pte_pfn(pte))) : folio;
+				continue;
+			}
+			if (folio_test_large(folio) || !folio_test_anon(folio)) {
+				/* A PTE-mapped large folio or a page-cache folio: once each. */
+				if (folio != last && !already_there(m, pte_pfn(pte), target)) {
+					count_event(m, PGMIGRATE_FAIL, 1);
+					failed++;
+				}
+				last = folio;
+				continue;
+			}
+			failed += migrate_pte(mm, pmdp, a,
+					      &(struct migrate_target){ target, ULONG_MAX, 0, NULL });
+		}
+	}
+	return failed;
+}
+
+/**
+ * pm_migrate_range() - move the folios mapped in [@addr, @addr + @len) of @mm to @target.
+ *
+ * See include/pinmm/migrate.h for the contract, and the top of this file for how and why.
+ * Context: any; takes the mm's lock for read over the range.
+ */
+long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len, int target)
+{
+	unsigned long end;
+	struct pm_vma *vma;
+	long failed = 0;
+
+	if (pm__mm_bad(mm) || (addr & ~PAGE_MASK) || target < PM_MIGRATE_ANYWHERE ||
+	    target > PM_MIGRATE_TO_MOVABLE)
+		return -EINVAL;
+	len = (len + PAGE_SIZE - 1) & PAGE_MASK;
+	if (addr + len < addr)
+		return -ENOMEM;
+	if (!len)
+		return 0;
+	end = addr + len;
+	if (end > PM_TASK_SIZE)
+		return -ENOMEM;
+	if (!pm__nr_free_frames_in(mm->m, target_alloc_flags(target)))
+		return -ENOSPC;
+	mm_lock_read(mm, addr, end);
+	/* Every byte of the range must be mapped (mbind's -ENOMEM / -EFAULT for holes). */
+	for (unsigned long a = addr; a < end; a = vma->end) {
+		vma = pm__find_vma(mm, a);
+		if (!vma || vma->start > a) {
+			mmap_read_unlock(mm);
+			return -ENOMEM;
+		}
+	}
+	for (vma = pm__find_vma(mm, addr); vma && vma->start < end; vma = pm__vma_next(mm, vma))
+		failed += migrate_vma_range(mm, vma, max(vma->start, addr), min(vma->end, end),
+					    target);
+	mmap_read_unlock(mm);
+	return failed;
+}
+
+/* ---- compaction ---- */
+
+/* A small anonymous page compaction may move: where it is mapped, and its frame. */
+struct compact_page {
+	unsigned mm;		/* index in the run's snapshot of the machine's mms */
+	unsigned long addr, pfn;
+};
+
+struct compact_run {
+	struct pm_machine *m;
+	unsigned zone;
+	struct pm_mm **mms;
+	unsigned nr_mms;
+	uint16_t *used, *movable;	/* per 2 MiB block of the zone */
+	uint8_t *unmovable;		/* per block: 1 a pinned page in it, 2 a source */
+	struct compact_page *pages;
+	size_t nr_pages, max_pages;
+};
+
+/*
+ * The migrate scanner's look at one mm (isolate_migratepages_block): every small anonymous
+ * page of the zone mapped once is a candidate, except those that look pinned by Linux's racy
+ * test - more references than mappings (refcount - 1 > mapcount with the isolation
+ * reference Linux holds then) - which are skipped and counted. Context: @mm's lock for read.
+ */
+static int compact_scan_mm(struct compact_run *c, unsigned idx)
+{
+	struct pm_mm *mm = c->mms[idx];
+	struct pm_machine *m = c->m;
+	struct pm_zone *z = &m->zones[c->zone];
+	pm_entry_t *pmdp;
+
+	mmap_assert_locked(mm);
+	for (struct pm_vma *vma = pm__find_vma(mm, 0); vma; vma = pm__vma_next(mm, vma)) {
+		if (is_vm_hugetlb_page(vma))
+			continue;
+		for_each_pmd_span(mm, addr, next, vma->start, vma->end, pmdp) {
+			pmd_t pmd = pmdp_get(pmdp);
+
+			if (!pmd_table(pmd))
+				continue;
+			for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
+				pte_t pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+				unsigned long pfn = pte_pfn(pte), b;
+				struct pm_folio *folio;
+
+				if (!pte_present(pte) || pte_special(pte) || pfn < z->base ||
+				    pfn >= z->end)
+					continue;
+				folio = page_folio(pfn_to_page(m, pfn));
+				if (!folio_test_anon(folio) || folio_test_large(folio) ||
+				    atomic_load_relaxed(&folio->page.xmapcount) != 1)
+					continue;
+				b = (pfn - z->base) >> PM_MAX_ORDER;
+				if (folio_ref_count(folio) > atomic_load_relaxed(&folio->page.xmapcount)) {
+					count_event(m, MIGRATE_PINNED_SKIPS, 1);
+					c->unmovable[b] = 1;
+					continue;
+				}
+				if (c->nr_pages == c->max_pages) {
+					size_t n = c->max_pages ? 2 * c->max_pages : 1024;
+					void *p = realloc(c->pages, n * sizeof(*c->pages));
+
+					if (!p || pm__should_fail(m)) {
+						if (p)
+							c->pages = p;
+						return -ENOMEM;
+					}
+					c->pages = p;
+					c->max_pages = n;
+				}
+				c->pages[c->nr_pages++] = (struct compact_page){ idx, a, pfn };
+				c->movable[b]++;
+			}
+		}
+	}
+	return 0;
+}
+
+/*
+ * Compact one zone: the sparsest blocks whose every page is movable are emptied into the free
+ * frames of the other partly used blocks (never into a free 2 MiB block: that is what
+ * compaction makes), as Linux's migrate scanner feeds its free scanner. Return: 0 or -ENOMEM.
+ */
+static int compact_zone(struct compact_run *c)
+{
+	struct pm_machine *m = c->m;
+	struct pm_zone *z = &m->zones[c->zone];
+	unsigned long nb = (z->end - z->base) >> PM_MAX_ORDER, avail = 0;
+	uint8_t *target;
+	uint32_t *order;
+	size_t nr = 0;
+	int err = 0;
+
+	c->used = calloc(nb, sizeof(*c->used));
+	c->movable = calloc(nb, sizeof(*c->movable));
+	c->unmovable = calloc(nb, 1);
+	target = calloc(nb, 1);
+	order = calloc(nb, sizeof(*order));
+	c->nr_pages = 0;
+	if (!c->used || !c->movable || !c->unmovable || !target || !order || pm__should_fail(m)) {
+		err = -ENOMEM;
+		goto out;
+	}
+	pm__zone_block_usage(m, c->zone, c->used);
+	for (unsigned i = 0; i < c->nr_mms && !err; i++) {
+		mm_lock_read(c->mms[i], 0, PM_TASK_SIZE);
+		err = compact_scan_mm(c, i);
+		mmap_read_unlock(c->mms[i]);
+	}
+	if (err)
+		goto out;
+
+	/* Sources: fully movable partial blocks, sparsest first, while the rest can hold them. */
+	for (unsigned long b = 0; b < nb; b++) {
+		if (c->used[b] == 0 || c->used[b] >= HPAGE_PMD_NR)
+			continue;
+		target[b] = 1;
+		avail += HPAGE_PMD_NR - c->used[b];
+		if (!c->unmovable[b] && c->movable[b] == c->used[b])
+			order[nr++] = (uint32_t)b;
+	}
+	for (size_t i = 1; i < nr; i++) /* insertion sort by use: nr is small */
+		for (size_t j = i; j > 0 && c->used[order[j]] < c->used[order[j - 1]]; j--) {
+			uint32_t t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (size_t i = 0; i < nr; i++) {
+		/* Emptying block b takes its free frames out of the pool and spends its used ones. */
+		if (avail < HPAGE_PMD_NR)
+			break;
+		avail -= HPAGE_PMD_NR;
+		target[order[i]] = 0;
+		c->unmovable[order[i]] = 2; /* a source */
+	}
+
+	for (unsigned i = 0; i < c->nr_mms; i++) {
+		struct pm_mm *mm = c->mms[i];
+
+		mm_lock_read(mm, 0, PM_TASK_SIZE);
+		for (size_t k = 0; k < c->nr_pages; k++) {
+			struct compact_page *p = &c->pages[k];
+			unsigned long b = (p->pfn - z->base) >> PM_MAX_ORDER;
+			pm_entry_t *pmdp;
+
+			if (p->mm != i || c->unmovable[b] != 2)
+				continue;
+			pmdp = pm__pmd_lookup(mm, p->addr);
+			if (!pmdp || !pmd_table(pmdp_get(pmdp)))
+				continue;
+			migrate_pte(mm, pmdp, p->addr,
+				    &(struct migrate_target){ PM_MIGRATE_ANYWHERE, p->pfn, c->zone,
+							      target });
+		}
+		mmap_read_unlock(mm);
+	}
+out:
+	free(c->used);
+	free(c->movable);
+	free(c->unmovable);
+	free(target);
+	free(order);
+	return err;
+}
+
+/**
+ * pm_compact() - move movable pages to form free 2 MiB blocks (Linux's compact_zone over
+ * every zone, as a write to /proc/sys/vm/compact_memory does).
+ *
+ * Context: any; takes the machine's compaction lock, then each mm's lock for read in turn; no
+ * lock held by the caller. Return: free 2 MiB blocks afterwards, or -errno.
+ */
+long pm_compact(struct pm_machine *m)
+{
+	struct compact_run c = { .m = m };
+	unsigned long before, after;
+	struct pm_list *pos;
+	int err = 0;
+
+	if (!m)
+		return -EINVAL;
+	pthread_mutex_lock(&m->compact_lock);
+	pm__drain_all_pcp(m);
+	before = pm__free_pmd_blocks(m, 0);
+	pthread_mutex_lock(&m->lock);
+	pm_list_for_each(pos, &m->mms)
+		c.nr_mms++;
+	c.mms = malloc((c.nr_mms + 1) * sizeof(*c.mms));
+	if (c.mms) {
+		unsigned i = 0;
+
+		pm_list_for_each(pos, &m->mms)
+			c.mms[i++] = pm_list_entry(pos, struct pm_mm, link);
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!c.mms || pm__should_fail(m))
+		err = -ENOMEM;
+	for (unsigned zi = 0; zi < m->nr_zones && !err; zi++) {
+		c.zone = zi;
+		err = compact_zone(&c);
+	}
+	free(c.mms);
+	free(c.pages);
+	pm__drain_all_pcp(m);
+	after = pm__free_pmd_blocks(m, 0);
+	count_event(m, after > before ? COMPACT_SUCCESS : COMPACT_FAIL, 1);
+	pthread_mutex_unlock(&m->compact_lock);
+	return err ? err : (long)after;
+}
+
+/*
+ * pm__compact_for_fault() - a THP fault's compaction (defrag=madvise), deferred as Linux
+ * defers it (defer_compaction, compaction_deferred): after a run that freed no 2 MiB block,
+ * the next 2^shift requests are skipped, shift growing to COMPACT_MAX_DEFER_SHIFT; a run that
+ * freed one resets it. So a machine that cannot be compacted does not compact on every THP
+ * fault. The counts are written only here, on a path that already failed an allocation.
+ * Context: no lock held (pm_fault, after the fault dropped its own).
+ */
+#define COMPACT_MAX_DEFER_SHIFT 6
+void pm__compact_for_fault(struct pm_machine *m)
+{
+	unsigned shift = atomic_load_relaxed(&m->xcompact_defer_shift);
+	long r;
+
+	if (atomic_add_relaxed(&m->xcompact_considered, 1) + 1 < (1U << shift))
+		return;
+	r = pm_compact(m);
+	atomic_store_relaxed(&m->xcompact_considered, 0);
+	if (r > 0)
+		atomic_store_relaxed(&m->xcompact_defer_shift, 0);
+	else if (shift < COMPACT_MAX_DEFER_SHIFT)
+		atomic_store_relaxed(&m->xcompact_defer_shift, shift + 1);
+}
