@@ -35,7 +35,7 @@ extern "C" {
 					     * (before Linux 5.13) */
 #define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate (use_zero_page=0) */
 #define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
-#define PM_KNOB_ALL 0x3f
+#define PM_KNOB_ALL (0x3f | PM_KNOB_VMA_LOCK_SHARED_COUNT)
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
  * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
