@@ -12,6 +12,8 @@
 #   make fuzz               libFuzzer target over the differential interpreter (clang)
 #   make trace              the trace build: src/ instrumented, the tracer's runtime (mk/trace.mk)
 #   make check-trace        the tracer's tests; make check runs them when clang is installed
+#   make commuter           build/pinmm-commuter, the conflict checker (mk/commuter.mk; clang:
+#                           make builds it when clang is installed); make bench shows its results
 #   make WERROR=1 ...       warnings are errors (CI)
 #
 # Missing Debian packages are installed by scripts/deps.sh when run as root (apt-get), or it
@@ -145,6 +147,7 @@ check-range:
 bench: all
 	$(BENCH) report $(BENCH_ARGS)
 	$(O)/pinmm-gup-bench -t 0.5
+	@$(MAKE) --no-print-directory commuter-report
 
 bench-quick: all
 	$(BENCH) report --quick $(BENCH_ARGS)
