@@ -1341,8 +1341,6 @@ static void print_matrix(FILE *f, int design, int level, const char *outdir, boo
 			if (m)
 				fprintf(dat, "%d %d %.4f\n", jj, ii,
 					(double)cf[idx[ii]][idx[jj]] / (double)m);
-			else
-				fprintf(dat, "%d %d NaN\n", jj, ii);
 		}
 	fclose(dat);
 	{
@@ -1368,8 +1366,9 @@ static void print_matrix(FILE *f, int design, int level, const char *outdir, boo
 		fprintf(g, ")\nset ytics (");
 		for (int j = 0; j < n; j++)
 			fprintf(g, "%s'%s' %d", j ? ", " : "", ops[idx[j]].name, j);
-		fprintf(g, ")\nset datafile missing 'NaN'\n");
-		fprintf(g, "plot '%s' using 1:2:3 with image notitle\n", path);
+		fprintf(g, ")\nset style fill solid 1.0 noborder\n");
+		fprintf(g, "plot '%s' using 1:2:(0.5):(0.5):3 with boxxyerror lc palette notitle\n",
+			path);
 		fclose(g);
 		snprintf(path, sizeof(path), "gnuplot '%s' 2>/dev/null", gpath);
 		if (system(path) != 0)
