@@ -172,7 +172,6 @@ static int case_derive(struct cs *c)
 		if (ob->bk >= 0 && ob->bk != c->bk[0])
 			return 1; /* one VMA, two backings */
 		c->bk[1] = c->bk[0];
-		used_state_bk |= ob->bk < 0 && oa->bk >= 0 ? false : false;
 	} else {
 		c->bk[1] = ob->bk >= 0 ? ob->bk : c->sbk;
 		used_state_bk |= ob->bk < 0 && c->in != IN_UNMAPPED;
@@ -423,7 +422,7 @@ static struct mres model_op(const struct cs *c, struct cm_model *md, int k)
 	case OK_GET_FAST:
 	case OK_UMEM_GET:
 		if (!s->mapped || !(s->prot & PM_PROT_WRITE) || slot_beyond(md, s)) {
-			r.rv = o->kind == OK_UMEM_GET ? -EFAULT : -EFAULT;
+			r.rv = -EFAULT;
 			break;
 		}
 		p = cm_make_writable(md, mm, a);
@@ -1617,7 +1616,6 @@ struct sh_arg {
 	struct pm_mm *mm;
 	unsigned long addr;
 	struct pm_trace_log log;
-	pthread_mutex_t *unused;
 };
 
 static void traced_fault(void *p)
