@@ -3,7 +3,7 @@
 # check-trace): the summary lines' form, the JSON keys of every case, and three conflicts the
 # checker must find or must not find. TAP on stdout.
 COMMUTER=${1:-build/pinmm-commuter}
-OUT=$(mktemp -d "${TMPDIR:-/tmp}/commuter.XXXXXX")
+OUT=$(mktemp -d -t commuter.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 n=0
 fail=0
