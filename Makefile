@@ -14,6 +14,8 @@
 #                           (ORACLE_SECONDS, ORACLE_SEED, ORACLE_MM; mk/oracle.mk, docs/linux-differences.md)
 #   make trace              the trace build: src/ instrumented, the tracer's runtime (mk/trace.mk)
 #   make check-trace        the tracer's tests; make check runs them when clang is installed
+#   make commuter           build/pinmm-commuter, the conflict checker (mk/commuter.mk; clang:
+#                           make builds it when clang is installed); make bench shows its results
 #   make WERROR=1 ...       warnings are errors (CI)
 #
 # Missing Debian packages are installed by scripts/deps.sh when run as root (apt-get), or it
@@ -147,6 +149,7 @@ check-range:
 bench: all
 	$(BENCH) report $(BENCH_ARGS)
 	$(O)/pinmm-gup-bench -t 0.5
+	@$(MAKE) --no-print-directory commuter-report
 
 bench-quick: all
 	$(BENCH) report --quick $(BENCH_ARGS)

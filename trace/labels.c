@@ -81,6 +81,8 @@ static struct type_info builtin_types[] = {
 	  "cpu" },
 	{ { "pm_vt_node", "struct pm_vt_node (VMA tree node)", 0, NULL, 0, NULL }, NULL },
 	{ { "pm_shmem_node", "struct pm_shmem_node (page-cache node)", 0, NULL, 0, NULL }, NULL },
+	{ { "pm_hugetlb_resv", "struct pm_hugetlb_resv (private hugetlb reservations)", 0, NULL, 0,
+	    NULL }, NULL },
 	{ { "pm_vma_pcpu", "struct pm_vma_pcpu (per-CPU VMA readers)", 0, NULL, 0, NULL }, NULL },
 	{ { "pm_mm_count", "struct pm_mm_count (range design's VMA count)", 0, NULL, 0, NULL },
 	  NULL },

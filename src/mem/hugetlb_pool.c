@@ -273,6 +273,7 @@ struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned l
 	resv->nr = nr;
 	for (unsigned long i = 0; i < nr; i++)
 		set_bit(resv->bits, i);
+	pm__trace_object(resv, sizeof(*resv) + words * sizeof(unsigned long), "pm_hugetlb_resv");
 	return resv;
 }
 
@@ -343,6 +344,7 @@ void pm__hugetlb_resv_put(struct pm_hugetlb_resv *resv)
 	if (!resv || atomic_sub_mb(&resv->xrefs, 1) != 1)
 		return;
 	pm__hugetlb_resv_release(resv, resv->base, resv->base + resv->nr * PMD_SIZE);
+	pm__trace_object_gone(resv);
 	free(resv);
 }
 

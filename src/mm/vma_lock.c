@@ -66,6 +66,7 @@
  * sets the WRITER bit and then waits for the central count and the sum of the slots to reach
  * zero. Both sides' write-then-read are sequentially consistent, so either the reader sees the
  * bit (and backs out) or the writer sees the reader's count (and waits for it).
+ * PM_KNOB_VMA_LOCK_SHARED_COUNT keeps every VMA on its central count, as Linux does.
  */
 struct pm_vma_pcpu {
 	_Atomic unsigned xwake;	/* bumped by a reader that leaves while a writer sleeps */
@@ -123,6 +124,10 @@ static void vma_note_contention(struct pm_vma *vma)
 	unsigned nr = 1;
 	struct pm_vma_pcpu *pc, *none = NULL;
 
+	/* Linux's vma_start_read keeps one shared count (the rwsem until 6.14, vm_refcnt from
+	 * 6.15): every reader writes its line, for ever. */
+	if (knob(vma->mm->m, PM_KNOB_VMA_LOCK_SHARED_COUNT))
+		return;
 	if (atomic_add_relaxed(&vma->xcontended, 1) != VMA_PCPU_AFTER)
 		return;
 	while (nr < vma->mm->m->nr_cpus)

@@ -373,6 +373,32 @@ static void test_map_count(void)
 	pm_machine_destroy(m);
 }
 
+/* PM_KNOB_VMA_LOCK_SHARED_COUNT: the same contention leaves the VMA on its one shared count. */
+static void test_shared_count(void)
+{
+	struct pm_machine *m = pmt_machine(16, PM_KNOB_VMA_LOCK_SHARED_COUNT);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long a = pmt_map_anon(mm, 64 * PG, RW, false);
+	struct pm_vma *vma = pm__find_vma(mm, a);
+	struct holder h = { .vma = vma };
+	pthread_t th;
+	bool faults_ok = true;
+
+	pthread_create(&th, NULL, hold_thread, &h);
+	while (!atomic_load(&h.held))
+		usleep(100);
+	for (unsigned long i = 0; i < 200; i++)
+		faults_ok &= pm_fault(mm, a + (i % 64) * PG, PM_FAULT_WRITE) == 0;
+	ok(atomic_load(&h.ok) && faults_ok && !atomic_load_relaxed(&vma->xpcpu),
+	   "shared-count knob: a contended VMA keeps its one reader count");
+	atomic_store(&h.release, 1);
+	pthread_join(th, NULL);
+	is_int(pm_mprotect(mm, a, 64 * PG, PM_PROT_READ), 0, "shared-count knob: writer proceeds");
+	pm_mm_destroy(mm);
+	ok(!pm_machine_check(m), "machine checks out");
+	pm_machine_destroy(m);
+}
+
 int main(int argc, char **argv)
 {
 	tap_seed(argc, argv);
@@ -382,6 +408,7 @@ int main(int argc, char **argv)
 	test_writer_elsewhere(0, true);
 	test_writer_elsewhere(PM_KNOB_NO_PER_VMA_LOCK, false);
 	test_pcpu();
+	test_shared_count();
 	test_race(0);
 	test_race(PM_KNOB_NO_PER_VMA_LOCK);
 	test_map_count();

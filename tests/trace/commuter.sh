@@ -1,0 +1,47 @@
+#!/bin/sh
+# commuter.sh - a tiny run of build/pinmm-commuter (make check-commuter, run by make
+# check-trace): the summary lines' form, the JSON keys of every case, and three conflicts the
+# checker must find or must not find. TAP on stdout.
+COMMUTER=${1:-build/pinmm-commuter}
+OUT=$(mktemp -d -t commuter.XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+n=0
+fail=0
+t() { # t OK DESCRIPTION
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fail=1; fi
+}
+
+"$COMMUTER" --design both --quick --only pin_fast --out "$OUT" > "$OUT/stdout" 2> "$OUT/stderr"
+t $? "pinmm-commuter --design both --quick --only pin_fast exits 0"
+
+tail -n 4 "$OUT/stdout" > "$OUT/summary"
+bad=$(grep -cvE '^commuter: (linux|range) (C1|C64): [0-9]+ of [0-9]+ commutative cases conflict-free$' "$OUT/summary")
+t $([ "$bad" = 0 ] && [ "$(wc -l < "$OUT/summary")" = 4 ] && echo 0 || echo 1) \
+	"the last four lines are the summary lines, in the contract's form"
+for d in linux range; do for l in C1 C64; do
+	grep -q "^commuter: $d $l: " "$OUT/summary"
+	t $? "a summary line for $d $l"
+done; done
+
+J="$OUT/cases.jsonl"
+t $([ -s "$J" ] && echo 0 || echo 1) "cases.jsonl was written"
+for k in design knobs a b placement state commutes c1 c64 rmw_a rmw_b; do
+	missing=$(grep -cv "\"$k\":" "$J")
+	t $([ "$missing" = 0 ] && echo 0 || echo 1) "every case has the key \"$k\""
+done
+grep -q '"c1":\[{"label":"[^"]*","src":"src/[^"]*:[0-9]*"' "$J"
+t $? "a conflict carries a label and a symbolized source line"
+
+# pins of one page (one folio) conflict on its refcount, in Linux's design
+grep '"design":"linux"' "$J" | grep '"a":"pin_fast","b":"pin_fast","placement":"same_page","state":"anon/faulted"' |
+	grep -q '"c1":\[{"label":"[^"]*refcount'
+t $? "linux: pin_fast x pin_fast of one page conflict on its refcount"
+# different ranges of the range design: conflict-free
+grep '"design":"range"' "$J" | grep '"placement":"different_ranges"' | grep '"commutes":true' |
+	grep -v '"c1":\[\]' > "$OUT/range_diff"
+t $([ ! -s "$OUT/range_diff" ] && echo 0 || echo 1) \
+	"range: no C1 conflict between operations in different ranges"
+[ -s "$OUT/range_diff" ] && head -3 "$OUT/range_diff" | sed 's/^/#   /'
+echo "1..$n"
+exit $fail
