@@ -273,6 +273,10 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			cfg.knobs = (unsigned)number('k', optarg, 0, PM_KNOB_ALL);
+			if (cfg.knobs & ~PM_KNOB_ALL) {
+				fprintf(stderr, "pinmm-gup-test: -k '%s': not a knob\n", optarg);
+				return 1;
+			}
 			break;
 		case 'h':
 			usage(stdout);

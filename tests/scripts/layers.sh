@@ -8,6 +8,7 @@
 #     fault 4 < gup 5 < consumers 6; debug/ (the checker) may look at everything. Allowed
 #     upward calls, as Linux: mm/access.c -> pm_fault (a CPU takes a fault), mm/mmap.c ->
 #     pm__gup_slow (MAP_POPULATE) and pm__gup_locked (mprotect's populate of a locked VMA),
+#     mm/mremap.c -> pm__gup_slow (a locked VMA's growth: mm_populate),
 #     mm/madvise.c -> pm__gup_slow (MADV_POPULATE_*: faultin_page_range) and
 #     pm__shmem_punch_hole (MADV_REMOVE: vfs_fallocate).
 #  2. Lock assertions, per function: a function whose comment names a lock its caller holds
@@ -55,6 +56,7 @@ NR == FNR { def[$1] = $2; next }
 	if ($1 == "mm/access" && sym == "pm_fault") next
 	if ($1 == "mm/mmap" && (sym == "pm__gup_slow" || sym == "pm__gup_locked")) next
 	if ($1 == "mm/madvise" && (sym == "pm__gup_slow" || sym == "pm__shmem_punch_hole")) next
+	if ($1 == "mm/mremap" && sym == "pm__gup_slow") next
 	if (rank(from) < 0 || rank(to) < 0 || rank(to) >= rank(from))
 		printf "%s.c -> %s (%s/)\n", $1, sym, to
 }' "$tmp/defs" "$tmp/uses" | sort -u >"$tmp/bad"
