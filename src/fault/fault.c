@@ -150,7 +150,7 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 	count_event(mm->m, VMA_LOCK_RETRY, 1);
 
 lock_mmap:
-	mm_lock_read(mm, addr, addr + 1);
+	mmap_read_lock_range(mm, addr, addr + 1);
 	vma = pm__find_vma(mm, addr);
 	if (!vma || vma->start > addr || access_error(vma, write))
 		ret = -EFAULT;

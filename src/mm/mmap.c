@@ -25,85 +25,21 @@ static unsigned long prot_to_vm(int prot)
 
 /* ---- finding a free range ---- */
 
-static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
-{
-	return addr >= PM_USER_MIN && addr <= PM_TASK_SIZE - len &&
-	       !pm__find_vma_intersection(mm, addr, addr + len);
-}
-
-/*
- * Top-down search below mmap_base for @len bytes aligned to @align, then bottom-up above it
- * (Linux's fallback). O(log n) in the number of VMAs (vma_tree.c). Context: mmap_lock (W).
- */
-static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
-			      unsigned long align)
-{
-	long a;
-
-	mmap_assert_write_locked(mm);
-	if (hint) {
-		hint = ALIGN_UP(hint, PAGE_SIZE);
-		if (hint && range_free(mm, hint, len))
-			return (long)hint;
-	}
-	if (mm_range_design(mm))
-		return pm__range_gap_scan(mm, len, align);
-	a = pm__vt_gap_topdown(&mm->set.vmt, PM_USER_MIN, mm->mmap_base, len, align);
-	if (a < 0)
-		a = pm__vt_gap_bottomup(&mm->set.vmt, mm->mmap_base, PM_TASK_SIZE, len, align);
-	return a;
-}
-
 /*
  * lock_for_mmap() - take the locks of a new mapping of @len bytes and choose its address
- * when the caller did not fix it. Linux's design: mmap_lock (W) and the search above. The
- * range design: a fixed mapping holds the ranges it changes; a free hint is used as is; any
- * other goes to this thread's arena, a range of its own that no other thread's mmap writes,
- * and only when that is full to a search of the whole address space with every range held
- * (range.c); with @all (a change that must start again holding every range) the same search
- * with every range held. Return: the address, or -ENOMEM with nothing held.
+ * when the caller did not fix it. A fixed mapping holds the ranges it changes (every range
+ * with @all: a change that must start again holding them all); any other goes where the mm's
+ * policy puts it (range.c: Linux's top-down search under mmap_lock, or this thread's own
+ * range). Return: the address, or -ENOMEM with nothing held.
  */
 static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long len,
 			  unsigned long align, int flags, bool all)
 {
-	long a;
-
 	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
-		mm_lock_change_or_all(mm, addr, addr + len, all);
+		mmap_write_lock_range_or_all(mm, addr, addr + len, all);
 		return (long)addr;
 	}
-	if (all && mm_range_design(mm)) {
-		pm__range_lock_all(mm);
-		a = pm__range_area_all(mm, addr, len, align);
-		if (a < 0)
-			mmap_write_unlock(mm);
-		return a;
-	}
-	if (!mm_range_design(mm)) {
-		mmap_write_lock(mm);
-		a = get_unmapped_area(mm, addr, len, align);
-		if (a < 0)
-			mmap_write_unlock(mm);
-		return a;
-	}
-	if (addr) {
-		unsigned long hint = ALIGN_UP(addr, PAGE_SIZE);
-
-		if (hint && hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len) {
-			pm__range_lock_change(mm, hint, hint + len);
-			if (range_free(mm, hint, len))
-				return (long)hint;
-			mmap_write_unlock(mm);
-		}
-	}
-	a = pm__range_arena_area(mm, len, align);
-	if (a >= 0)
-		return a;
-	pm__range_lock_all(mm);
-	a = get_unmapped_area(mm, 0, len, align);
-	if (a < 0)
-		mmap_write_unlock(mm);
-	return a;
+	return mm->policy->lock_area(mm, addr, len, align, all);
 }
 
 /* ---- munmap ---- */
@@ -209,7 +145,7 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 		return -EINVAL;
 	end = addr + len;
 again:
-	mm_lock_change_or_all(mm, addr, end, all);
+	mmap_write_lock_range_or_all(mm, addr, end, all);
 	vma = munmap_detach(mm, addr, end, &err);
 	if (!vma) {
 		mmap_write_unlock(mm);
@@ -226,7 +162,6 @@ again:
 	 */
 	mmap_write_downgrade(mm);
 	unmap_region(mm, vma, addr, end);
-	pm__mm_retire_flush(mm, false); /* the range design flushes each range as it unlocks */
 	mmap_read_unlock(mm);
 	return 0;
 }
@@ -476,7 +411,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 		return -ENOMEM;
 
 again:
-	mm_lock_change_or_all(mm, start, end, all);
+	mmap_write_lock_range_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
@@ -623,12 +558,12 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 		return -ENOMEM;
 
 	if (advice == PM_MADV_DONTNEED) {
-		mm_lock_read(mm, start, end);
+		mmap_read_lock_range(mm, start, end);
 		err = madvise_dontneed(mm, start, end);
 		mmap_read_unlock(mm);
 	} else {
 		for (bool all = false;; all = true) {
-			mm_lock_change_or_all(mm, start, end, all);
+			mmap_write_lock_range_or_all(mm, start, end, all);
 			err = madvise_vma_flags(mm, start, end, advice);
 			mmap_write_unlock(mm);
 			/* -EAGAIN: the VMA count asks for every range (range.c). */

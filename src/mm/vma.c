@@ -23,17 +23,16 @@
 #include "internal.h"
 
 /*
- * The two designs. Linux's keeps one tree under mmap_lock. The range design (range.c) keeps a
- * tree per 512 GiB range: a VMA has an entry, clipped to the range, in every range it spans,
- * and a lookup starts in the range of its address. Lookups that may cross ranges stop at the
- * last range this thread holds (a thread that holds none is pm_machine_check() on a quiescent
- * mm: it may look everywhere).
+ * The ranges (range.c): a tree per range - one in Linux's design, under mmap_lock - and a VMA
+ * has an entry, clipped to the range, in every range it spans; a lookup starts in the range
+ * of its address. Lookups that may cross ranges stop at the last range this thread holds (a
+ * thread that holds none is pm_machine_check() on a quiescent mm: it may look everywhere).
  */
 static unsigned ranges_end(struct pm_mm *mm)
 {
 	struct pm_rwsem_run *h = pm__range_hold(mm);
 
-	return h ? h->hi : PM_NR_RANGES - 1;
+	return h ? h->hi : mm->nr_ranges - 1;
 }
 
 static unsigned ranges_start(struct pm_mm *mm)
@@ -48,12 +47,10 @@ struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
 	unsigned r, hi;
 
-	if (!mm_range_design(mm))
-		return pm__vt_find(&mm->set.vmt, addr, NULL, NULL);
 	if (addr >= PM_TASK_SIZE)
 		return NULL;
 	hi = ranges_end(mm);
-	for (r = range_of(addr); r <= hi; r++) {
+	for (r = range_of(mm, addr); r <= hi; r++) {
 		struct pm_vma *vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 
 		if (vma)
@@ -80,12 +77,10 @@ static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
 {
 	unsigned lo;
 
-	if (!mm_range_design(mm))
-		return pm__vt_prev(&mm->set.vmt, addr, NULL, NULL);
 	if (!addr)
 		return NULL;
 	lo = ranges_start(mm);
-	for (unsigned r = range_of(addr - 1) + 1; r-- > lo;) {
+	for (unsigned r = range_of(mm, addr - 1) + 1; r-- > lo;) {
 		struct pm_vma *vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 
 		if (vma)
@@ -109,19 +104,14 @@ void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end
 			unsigned long *floor, unsigned long *ceiling)
 {
 	struct pm_vma *prev = find_vma_prev(mm, start), *next = pm__find_vma(mm, end);
+	const struct pm_rwsem_run *h = pm__range_hold(mm);
+	unsigned long lo, hi;
 
 	mmap_assert_locked(mm);
-	*floor = prev ? prev->end : 0;
-	*ceiling = next ? next->start : 0;
-	if (mm_range_design(mm)) {
-		struct pm_rwsem_run *h = pm__range_hold(mm);
-		unsigned long lo = (unsigned long)h->lo << PM_RANGE_SHIFT;
-		unsigned long hi = (unsigned long)(h->hi + 1) << PM_RANGE_SHIFT;
-
-		*floor = max(*floor, lo);
-		if (!*ceiling || *ceiling > hi)
-			*ceiling = hi;
-	}
+	lo = range_start(mm, h->lo);
+	hi = range_end(mm, h->hi);
+	*floor = max(prev ? prev->end : 0, lo);
+	*ceiling = next && next->start < hi ? next->start : hi;
 }
 
 /*
@@ -134,44 +124,40 @@ static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
 {
 	unsigned lo, hi;
 
-	if (!mm_range_design(mm))
-		return pm__vt_store(&mm->set.vmt, start, end, vma);
-	lo = range_of(start);
-	hi = range_of(end - 1);
+	lo = range_of(mm, start);
+	hi = range_of(mm, end - 1);
 	pm_assert(pm__range_covers(mm, start, end));
-	for (unsigned r = lo; r <= hi && lo != hi; r++)
+	if (lo == hi)
+		return pm__vt_store(&mm->ranges[lo].set.vmt, start, end, vma);
+	for (unsigned r = lo; r <= hi; r++)
 		if (pm__vt_prepare(&mm->ranges[r].set.vmt))
 			return -ENOMEM;
 	for (unsigned r = lo; r <= hi; r++) {
-		unsigned long s = max(start, (unsigned long)r << PM_RANGE_SHIFT);
-		unsigned long e = min(end, (unsigned long)(r + 1) << PM_RANGE_SHIFT);
-		int err = pm__vt_store(&mm->ranges[r].set.vmt, s, e, vma);
+		unsigned long s = max(start, range_start(mm, r));
+		unsigned long e = min(end, range_end(mm, r));
 
-		pm_bug_on(err && lo != hi); /* prepared: cannot fail */
-		if (err)
-			return err;
+		pm_bug_on(pm__vt_store(&mm->ranges[r].set.vmt, s, e, vma)); /* prepared */
 	}
 	return 0;
 }
 
 /*
- * max_map_count. Linux's design counts the tree's entries; the range design charges the
- * per-range credits of range.c ("the VMA count"), exact at the limit. A VMA that is in the tree uncharged
+ * max_map_count, kept as the mm's policy says (range.c): Linux's design counts the tree's
+ * entries; the range design charges per-range credits, exact at the limit. A VMA in the tree
+ * uncharged
  * (vma->uncounted: it came in at the limit because it merges, or is the piece of a split that
  * its munmap takes out again) is not uncharged when it merges or goes. None is left when the
  * change ends: one that stays after all is charged then (pm__vma_settle).
  */
 static int vma_count_charge(struct pm_mm *mm)
 {
-	if (!mm_range_design(mm))
-		return mm_map_count(mm) < PM_MAX_MAP_COUNT ? 0 : -ENOMEM;
-	return pm__mm_count_charge(mm);
+	return mm->policy->count_charge(mm);
 }
 
 static void vma_count_uncharge(struct pm_mm *mm, long n)
 {
-	if (mm_range_design(mm) && n)
-		pm__mm_count_uncharge(mm, n);
+	if (n)
+		mm->policy->count_uncharge(mm, n);
 }
 
 /*
@@ -185,8 +171,7 @@ void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma)
 	if (!vma->uncounted)
 		return;
 	vma->uncounted = false;
-	if (mm_range_design(mm))
-		pm__mm_count_force(mm);
+	mm->policy->count_force(mm);
 }
 
 static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);
