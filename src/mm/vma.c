@@ -42,21 +42,28 @@ static unsigned ranges_start(struct pm_mm *mm)
 	return h ? h->lo : 0;
 }
 
-/* The first VMA that ends above @addr (it may start above @addr too), or NULL. */
+/*
+ * The first VMA that ends above @addr (it may start above @addr too), or NULL. The run held
+ * bounds the walk only above: the first range is always at or below its end when it is range
+ * 0, so that lookup needs no hold record, nor does a miss in the last range.
+ */
 struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
+	struct pm_vma *vma = NULL;
 	unsigned r, hi;
 
 	if (addr >= PM_TASK_SIZE)
 		return NULL;
-	hi = ranges_end(mm);
-	for (r = range_of(mm, addr); r <= hi; r++) {
-		struct pm_vma *vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
-
-		if (vma)
+	r = range_of(mm, addr);
+	if (!r) {
+		vma = pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+		if (vma || r == mm->nr_ranges - 1)
 			return vma;
+		r++;
 	}
-	return NULL;
+	for (hi = ranges_end(mm); !vma && r <= hi; r++)
+		vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+	return vma;
 }
 
 struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
@@ -72,21 +79,28 @@ struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma)
 	return pm__find_vma(mm, vma->end);
 }
 
-/* The last VMA that starts below @addr, or NULL. */
+/* The last VMA that starts below @addr, or NULL. Bounded below by the run held; the last
+ * range is never below its start, so that lookup needs no hold record, nor a miss in range 0. */
 static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
 {
-	unsigned lo;
+	struct pm_vma *vma = NULL;
+	unsigned r, lo;
 
 	if (!addr)
 		return NULL;
-	lo = ranges_start(mm);
-	for (unsigned r = range_of(mm, addr - 1) + 1; r-- > lo;) {
-		struct pm_vma *vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
-
-		if (vma)
+	r = range_of(mm, addr - 1);
+	if (r == mm->nr_ranges - 1) {
+		vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+		if (vma || !r)
 			return vma;
+		r--;
 	}
-	return NULL;
+	for (lo = ranges_start(mm); !vma && r + 1 > lo; r--) {
+		vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+		if (!r)
+			break;
+	}
+	return vma;
 }
 
 struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma)
