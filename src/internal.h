@@ -1011,15 +1011,45 @@ __hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long a
  * range design's and Linux's vma_end_write_all); what left its tree goes to RCU once a batch
  * is full. See mm/range.c.
  */
+/*
+ * Most holds are a run of one range - every hold of Linux's design, and the range design's
+ * changes inside one range - so taking and letting go of one range is inline; longer runs
+ * and widening are range.c's.
+ */
+static inline struct pm_rwsem_run *range_hold_one(struct pm_mm *mm, unsigned r, bool write)
+{
+	struct pm_rwsem_run *runs = pm__rwsem_runs, *h = runs[0].owner ? &runs[1] : &runs[0];
+
+	pm_bug_on(h->owner || runs[0].owner == mm || runs[1].owner == mm);
+	if (write)
+		pm_down_write(&mm->ranges[r].lock);
+	else
+		pm_down_read(&mm->ranges[r].lock);
+	h->owner = mm;
+	h->lo = h->hi = r;
+	h->write = write;
+	h->downgraded = false;
+	return h;
+}
+
 static inline void mmap_write_lock_range(struct pm_mm *mm, unsigned long start,
 					 unsigned long end)
 {
+	unsigned lo = range_of(mm, start ? start - 1 : 0), hi = range_of(mm, end);
+
+	if (lo == hi && lo == mm->nr_ranges - 1 && !lo) {
+		range_hold_one(mm, 0, true); /* the only range: nothing can widen it */
+		return;
+	}
 	pm__range_lock_change(mm, start, end);
 }
 
 static inline void mmap_write_lock_all(struct pm_mm *mm)
 {
-	pm__range_lock_all(mm);
+	if (mm->nr_ranges - 1 == 0)
+		range_hold_one(mm, 0, true);
+	else
+		pm__range_lock_all(mm);
 }
 
 /* A change that must start again with every range held (-EAGAIN from the range design's VMA
@@ -1036,7 +1066,12 @@ static inline void mmap_write_lock_range_or_all(struct pm_mm *mm, unsigned long 
 static inline void mmap_read_lock_range(struct pm_mm *mm, unsigned long start,
 					unsigned long end)
 {
-	pm__range_lock_read(mm, start, end);
+	unsigned lo = range_of(mm, start), hi = range_of(mm, end > start ? end - 1 : start);
+
+	if (lo == hi)
+		range_hold_one(mm, lo, false);
+	else
+		pm__range_lock_read(mm, start, end);
 }
 
 /*
@@ -1051,14 +1086,43 @@ static inline void mmap_write_downgrade(struct pm_mm *mm)
 	pm__range_downgrade(mm);
 }
 
+/* Let go of a run of one range; a longer one is range.c's. */
+static inline void mmap_unlock(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_mm_range *rg;
+
+	pm_bug_on(!h);
+	if (h->lo != h->hi) {
+		pm__range_unlock(mm);
+		return;
+	}
+	rg = &mm->ranges[h->lo];
+	if (!h->write) {
+		h->owner = NULL;
+		pm_up_read(&rg->lock);
+		return;
+	}
+	if (unlikely(rg->set.nr_retired_vmas + rg->set.vmt.nr_retired >= PM_RETIRE_BATCH))
+		pm__vma_set_flush(mm, &rg->set, false);
+	h->owner = NULL;
+	if (h->downgraded && mm->policy->downgrade) {
+		pm_up_read(&rg->lock);
+		return;
+	}
+	if (!h->downgraded)
+		atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+	pm_up_write(&rg->lock);
+}
+
 static inline void mmap_write_unlock(struct pm_mm *mm)
 {
-	pm__range_unlock(mm);
+	mmap_unlock(mm);
 }
 
 static inline void mmap_read_unlock(struct pm_mm *mm)
 {
-	pm__range_unlock(mm);
+	mmap_unlock(mm);
 }
 
 /* The sequence that ends a write lock of @vma taken now: that of the range holding the VMA's
