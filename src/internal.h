@@ -931,6 +931,16 @@ static inline unsigned long range_end(const struct pm_mm *mm, unsigned r)
 	return (unsigned long)(r + 1) << mm->range_shift;
 }
 
+/*
+ * Has @mm a single range (Linux's design)? Geometry, not policy: with one range every hold
+ * is all of it, a lookup has no neighbour range to walk to, and a hold record has nothing to
+ * bound; the fast paths that ask are right for any mm of one range.
+ */
+static inline bool mm_one_range(const struct pm_mm *mm)
+{
+	return mm->nr_ranges == 1;
+}
+
 /* // mm/range.c */
 /* What this thread holds of @mm: a run of its ranges (lib/rwsem.h's per-thread records, which
  * every layer's lock assertions read), or NULL. */
@@ -1013,8 +1023,8 @@ __hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long a
  */
 /*
  * Most holds are a run of one range - every hold of Linux's design, and the range design's
- * changes inside one range - so taking and letting go of one range is inline; longer runs
- * and widening are range.c's.
+ * changes inside one range - so taking, downgrading and letting go of one range is inline;
+ * longer runs and widening are range.c's.
  */
 static inline struct pm_rwsem_run *range_hold_one(struct pm_mm *mm, unsigned r, bool write)
 {
@@ -1035,18 +1045,15 @@ static inline struct pm_rwsem_run *range_hold_one(struct pm_mm *mm, unsigned r, 
 static inline void mmap_write_lock_range(struct pm_mm *mm, unsigned long start,
 					 unsigned long end)
 {
-	unsigned lo = range_of(mm, start ? start - 1 : 0), hi = range_of(mm, end);
-
-	if (lo == hi && lo == mm->nr_ranges - 1 && !lo) {
+	if (mm_one_range(mm))
 		range_hold_one(mm, 0, true); /* the only range: nothing can widen it */
-		return;
-	}
-	pm__range_lock_change(mm, start, end);
+	else
+		pm__range_lock_change(mm, start, end);
 }
 
 static inline void mmap_write_lock_all(struct pm_mm *mm)
 {
-	if (mm->nr_ranges - 1 == 0)
+	if (mm_one_range(mm))
 		range_hold_one(mm, 0, true);
 	else
 		pm__range_lock_all(mm);
@@ -1066,8 +1073,14 @@ static inline void mmap_write_lock_range_or_all(struct pm_mm *mm, unsigned long 
 static inline void mmap_read_lock_range(struct pm_mm *mm, unsigned long start,
 					unsigned long end)
 {
-	unsigned lo = range_of(mm, start), hi = range_of(mm, end > start ? end - 1 : start);
+	unsigned lo, hi;
 
+	if (mm_one_range(mm)) {
+		range_hold_one(mm, 0, false);
+		return;
+	}
+	lo = range_of(mm, start);
+	hi = range_of(mm, end > start ? end - 1 : start);
 	if (lo == hi)
 		range_hold_one(mm, lo, false);
 	else
@@ -1082,8 +1095,19 @@ static inline void mmap_read_lock_range(struct pm_mm *mm, unsigned long start,
  */
 static inline void mmap_write_downgrade(struct pm_mm *mm)
 {
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_mm_range *rg;
+
 	mmap_assert_write_locked(mm);
-	pm__range_downgrade(mm);
+	if (h->lo != h->hi) {
+		pm__range_downgrade(mm);
+		return;
+	}
+	rg = &mm->ranges[h->lo];
+	atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+	if (mm->policy->downgrade)
+		pm_downgrade_write(&rg->lock);
+	h->downgraded = true;
 }
 
 /* Let go of a run of one range; a longer one is range.c's. */

@@ -603,10 +603,10 @@ static long linux_lock_area(struct pm_mm *mm, unsigned long hint, unsigned long 
 {
 	long a;
 
-	pm__range_lock_all(mm);
+	mmap_write_lock_all(mm);
 	a = linux_area(mm, hint, len, align);
 	if (a < 0)
-		pm__range_unlock(mm);
+		mmap_write_unlock(mm);
 	return a;
 }
 

@@ -43,18 +43,15 @@ static unsigned ranges_start(struct pm_mm *mm)
 }
 
 /*
- * The first VMA that ends above @addr (it may start above @addr too), or NULL. The run held
- * bounds the walk only above: the first range is always at or below its end when it is range
- * 0, so that lookup needs no hold record, nor does a miss in the last range.
+ * The first VMA that ends above @addr, from the range of @addr up to the end of the run held.
+ * Range 0 needs no hold record (it is at or below the run's end), nor does a miss in the last
+ * range.
  */
-struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
+static __noinline struct pm_vma *find_vma_ranges(struct pm_mm *mm, unsigned long addr)
 {
 	struct pm_vma *vma = NULL;
-	unsigned r, hi;
+	unsigned r = range_of(mm, addr), hi;
 
-	if (addr >= PM_TASK_SIZE)
-		return NULL;
-	r = range_of(mm, addr);
 	if (!r) {
 		vma = pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
 		if (vma || r == mm->nr_ranges - 1)
@@ -64,6 +61,17 @@ struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 	for (hi = ranges_end(mm); !vma && r <= hi; r++)
 		vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 	return vma;
+}
+
+/* The first VMA that ends above @addr (it may start above @addr too), or NULL. One range:
+ * its tree is the whole answer. */
+struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
+{
+	if (addr >= PM_TASK_SIZE)
+		return NULL;
+	if (mm_one_range(mm))
+		return pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+	return find_vma_ranges(mm, addr);
 }
 
 struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
@@ -79,16 +87,14 @@ struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma)
 	return pm__find_vma(mm, vma->end);
 }
 
-/* The last VMA that starts below @addr, or NULL. Bounded below by the run held; the last
- * range is never below its start, so that lookup needs no hold record, nor a miss in range 0. */
-static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
+/* The last VMA that starts below @addr, from the range of @addr - 1 down to the start of the
+ * run held. The last range is never below the run's start, so that lookup needs no hold
+ * record, nor a miss in range 0. */
+static __noinline struct pm_vma *find_vma_prev_ranges(struct pm_mm *mm, unsigned long addr)
 {
 	struct pm_vma *vma = NULL;
-	unsigned r, lo;
+	unsigned r = range_of(mm, addr - 1), lo;
 
-	if (!addr)
-		return NULL;
-	r = range_of(mm, addr - 1);
 	if (r == mm->nr_ranges - 1) {
 		vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 		if (vma || !r)
@@ -101,6 +107,16 @@ static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
 			break;
 	}
 	return vma;
+}
+
+/* The last VMA that starts below @addr, or NULL. One range: its tree is the whole answer. */
+static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
+{
+	if (!addr)
+		return NULL;
+	if (mm_one_range(mm))
+		return pm__vt_prev(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+	return find_vma_prev_ranges(mm, addr);
 }
 
 struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma)
@@ -128,21 +144,13 @@ void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end
 	*ceiling = next && next->start < hi ? next->start : hi;
 }
 
-/*
- * Make [@start, @end) map to @vma (NULL: to nothing) in the VMA trees. The range design stores
- * a clipped entry in each range the span meets, and fills every tree's node pool first, so
- * that either all of them change or - on -ENOMEM - none.
- */
-static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
-		      struct pm_vma *vma)
+/* vmas_store() across ranges: every tree's node pool is filled first, so that either all of
+ * them change or - on -ENOMEM - none; then a clipped entry goes into each. */
+static __noinline int vmas_store_ranges(struct pm_mm *mm, unsigned long start,
+					unsigned long end, struct pm_vma *vma)
 {
-	unsigned lo, hi;
+	unsigned lo = range_of(mm, start), hi = range_of(mm, end - 1);
 
-	lo = range_of(mm, start);
-	hi = range_of(mm, end - 1);
-	pm_assert(pm__range_covers(mm, start, end));
-	if (lo == hi)
-		return pm__vt_store(&mm->ranges[lo].set.vmt, start, end, vma);
 	for (unsigned r = lo; r <= hi; r++)
 		if (pm__vt_prepare(&mm->ranges[r].set.vmt))
 			return -ENOMEM;
@@ -153,6 +161,21 @@ static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
 		pm_bug_on(pm__vt_store(&mm->ranges[r].set.vmt, s, e, vma)); /* prepared */
 	}
 	return 0;
+}
+
+/*
+ * Make [@start, @end) map to @vma (NULL: to nothing) in the VMA trees: an entry, clipped to the
+ * range, in each range the span meets - most spans meet one.
+ */
+static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
+		      struct pm_vma *vma)
+{
+	unsigned r = range_of(mm, start);
+
+	pm_assert(pm__range_covers(mm, start, end));
+	if (likely(r == range_of(mm, end - 1)))
+		return pm__vt_store(&mm->ranges[r].set.vmt, start, end, vma);
+	return vmas_store_ranges(mm, start, end, vma);
 }
 
 /*
