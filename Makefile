@@ -1,6 +1,7 @@
 # pinmm - one non-recursive GNU Makefile.
 #
 #   make                    library (build/libpinmm.{a,so}, build/pinmm.pc), pinmm-bench, tools, examples
+#   make experiments        the programs that measure the host without pinmm (experiments/README.md)
 #   make check              unit + short stress + bench smoke tests under ASan+UBSan (build/asan)
 #   make check SAN=tsan     the same under ThreadSanitizer (build/tsan), smaller loop counts
 #   make check-range        make check with every machine of the range design (PINMM_RANGE_MM=1)
@@ -9,6 +10,8 @@
 #   make stress             longer randomized stress runs (STRESS_SECONDS, SEED from the environment)
 #   make torture            concurrent torture (TORTURE_MINUTES)
 #   make fuzz               libFuzzer target over the differential interpreter (clang)
+#   make trace              the trace build: src/ instrumented, the tracer's runtime (mk/trace.mk)
+#   make check-trace        the tracer's tests; make check runs them when clang is installed
 #   make WERROR=1 ...       warnings are errors (CI)
 #
 # Missing Debian packages are installed by scripts/deps.sh when run as root (apt-get), or it
@@ -57,7 +60,11 @@ BENCH_SRCS := $(sort $(wildcard bench/*.c bench/cases/*.c))
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(O)/%.o)
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
 TOOL_BINS := $(patsubst tools/%.c,$(O)/pinmm-%,$(TOOL_SRCS))
-# The strict number parser every command line shares (pinmm-bench and the tools).
+# Programs that do not link pinmm: not built by default; make tests builds them for
+# cli_strict.sh, which checks their command lines.
+EXPERIMENT_SRCS := $(sort $(wildcard experiments/*.c))
+EXPERIMENT_BINS := $(patsubst experiments/%.c,$(O)/experiments/pinmm-%,$(EXPERIMENT_SRCS))
+# The strict number parser every command line shares (pinmm-bench, the tools, the experiments).
 CLI_OBJ := $(O)/tools/lib/cli.o
 EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
 EXAMPLE_BINS := $(EXAMPLE_SRCS:%.c=$(O)/%)
@@ -68,11 +75,12 @@ LIBSO := $(O)/libpinmm.so
 PC := $(O)/pinmm.pc
 BENCH := $(O)/pinmm-bench
 
-.PHONY: all lib tests check check-range bench bench-quick stress torture fuzz clean deps install contract
+.PHONY: all lib experiments tests check check-range bench bench-quick stress torture fuzz clean deps install contract
 .DEFAULT_GOAL := all
 
 all: lib $(if $(BENCH_SRCS),$(BENCH)) $(TOOL_BINS) $(EXAMPLE_BINS)
 lib: $(LIBA) $(LIBSO) $(PC)
+experiments: $(EXPERIMENT_BINS)
 
 deps: $(DEPS_STAMP)
 $(DEPS_STAMP): scripts/deps.sh
@@ -112,17 +120,22 @@ $(O)/pinmm-%: tools/%.c tools/lib/cli.h $(CLI_OBJ) $(LIBA) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) -Itools/lib $(CFLAGS) $< $(CLI_OBJ) $(LIBA) -o $@ $(LDFLAGS) $(LIB_LIBS) -lm
 
+$(O)/experiments/pinmm-%: experiments/%.c tools/lib/cli.h $(CLI_OBJ) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) -Itools/lib $(CFLAGS) $< $(CLI_OBJ) -o $@ $(LDFLAGS) -lm
+
 # Examples build exactly as a user would: public headers, the shared library.
 $(O)/examples/%: examples/%.c $(LIBSO) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -Iinclude $(OPT) $(WARN) $< -o $@ -L$(O) -l:libpinmm.so -Wl,-rpath,'$$ORIGIN/..' $(LDFLAGS)
 
-tests: lib $(TEST_BINS) $(if $(BENCH_SRCS),$(BENCH)) $(TOOL_BINS) $(EXAMPLE_BINS)
+tests: lib $(TEST_BINS) $(if $(BENCH_SRCS),$(BENCH)) $(TOOL_BINS) $(EXPERIMENT_BINS) $(EXAMPLE_BINS)
 
 CHECK_SAN := $(if $(SAN),$(SAN),asan)
 check:
 	@$(MAKE) --no-print-directory SAN=$(CHECK_SAN) tests
 	@O=build/$(CHECK_SAN) SAN=$(CHECK_SAN) sh tests/run.sh
+	@$(MAKE) --no-print-directory check-trace-if-clang
 
 # The same tests with every machine of the range design (PINMM_RANGE_MM=1, src/mm/range.c).
 check-range:

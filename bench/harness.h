@@ -9,8 +9,9 @@
  *   main.c			the command line: driver.c, runtest.c, report.c, cases.c,
  *				knobs.c, args.c
  *   runtest.c			`runtest`: child.c, cases.c, topology.c, args.c
- *   report.c			`report`: report_out.c, report_fmt.c, child.c, topology.c,
- *				util.c, args.c
+ *   report.c			`report`: report_experiments.c, report_out.c, report_fmt.c,
+ *				child.c, topology.c, util.c, args.c
+ *   report_experiments.c	the table of experiments the report runs (data only)
  *   report_out.c		results/: report_fmt.c, child.c, topology.c
  *   report_fmt.c		figures and their formats: child.c
  *   child.c			a child pinmm-bench and what it printed: topology.c, util.c

@@ -22,6 +22,7 @@ static const struct {
 	{ "unpin_per_page", PM_KNOB_UNPIN_PER_PAGE },
 	{ "shmem_lock_twice", PM_KNOB_SHMEM_LOCK_TWICE },
 	{ "no_per_vma_lock", PM_KNOB_NO_PER_VMA_LOCK },
+	{ "shmem_tree_lock", PM_KNOB_SHMEM_TREE_LOCK },
 };
 
 static int parse_one_knob(const struct bench_case *bc, const char *w, unsigned *knobs)

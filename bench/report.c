@@ -13,8 +13,8 @@
  * The table gives, per view of an experiment, the seed's claim, before, after, after/before
  * (as a throughput ratio: for times it is before/after), the scaling efficiency
  * ops(N) / (N x ops(1)) of the after configuration, the host figure, and whether the
- * expectation of issue 6 is met. report_fmt.c computes the figures, report_out.c writes
- * results/.
+ * expectation of issue 6 is met. report_experiments.c holds the table of experiments,
+ * report_fmt.c computes the figures, report_out.c writes results/.
  *
  *   pinmm-bench report [--quick] [--tasks N,...] [--out DIR] [--only ID,...] [--no-host]
  *		       [--no-plots] [-s S] [--warmup N] [--interval-ms MS] [--rounds R]
@@ -38,169 +38,6 @@
 #include <unistd.h>
 
 #include "report.h"
-
-#define CLASSIC(n, title_)							\
-	{									\
-		.id = #n, .title = title_, .scale = true,			\
-		.cfg = { [CFG_AFTER] = { #n }, [CFG_HOST] = { "host_" #n },	\
-			 [CFG_PROC] = { #n, NULL, NULL, "processes" },		\
-			 [CFG_RANGE] = { #n, NULL, NULL, NULL, "range" } },	\
-		.views = { { #n, "will-it-scale classic (no seed figure)", METRIC_OPS } }, \
-	}
-
-/* The fault classics: before is every fault under mmap_lock (Linux before 6.4). */
-#define FAULT_CLASSIC(n, title_)						\
-	{									\
-		.id = #n, .title = title_, .scale = true,			\
-		.cfg = { [CFG_BEFORE] = { #n, NULL, "before" }, [CFG_AFTER] = { #n },	\
-			 [CFG_HOST] = { "host_" #n },				\
-			 [CFG_PROC] = { #n, NULL, NULL, "processes" },		\
-			 [CFG_RANGE] = { #n, NULL, NULL, NULL, "range" } },	\
-		.views = { { #n, "will-it-scale; Linux 6.4 per-VMA locks", METRIC_OPS } }, \
-		.evidence = "vma_lock_share",					\
-	}
-
-static struct report_experiment experiments[] = {
-	{
-		.id = "pin_fast",
-		.title = "pin_user_pages_fast from every thread of one mm (2021)",
-		.scale = true,
-		.cfg = {
-			[CFG_BEFORE] = { "pin_fast", NULL, "before" },
-			[CFG_AFTER] = { "pin_fast", NULL, "after" },
-			[CFG_HOST] = { "host_pin_fast" },
-		},
-		.views = { { "pin_fast", "25.6k -> 1.19M ops/s, 256 thr (46.7x)", METRIC_OPS,
-			     2.0 } },
-		.evidence = "has_pinned_writes",
-	},
-	{
-		.id = "gup_fast",
-		.title = "64-page direct-I/O pins against an mmap/munmap writer (2008)",
-		.scale = true,
-		.cfg = {
-			[CFG_BEFORE] = { "gup_fast", "churn", "before" },
-			[CFG_AFTER] = { "gup_fast", "churn", "after" },
-			[CFG_HOST] = { "host_gup_fast", "churn" },
-			[CFG_RANGE] = { "gup_fast", "churn", "after", NULL, "range" },
-		},
-		.views = { { "gup_fast +churn", "DB2 OLTP +9.8%, fast_gup_slow = 0", METRIC_OPS,
-			     1.0, true } },
-		.evidence = "gup_slow_pages,gup_fast_fallbacks",
-	},
-	{
-		.id = "gup_fast_nochurn",
-		.title = "64-page direct-I/O pins, no writer",
-		.scale = true,
-		.cfg = {
-			[CFG_BEFORE] = { "gup_fast", "nochurn", "before" },
-			[CFG_AFTER] = { "gup_fast", "nochurn", "after" },
-			[CFG_HOST] = { "host_gup_fast", "nochurn" },
-		},
-		.views = { { "gup_fast no writer", "(readers only: mmap_lock cacheline)",
-			     METRIC_OPS } },
-	},
-	{
-		.id = "mr_reg_thp",
-		.shrinks = true,
-		.title = "register + deregister 1 GiB, THP (2020 batched / range unpin)",
-		.cfg = {
-			[CFG_BEFORE] = { "mr_reg", "thp", "before" },
-			[CFG_V1] = { "mr_reg", "thp-batch", "after" },
-			[CFG_AFTER] = { "mr_reg", "thp", "after" },
-			[CFG_HOST] = { "host_mr_reg", "thp" },
-		},
-		.views = {
-			{ "mr_reg THP release v2", "per-page -> range unpin", METRIC_RELEASE_USEC,
-			  20.0 },
-			{ "mr_reg THP round v2", "hugetlbfs 10748 -> 3652 us/round (2.9x)",
-			  METRIC_ROUND_USEC },
-			{ "mr_reg THP round v1", "hugetlbfs 10748 -> 4664 us/round (2.3x)",
-			  METRIC_ROUND_USEC, 0, false, CFG_V1 },
-		},
-		.evidence = "unpin_folio_updates_per_round",
-	},
-	{
-		.id = "mr_reg_4k",
-		.shrinks = true,
-		.title = "register + deregister 1 GiB, 4 KiB pages",
-		.cfg = {
-			[CFG_BEFORE] = { "mr_reg", "4k", "before" },
-			[CFG_V1] = { "mr_reg", "4k-batch", "after" },
-			[CFG_AFTER] = { "mr_reg", "4k", "after" },
-			[CFG_HOST] = { "host_mr_reg", "4k" },
-		},
-		.views = {
-			{ "mr_reg 4k release v2", "(no seed figure: nothing to batch)",
-			  METRIC_RELEASE_USEC },
-			{ "mr_reg 4k round v2", "(no seed figure)", METRIC_ROUND_USEC },
-		},
-	},
-	{
-		.id = "mr_reg_hugetlb",
-		.shrinks = true,
-		.title = "register + deregister 1 GiB, hugetlb (the seed's backing)",
-		.cfg = {
-			[CFG_BEFORE] = { "mr_reg", "hugetlb", "before" },
-			[CFG_V1] = { "mr_reg", "hugetlb-batch", "after" },
-			[CFG_AFTER] = { "mr_reg", "hugetlb", "after" },
-			[CFG_HOST] = { "host_mr_reg", "hugetlb" },
-		},
-		.views = {
-			{ "mr_reg hugetlb round v2", "hugetlbfs 10748 -> 3652 us/round (2.9x)",
-			  METRIC_ROUND_USEC },
-			{ "mr_reg hugetlb round v1", "hugetlbfs 10748 -> 4664 us/round (2.3x)",
-			  METRIC_ROUND_USEC, 0, false, CFG_V1 },
-			{ "mr_reg hugetlb release v2", "per-page -> range unpin",
-			  METRIC_RELEASE_USEC },
-		},
-		.evidence = "unpin_folio_updates_per_round",
-	},
-	{
-		.id = "shmem_fault",
-		.title = "shmem faults, disjoint slices of one object (2010)",
-		.scale = true,
-		.cfg = {
-			[CFG_BEFORE] = { "shmem_fault", "disjoint", "before" },
-			[CFG_AFTER] = { "shmem_fault", "disjoint", "after" },
-			[CFG_HOST] = { "host_shmem_fault", "disjoint" },
-		},
-		.views = { { "shmem_fault disjoint", "~20 s -> ~12 s, 64 CPUs (1.67x)",
-			     METRIC_AREA_SEC, 1.0 } },
-		.evidence = "shmem_locks_per_alloc",
-	},
-	{
-		.id = "shmem_fault_whole",
-		.title = "shmem faults, every task touches every page (the reviewer's variant)",
-		.scale = true,
-		.cfg = {
-			[CFG_BEFORE] = { "shmem_fault", "whole", "before" },
-			[CFG_AFTER] = { "shmem_fault", "whole", "after" },
-			[CFG_HOST] = { "host_shmem_fault", "whole" },
-		},
-		.views = { { "shmem_fault whole", "1 GiB: ~78 s -> 14.6..76 s (unstable)",
-			     METRIC_AREA_SEC } },
-	},
-	{
-		.id = "fault_churn",
-		.title = "anonymous faults beside an mmap/munmap writer of the same mm (6.4)",
-		.scale = true,
-		.cfg = {
-			[CFG_BEFORE] = { "fault_churn", NULL, "before" },
-			[CFG_AFTER] = { "fault_churn", NULL, "after" },
-		},
-		.views = { { "fault_churn", "per-VMA locks: faults skip mmap_lock", METRIC_OPS,
-			     1.0 } },
-		.evidence = "vma_lock_share,churn_pairs",
-	},
-	FAULT_CLASSIC(page_fault1, "will-it-scale page_fault1: anonymous faults"),
-	FAULT_CLASSIC(page_fault2, "will-it-scale page_fault2: private file faults (COW)"),
-	FAULT_CLASSIC(page_fault3, "will-it-scale page_fault3: shared file faults"),
-	CLASSIC(mmap1, "will-it-scale mmap1: anonymous mmap/munmap"),
-	CLASSIC(mmap2, "will-it-scale mmap2: file mmap/munmap"),
-};
-
-#define NR_EXPERIMENTS (sizeof(experiments) / sizeof(experiments[0]))
 
 /* ---- the table ---- */
 
@@ -547,8 +384,8 @@ static int parse_tasks(struct report *rep, const char *s)
 
 static int experiment_item(const char *w, void *ctx, uint64_t *key)
 {
-	for (size_t i = 0; i < NR_EXPERIMENTS; i++) {
-		if (!strcmp(w, experiments[i].id)) {
+	for (size_t i = 0; i < REPORT_NR_EXPERIMENTS; i++) {
+		if (!strcmp(w, report_experiments[i].id)) {
 			*key = i;
 			return 0;
 		}
@@ -563,16 +400,16 @@ static int experiment_item(const char *w, void *ctx, uint64_t *key)
  */
 static int select_experiments(struct report *rep, const char *list)
 {
-	uint64_t keys[NR_EXPERIMENTS];
-	int nr = bench_arg_list("--only", list, NR_EXPERIMENTS, experiment_item, NULL, keys);
+	uint64_t keys[REPORT_NR_EXPERIMENTS];
+	int nr = bench_arg_list("--only", list, REPORT_NR_EXPERIMENTS, experiment_item, NULL, keys);
 	unsigned n = 0;
 
 	if (nr < 0)
 		return nr;
-	for (size_t i = 0; i < NR_EXPERIMENTS; i++) {
+	for (size_t i = 0; i < REPORT_NR_EXPERIMENTS; i++) {
 		for (int k = 0; k < nr; k++) {
 			if (keys[k] == i) {
-				rep->exps[n++] = experiments[i];
+				rep->exps[n++] = report_experiments[i];
 				break;
 			}
 		}
@@ -585,8 +422,8 @@ static void default_options(struct report *rep)
 {
 	unsigned nproc = bench_nproc();
 
-	rep->exps = experiments;
-	rep->nr_exps = NR_EXPERIMENTS;
+	rep->exps = report_experiments;
+	rep->nr_exps = REPORT_NR_EXPERIMENTS;
 	rep->tasks[0] = 1;
 	rep->nr_tasks = 1;
 	if (nproc > 1)
@@ -663,8 +500,8 @@ static void report_usage(void)
 	fprintf(stderr, "Usage: pinmm-bench report [--quick] [--tasks N,...] [--out DIR] "
 		"[--only ID,...] [--no-host] [--no-plots] [-s S] [--warmup N] "
 		"[--interval-ms MS] [--rounds R]\nexperiments:");
-	for (size_t i = 0; i < NR_EXPERIMENTS; i++)
-		fprintf(stderr, " %s", experiments[i].id);
+	for (size_t i = 0; i < REPORT_NR_EXPERIMENTS; i++)
+		fprintf(stderr, " %s", report_experiments[i].id);
 	fputc('\n', stderr);
 }
 

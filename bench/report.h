@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * report.h - the seed report's data: experiments, their configurations (before, v1, after,
- * host), the views the table shows, and the results of every run. report.c runs them,
- * report_fmt.c computes the figures, report_out.c writes results/.
+ * host), the views the table shows, and the results of every run. report_experiments.c lists
+ * the experiments, report.c runs them, report_fmt.c computes the figures, report_out.c writes
+ * results/.
  */
 #ifndef PINMM_BENCH_REPORT_H
 #define PINMM_BENCH_REPORT_H
@@ -78,6 +79,10 @@ struct report {
 	double wall_s;
 };
 
+/* report_experiments.c: every experiment, in the table's order; a static assertion there
+ * keeps the count right. */
+#define REPORT_NR_EXPERIMENTS 14
+extern struct report_experiment report_experiments[];
 
 /* report_fmt.c: figures out of the results */
 extern const char *const report_cfg_names[NR_CFG];

@@ -6,7 +6,7 @@
  * a leak, a failed pm_machine_check() or a sanitizer report aborts, and libFuzzer keeps the input.
  *
  * Build and run with `make fuzz` (mk/fuzz.mk). Replay a crash with its trace:
- *   build/model-asan/tests/unit/test_differential -f build/fuzz/crash-...
+ *   build/asan/tests/unit/test_differential -f build/fuzz/crash-...
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 # mk/fuzz.mk - `make fuzz`: libFuzzer over the differential interpreter (issue 9).
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_ARGS='-jobs=4 -workers=4']
-#	builds the library sources, tests/lib/{model,interp}.c and fuzz/fuzz_interp.c with
+#	builds the library sources, tests/lib/{model,interp*}.c and fuzz/fuzz_interp.c with
 #	clang -fsanitize=fuzzer,address,undefined into build/fuzz/fuzz_interp, then fuzzes for
 #	FUZZ_SECONDS starting from the seed corpus fuzz/corpus (read only). New inputs go to
 #	build/fuzz/corpus, crashes to build/fuzz/crash-*; replay one with its trace:
@@ -17,7 +17,8 @@ FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_O := build/fuzz
 FUZZ_BIN := $(FUZZ_O)/fuzz_interp
-FUZZ_SRCS := $(LIB_SRCS) tests/lib/model.c tests/lib/interp.c fuzz/fuzz_interp.c
+FUZZ_SRCS := $(LIB_SRCS) tests/lib/model.c $(sort $(wildcard tests/lib/interp*.c)) \
+	fuzz/fuzz_interp.c
 FUZZ_HDRS := $(wildcard include/pinmm/*.h src/*.h src/lib/*.h tests/lib/*.h)
 # The library's warnings are gcc-checked; under clang they are shown but never fatal here.
 FUZZ_CFLAGS := -std=gnu11 -pthread -g -O1 -fno-omit-frame-pointer \

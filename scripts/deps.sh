@@ -6,6 +6,9 @@
 #   liburing-dev  io_uring fixed-buffer registration: the host_mr_reg benchmark case
 #   gnuplot-nox   the plots of `make bench`
 #   pkg-config    locating the above
+# With the argument "trace", also what the trace build needs (mk/trace.mk, make trace):
+#   clang         its compiler: -fsanitize=thread's instrumentation without libtsan
+#   binutils      addr2line, which the tracer runs to name source lines
 set -u
 missing=""
 have_header() { [ -f "/usr/include/$1" ] || [ -f "/usr/include/$(gcc -print-multiarch 2>/dev/null)/$1" ]; }
@@ -14,6 +17,10 @@ have_header hwloc.h || missing="$missing libhwloc-dev"
 have_header liburing.h || missing="$missing liburing-dev"
 command -v gnuplot >/dev/null 2>&1 || missing="$missing gnuplot-nox"
 command -v pkg-config >/dev/null 2>&1 || missing="$missing pkg-config"
+if [ "${1:-}" = trace ]; then
+	command -v clang >/dev/null 2>&1 || missing="$missing clang"
+	command -v addr2line >/dev/null 2>&1 || missing="$missing binutils"
+fi
 [ -z "$missing" ] && exit 0
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "deps: installing$missing"

@@ -17,7 +17,7 @@
  * A double underscore inside a name means nothing more: there is no "__" variant convention.
  *
  * Glossary (Linux's words):
- *  frame	one 4 KiB unit of the machine's arena; pfn = its index
+ *  frame	one 4 KiB unit of the machine's memory (m->frames); pfn = its index
  *  struct pm_page	the descriptor of one frame; type-stable for the machine's life
  *  folio	2^order frames managed as one; its fields live in the head page's descriptor
  *  pte/pmd/pud/pgd	entries of the four page-table levels; a pmd may be a 2 MiB leaf
@@ -32,7 +32,7 @@
  *  (F) free frames = frames on buddy lists + frames in per-CPU caches
  *	+ never-used frames above the allocator's frontier (page_alloc.c)
  *  (T) total frames = free + page tables + frames of allocated folios + 1 (zero page)
- *	+ 512 * free hugetlb pool pages (mem/hugetlb.c)
+ *	+ 512 * free hugetlb pool pages (mem/hugetlb_pool.c)
  *  (H) hugetlb pool: total = free + hugetlb folios in use; reserved <= free
  *  (X) a page mapped writable in a private mapping is AnonExclusive, and an AnonExclusive
  *	page is mapped by at most one address space.
@@ -57,6 +57,7 @@
 #include "lib/rcu.h"
 #include "lib/rwsem.h"
 #include "lib/spinlock.h"
+#include "lib/trace.h"
 #include "mm/vma_tree.h"
 
 /* ------------------------------------------------------------------------------------------
@@ -204,7 +205,7 @@ enum pm_pageflag {
 	PG_table,	   /* a page-table page */
 	PG_zero,	   /* the machine's shared zero page */
 	PG_shmem,	   /* in (or removed from) a shmem page cache */
-	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb.c) */
+	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb_pool.c) */
 };
 #define PGF(bit) (1UL << (bit))
 
@@ -337,6 +338,11 @@ enum pm_stat_item {
 	HUGETLB_FAULTS,
 	ZONE_LOCK_ACQUISITIONS,
 	REMOTE_FRAMES,
+	PGMIGRATE_SUCCESS,
+	PGMIGRATE_FAIL,
+	COMPACT_SUCCESS,
+	COMPACT_FAIL,
+	MIGRATE_PINNED_SKIPS,
 	PM_NR_PUBLIC_ITEMS,
 	/*
 	 * Private items, each an event that several public counters count: the hot path adds to
@@ -370,7 +376,7 @@ struct pm_obj_cache {
 #define OBJ_CACHE_HIGH 128	/* a CPU's cache gives a batch back to the depot above this */
 #define OBJ_DEPOT_MAX 4096	/* the depot frees to malloc above this */
 
-#define PM_HUGETLB_FAULT_MUTEXES 64 /* hashed by (object, 2 MiB index), mem/hugetlb.c */
+#define PM_HUGETLB_FAULT_MUTEXES 64 /* hashed by (object, 2 MiB index), mem/hugetlb_pool.c */
 
 /*
  * struct pm_machine - physical memory and everything global to it.
@@ -382,7 +388,7 @@ struct pm_machine {
 	unsigned nr_cpus;
 	bool range_mm;			/* new mms use the range design (mm/range.c) */
 	uint16_t slot;			/* index in pm__machines[] */
-	char *arena;			/* nr_pages frames, 2 MiB aligned */
+	char *frames;			/* the machine's memory: nr_pages frames, 2 MiB aligned */
 	struct pm_page *pages;		/* nr_pages descriptors; initialised below the zones'
 					 * frontiers */
 	unsigned long nr_pages;
@@ -396,8 +402,8 @@ struct pm_machine {
 					   * depot (mem/objcache.c, shmem/cache.c) */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
 	struct pm_stat_block shared_stats; /* fallback when a thread cannot get a block */
-	void *arena_map;		/* the mmap that holds the arena */
-	size_t arena_map_len;
+	void *frames_map;		/* the mmap that holds the frames */
+	size_t frames_map_len;
 
 	/* The buddy zones (page_alloc.c): one per home, each with its own lock and lists. */
 	struct pm_zone *zones;		/* nr_zones, each __cacheline_aligned */
@@ -407,14 +413,14 @@ struct pm_machine {
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
 
-	/* The hugetlb pool (mem/hugetlb.c): free 2 MiB pages on a list, under hugetlb_lock. */
+	/* The hugetlb pool (mem/hugetlb_pool.c): free 2 MiB pages on a list, under hugetlb_lock. */
 	struct pm_spinlock hugetlb_lock __cacheline_aligned;
 	struct pm_list hugetlb_free;	/* free pool pages, linked through the head's lru */
 	unsigned long hugetlb_total;	/* nr_hugepages; read-only after creation */
 	unsigned long hugetlb_nr_free;	/* pages on hugetlb_free; under hugetlb_lock */
 	unsigned long hugetlb_resv;	/* free pages promised to mappings; under hugetlb_lock */
 	/* Linux's hugetlb_fault_mutex_table: the faults of private mappings on one 2 MiB page
-	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb.c). */
+	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
 
 	/* Registry: address spaces, shmem objects, stat blocks. */
@@ -459,7 +465,7 @@ static inline struct pm_page *pfn_to_page(const struct pm_machine *m, unsigned l
 
 static inline void *pfn_to_virt(const struct pm_machine *m, unsigned long pfn)
 {
-	return m->arena + (pfn << PAGE_SHIFT);
+	return m->frames + (pfn << PAGE_SHIFT);
 }
 
 static inline void *page_address(const struct pm_machine *m, const struct pm_page *page)
@@ -469,7 +475,7 @@ static inline void *page_address(const struct pm_machine *m, const struct pm_pag
 
 static inline unsigned long virt_to_pfn(const struct pm_machine *m, const void *p)
 {
-	return (unsigned long)((const char *)p - m->arena) >> PAGE_SHIFT;
+	return (unsigned long)((const char *)p - m->frames) >> PAGE_SHIFT;
 }
 
 static inline bool page_test(const struct pm_page *page, enum pm_pageflag bit)
@@ -632,7 +638,7 @@ __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
 
-/* // mem/hugetlb.c */
+/* // mem/hugetlb_pool.c */
 struct pm_hugetlb_resv;
 __hidden int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr);
 __hidden void pm__hugetlb_pool_exit(struct pm_machine *m);
@@ -744,11 +750,14 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
  */
 #define VM_READ 0x00000001UL
 #define VM_WRITE 0x00000002UL
+#define VM_EXEC 0x00000004UL /* kept and reported; grants what x86 grants it: reads */
 #define VM_SHARED 0x00000008UL
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
 #define VM_DONTCOPY 0x00020000UL
+#define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
+				   * with a VMA without it */
 #define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */
 #define VM_HUGEPAGE 0x20000000UL
 #define VM_NOHUGEPAGE 0x40000000UL
@@ -762,11 +771,12 @@ struct pm_vma {
 	unsigned long pgoff;	  /* file page index of start */
 	struct pm_list shared;	  /* on file->i_mmap, under file->i_mmap_lock */
 	struct pm_hugetlb_resv *hresv; /* private hugetlb: the mapping's reservations (shared
-					* by the VMAs split from it); NULL in a fork child */
+					* by the VMAs split from it); NULL in a fork child
+					* and with MAP_NORESERVE */
 	_Atomic bool xhugetlb_unmapped; /* a fork child's private hugetlb VMA that lost a page
 					 * to its parent (HPAGE_RESV_UNMAPPED): its faults on
 					 * empty entries are SIGBUS. Set under file->i_mmap_lock
-					 * and the PMD lock (fault/hugetlb.c); not inherited by
+					 * and the PMD lock (fault/hugetlb_fault.c); not inherited by
 					 * fork */
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
@@ -797,6 +807,16 @@ struct pm_vma_cache {
 static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 {
 	return vma->flags & VM_HUGETLB;
+}
+
+/*
+ * Does @vma allow any access (not PROT_NONE)? Its entries are then _PAGE_USER (mk_pte()).
+ * Linux's VM_ACCESS_FLAGS: exec counts, and x86's protection_map makes an exec-only page
+ * user-readable (pinmm has no protection keys, so no execute-only key either).
+ */
+static inline bool vma_is_accessible(const struct pm_vma *vma)
+{
+	return vma->flags & (VM_READ | VM_WRITE | VM_EXEC);
 }
 
 static inline bool vma_is_anonymous(const struct pm_vma *vma)
@@ -887,6 +907,8 @@ struct pm_mm {
 	const struct pm_mm_policy *policy;   /* the design; read-only */
 	struct pm_mm_range *ranges;	     /* policy->nr_ranges: the VMAs, their locks; read-only */
 	unsigned nr_ranges, range_shift;     /* the policy's, next to the pointer they index */
+	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
+					      * call reads it, only the destroy writes it */
 
 	struct pm_spinlock page_table_lock __cacheline_aligned; /* populating PGD/PUD entries */
 	struct pm_mm_count *count;	    /* the range design: VMAs, counted per range */
@@ -894,7 +916,6 @@ struct pm_mm {
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
 	struct pm_mm_notifier *notifiers;   /* told of the teardown; under machine->lock */
-	bool dead;			    /* emptied by pm_machine_destroy (see pm__mm_bad) */
 };
 
 /*
@@ -1205,34 +1226,94 @@ __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 #define FAULT_FLAG_WRITE 0x01
 #define FAULT_FLAG_UNSHARE 0x02 /* make the page exclusive but keep it read-only */
 #define FAULT_FLAG_VMA_LOCK 0x04 /* under the VMA's lock, not mmap_lock (vma_lock.c) */
-/* A fault under FAULT_FLAG_VMA_LOCK that cannot finish there returns this (nothing done), and
- * pm_fault() retries it under mmap_lock (Linux's VM_FAULT_RETRY). */
-#define VM_FAULT_RETRY 1
 
-/* Result of the internal fault handler: 0, or -EFAULT (SIGSEGV/SIGBUS), -ENOMEM, -EAGAIN. */
+/*
+ * What the fault handlers return, as Linux's: 0 (the entry is mapped as asked), or a set of
+ * VM_FAULT_* bits with the values of Linux's enum vm_fault_reason. Only the error bits leave
+ * pm__handle_mm_fault(); its callers (pm_fault(), GUP) turn them into -errno at their edge
+ * (vm_fault_to_errno()). Errors from the layers below (-errno) come in through vmf_error().
+ */
+typedef unsigned int vm_fault_t;
+enum vm_fault_reason {
+	VM_FAULT_OOM = 0x000001,	/* no memory: -ENOMEM */
+	VM_FAULT_SIGBUS = 0x000002,	/* nothing can back the address (beyond the object, over
+					 * its limit, no pool page): -EFAULT */
+	VM_FAULT_SIGSEGV = 0x000040,	/* no VMA there, or it forbids the access: -EFAULT */
+	/* Under FAULT_FLAG_VMA_LOCK: cannot finish there, nothing done; pm_fault() retries under
+	 * mmap_lock (vma_lock_retry). No handler asks for it yet. */
+	VM_FAULT_RETRY = 0x000400,
+	/* No 2 MiB block for a PMD-level fault: the dispatcher goes on at PTE level. */
+	VM_FAULT_FALLBACK = 0x000800,
+	/* pinmm's own, in a bit Linux does not use: the entry changed before the handler could
+	 * commit, nothing done; the dispatcher looks at it again under the same lock (Linux
+	 * returns 0 and the CPU faults again). */
+	VM_FAULT_AGAIN = 0x100000,
+};
+
+/* Linux's vm_fault_to_errno() (pinmm has no hwpoison): what pm__handle_mm_fault()'s result
+ * is at the edge - 0, -ENOMEM or -EFAULT. */
+static inline int vm_fault_to_errno(vm_fault_t fault)
+{
+	pm_assert(!(fault & ~(VM_FAULT_OOM | VM_FAULT_SIGBUS | VM_FAULT_SIGSEGV)));
+	if (fault & VM_FAULT_OOM)
+		return -ENOMEM;
+	if (fault & (VM_FAULT_SIGBUS | VM_FAULT_SIGSEGV))
+		return -EFAULT;
+	return 0;
+}
+
+/* Linux's vmf_error(): the fault's result for an -errno from below (-ENOMEM, or -EFAULT). */
+static inline vm_fault_t vmf_error(int err)
+{
+	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
+}
+
 /* // fault/fault.c */
-__hidden int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
-				 unsigned fault_flags);
-__hidden pte_t pm__mk_pte(struct pm_vma *vma, unsigned long pfn, bool writable, bool dirty);
+__hidden vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+					unsigned fault_flags);
 
 /* // fault/anon.c */
-__hidden int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				   unsigned long addr, unsigned fault_flags);
-__hidden int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma,
-					    pm_entry_t *pmdp);
+__hidden vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+					  unsigned long addr, unsigned fault_flags);
+__hidden vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma,
+						   pm_entry_t *pmdp);
 __hidden bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr);
 
 /* // fault/cow.c */
-__hidden int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			    unsigned long addr, unsigned fault_flags);
-__hidden int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				     unsigned long addr, unsigned fault_flags);
+__hidden vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				   unsigned long addr, unsigned fault_flags);
+__hidden vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma,
+					    pm_entry_t *pmdp, unsigned long addr,
+					    unsigned fault_flags);
+
+/* // fault/huge_pmd.c: the PMD-leaf steps THP (cow.c, fork.c) and hugetlb (hugetlb_fault.c) share */
 __hidden struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd,
-					       int *ret);
+					       vm_fault_t *ret);
 __hidden bool pm__wp_huge_pmd_can_reuse_locked(struct pm_spinlock *pml, struct pm_folio *folio,
 					       bool sole);
-__hidden int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-					  pmd_t pmd, bool unshare);
+__hidden vm_fault_t pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma,
+						 pm_entry_t *pmdp, pmd_t pmd, bool unshare);
+__hidden void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src,
+					     pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, pmd_t pmd,
+					     struct pm_folio *folio, pm_entry_t *deposit);
+
+/* fork: an anonymous page (or a leaf's folio) it shares with the child stops being exclusive
+ * (fork.c, huge_pmd.c). */
+static inline void share_anon_page(struct pm_page *page)
+{
+	/* Order the "may it be pinned?" test before the clear, as folio_try_dup_anon_rmap. */
+	pm_smp_mb();
+	page_clear(page, PG_anon_exclusive);
+}
+
+/* fork: must the child get its own copy of a leaf's folio now, rather than share it (Linux's
+ * folio_needs_cow_for_dma)? An exclusive anonymous folio of an mm that has pinned, which may
+ * be pinned. */
+static inline bool fork_leaf_needs_copy(struct pm_mm *src, struct pm_folio *folio)
+{
+	return folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
+	       page_anon_exclusive(&folio->page);
+}
 
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
@@ -1269,7 +1350,7 @@ struct pm_shmem {
 	pthread_mutex_t i_mmap_lock __cacheline_aligned; /* the mapping list and VMA bounds */
 	struct pm_list i_mmap;
 	pthread_mutex_t truncate_lock;	/* serialises size changes */
-	/* hugetlb objects (shmem/hugetlb.c): Linux's hugetlb_fault_mutex and the object's
+	/* hugetlb objects (shmem/hugetlbfs.c): Linux's hugetlb_fault_mutex and the object's
 	 * reservation map - bit i set: 2 MiB page i is reserved in the pool, not yet in the
 	 * cache. Under hugetlb_mutex. */
 	pthread_mutex_t hugetlb_mutex;
@@ -1291,7 +1372,7 @@ __hidden void pm__shmem_get(struct pm_shmem *f);
 __hidden void pm__shmem_kill(struct pm_shmem *f);
 __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size);
 
-/* // shmem/hugetlb.c */
+/* // shmem/hugetlbfs.c */
 __hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
 __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
 				       unsigned long nr);
@@ -1343,19 +1424,24 @@ static inline struct pm_list *pm__shmem_i_mmap(struct pm_shmem *f)
 }
 
 /* // fault/shmem.c */
-__hidden int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			     unsigned long addr, unsigned fault_flags);
+__hidden vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				    unsigned long addr, unsigned fault_flags);
 
-/* // fault/hugetlb.c */
-__hidden int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
-			       unsigned fault_flags);
+/* // fault/hugetlb_fault.c */
+__hidden vm_fault_t pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+				      unsigned fault_flags);
 __hidden int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src,
 					 struct pm_vma *vma);
 
 /* // fault/fork.c (and the public pm_mm_fork()) */
-__hidden void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src,
-					     pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, pmd_t pmd,
-					     struct pm_folio *folio, pm_entry_t *deposit);
+/* What fork's copy of one PMD leaf did (fork.c's copy_huge_pmd(), hugetlb_fault.c's
+ * copy_hugetlb_pmd()), when it did not fail with -errno. */
+enum pm_fork_leaf {
+	PM_FORK_LEAF_SHARED,	/* shared with the child, write-protected in both (or no leaf) */
+	PM_FORK_LEAF_COPY,	/* may be pinned: the child needs a copy of its own, which the
+				 * caller makes (THP: at PTE level; hugetlb: pass a page) */
+	PM_FORK_LEAF_COPIED,	/* copied into the page the caller passed: now the child's */
+};
 
 /* ------------------------------------------------------------------------------------------
  * Zapping: removing mappings (mm/zap.c).

@@ -2,7 +2,7 @@
 /*
  * pinmm/machine.h - a machine: physical memory, its allocator, counters and knobs.
  *
- * A machine owns one arena of real memory cut into 4 KiB frames, a struct pm_page for every
+ * A machine owns one region of real memory cut into 4 KiB frames, a struct pm_page for every
  * frame (type-stable: never freed while the machine lives), a buddy allocator with per-CPU
  * caches, and per-thread event counters. Several machines may live in one process; they share
  * nothing but the RCU implementation.
@@ -31,7 +31,13 @@ extern "C" {
 #define PM_KNOB_UNPIN_PER_PAGE 0x08	     /* unpin one page at a time, no folio batching */
 #define PM_KNOB_SHMEM_LOCK_TWICE 0x10	     /* shmem fault takes info->lock twice (pre-2010) */
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
-#define PM_KNOB_ALL 0x3f
+#define PM_KNOB_LONGTERM_PIN_IN_PLACE 0x100 /* FOLL_LONGTERM pins movable pages in place
+					     * (before Linux 5.13) */
+#define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate (use_zero_page=0) */
+#define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
+#define PM_KNOB_SHMEM_TREE_LOCK 0x800	     /* every page-cache insert takes the object's tree
+					      * lock (Linux's xa_lock), not only its leaf's */
+#define PM_KNOB_ALL 0x83f
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
  * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
@@ -42,6 +48,8 @@ struct pm_config {
 	unsigned knobs;	     /* PM_KNOB_* above; 0 = modern behaviour */
 	unsigned flags;	     /* PM_MACHINE_* below; 0 = the default design */
 	size_t nr_hugepages; /* 2 MiB hugetlb pages set aside at creation (vm.nr_hugepages) */
+	size_t movable_bytes; /* the top of memory as a movable zone (Linux's movablecore=), a
+			       * multiple of 2 MiB below mem_bytes; 0: none */
 };
 
 /*
@@ -66,6 +74,13 @@ PM_API unsigned pm_machine_flags(struct pm_machine *m);
  * Return: 0, or -EINVAL for a NULL machine.
  */
 PM_API int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free);
+
+/**
+ * pm_hugetlb_reserved() - @resv gets the pool's pages promised to hugetlb mappings and not yet
+ * faulted in (HugePages_Rsvd): they are among the free pages of pm_hugetlb_pool(). @resv may be
+ * NULL. Return: 0, or -EINVAL for a NULL machine.
+ */
+PM_API int pm_hugetlb_reserved(struct pm_machine *m, size_t *resv);
 
 /*
  * Event counters, in pages unless the comment says calls. Each thread counts into its own slot;
@@ -106,6 +121,13 @@ struct pm_stats {
 	unsigned long zone_lock_acquisitions; /* times the buddy lists' lock was taken */
 	unsigned long remote_frames;	    /* 4 KiB frames allocated on a CPU other than the
 					     * one whose cache took them when they were freed */
+	/* Migration and compaction, vmstat's meanings (folios, runs): */
+	unsigned long pgmigrate_success;    /* folios moved */
+	unsigned long pgmigrate_fail;	    /* folios tried and not moved */
+	unsigned long compact_success;	    /* compaction runs that freed a 2 MiB block */
+	unsigned long compact_fail;	    /* compaction runs that freed none */
+	unsigned long migrate_pinned_skips; /* folios left in place: pinned or another extra
+					     * reference */
 };
 
 /**

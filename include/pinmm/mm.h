@@ -2,29 +2,59 @@
 /*
  * pinmm/mm.h - address spaces: mmap, munmap, mprotect, madvise, faults and user-mode access.
  *
- * Errors are Linux's, with these choices where Linux is loose or the contract fixes them:
- *  - pm_mmap: len == 0 or a length that overflows when rounded up to a page -> -EINVAL;
- *    unknown prot/flags bits, neither or both of SHARED/PRIVATE, an unaligned offset, or a file
- *    together with PM_MAP_ANONYMOUS -> -EINVAL; no file without PM_MAP_ANONYMOUS -> -EBADF;
- *    a shmem object of another machine than @mm's -> -EINVAL;
- *    PM_MAP_FIXED at an unaligned address -> -EINVAL, below PM_USER_MIN -> -EPERM, beyond
- *    PM_TASK_SIZE -> -ENOMEM; no free range -> -ENOMEM. A hint that is free is used as is.
- *    Anonymous mappings whose length is a multiple of 2 MiB are placed 2 MiB-aligned (Linux
- *    6.12+), so THP can back them. mmap never fails for lack of frames (overcommit).
+ * Errors are Linux's (6.18, x86-64: do_mmap, do_mprotect_pkey, madvise), in Linux's order,
+ * with these choices where Linux is loose or the contract fixes them:
+ *  - pm_mmap: an unaligned offset -> -EINVAL; no file without PM_MAP_ANONYMOUS -> -EBADF (with
+ *    it, the file is ignored, as the fd is); a shmem object of another machine than @mm's ->
+ *    -EINVAL; len == 0 -> -EINVAL; a length that wraps when rounded up to a page -> -ENOMEM
+ *    (to 2 MiB for hugetlb: 0, so -EINVAL); longer than PM_TASK_SIZE -> -ENOMEM. PM_MAP_FIXED
+ *    (and _NOREPLACE): ending beyond PM_TASK_SIZE -> -ENOMEM, an unaligned address -> -EINVAL,
+ *    below PM_USER_MIN -> -EPERM; no free range -> -ENOMEM; FIXED_NOREPLACE over a mapping ->
+ *    -EEXIST. Then, as do_mmap checks once the address is chosen: a mapping of an object
+ *    reaching past PM_SHMEM_MAX_BYTES -> -EOVERFLOW; the type nibble (flags & 0x0f) other than
+ *    PM_MAP_SHARED, PM_MAP_PRIVATE or PM_MAP_SHARED_VALIDATE -> -EINVAL (Linux's MAP_DROPPABLE,
+ *    0x08, too: pinmm has no reclaim to drop pages); PM_MAP_SHARED_VALIDATE with a flag
+ *    outside Linux's legacy set (MAP_SYNC, PM_MAP_FIXED_NOREPLACE, unknown bits) ->
+ *    -EOPNOTSUPP, and on anonymous memory other than hugetlb (which Linux maps through an
+ *    object) -> -EINVAL. Unknown prot bits (PROT_SEM too) and unknown flag bits are ignored,
+ *    as Linux ignores them; PM_MAP_SHARED ignores what SHARED_VALIDATE would refuse. Linux's
+ *    MAP_32BIT (0x40), MAP_ABOVE4G (0x80), MAP_GROWSDOWN (0x100) and MAP_LOCKED (0x2000) are
+ *    -EINVAL: pinmm does not implement them yet, and a mapping without their effect would be
+ *    a silent difference. A failed PM_MAP_FIXED mmap leaves the old mapping in place
+ *    (pinmm's choice: Linux may leave a hole).
+ *    PM_PROT_EXEC is kept (VM_EXEC) and reported by pm_mm_maps; nothing executes, and an
+ *    exec-only mapping reads as on x86 without protection keys (slow GUP needs PROT_READ).
+ *    PM_MAP_NONBLOCK cancels PM_MAP_POPULATE; PM_MAP_STACK sets VM_NOHUGEPAGE (6.7+);
+ *    PM_MAP_NORESERVE keeps the VMA from merging with others (VM_NORESERVE) and makes a
+ *    hugetlb mapping reserve nothing (below). A non-fixed mapping's hint is masked down to its
+ *    page (round_hint_to_min) and used if free. Anonymous mappings whose length is a multiple
+ *    of 2 MiB are placed 2 MiB-aligned (Linux 6.12+), so THP can back them. mmap never fails
+ *    for lack of frames (overcommit).
  *  - pm_munmap: unaligned addr, len == 0, or a range outside the user space -> -EINVAL.
- *  - pm_mprotect / pm_madvise: unaligned addr or unknown bits -> -EINVAL; len == 0 -> 0 (as
- *    Linux); a hole in the range -> -ENOMEM, after applying the change up to the hole
- *    (mprotect) or to every mapped part (madvise), as Linux.
+ *  - pm_mprotect: unaligned addr -> -EINVAL; len == 0 -> 0 and a length that wraps -> -ENOMEM,
+ *    whatever prot says; prot bits other than READ, WRITE, EXEC and PROT_SEM (0x8, accepted
+ *    and ignored) -> -EINVAL. PROT_GROWSDOWN (0x01000000) and PROT_GROWSUP (0x02000000):
+ *    both -> -EINVAL; either -> -ENOMEM on a hole, else -EINVAL (no VMA grows: pinmm has no
+ *    MAP_GROWSDOWN yet, x86 no VM_GROWSUP).
+ *  - pm_madvise: unknown advice or an unaligned addr -> -EINVAL; len == 0 -> 0; a length
+ *    that wraps -> -EINVAL.
+ *  - pm_mprotect / pm_madvise: a hole in the range -> -ENOMEM, after applying the change up
+ *    to the hole (mprotect) or to every mapped part (madvise), as Linux.
  *  - Hugetlb mappings (PM_MAP_HUGETLB, or any mapping of a pm_shmem_create_hugetlb object), as
  *    Linux: the length rounds up to 2 MiB; PM_MAP_HUGETLB with a file that is not a hugetlb
- *    object, a PM_MAP_FIXED address or an offset not 2 MiB aligned -> -EINVAL; the pages are
- *    reserved from the machine's pool at mmap time (private mappings per mapping, shared ones
- *    per object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
- *    faults never fail for lack of pool pages. A fork child has no reservation: its COW of a
- *    private hugetlb page takes a free pool page or fails with -EFAULT (SIGBUS). munmap,
- *    mprotect and madvise that would cut a 2 MiB page -> -EINVAL, except MADV_DONTNEED, which
- *    needs a 2 MiB aligned start and rounds its end down; it gives private pages back to the
- *    pool and restores their reservation (Linux 6.9+). Hugetlb folios are never split.
+ *    object, anonymous PM_MAP_HUGETLB asking a page size other than 2 MiB (flags >> 26, Linux's
+ *    MAP_HUGE_SHIFT: 0 or 21), a PM_MAP_FIXED address or an offset not 2 MiB aligned ->
+ *    -EINVAL; a hint is masked to its page, then rounded up to 2 MiB. The pages are reserved
+ *    from the machine's pool at mmap time (private mappings per mapping, shared ones per
+ *    object range) and a mapping the pool cannot cover is -ENOMEM, so the mapping's own
+ *    faults never fail for lack of pool pages. With PM_MAP_NORESERVE nothing is reserved:
+ *    its faults take a pool page nobody was promised (a shared one also the object's
+ *    reservation for that page, if another mapping made it) or fail with -EFAULT (SIGBUS).
+ *    A fork child has no reservation: its COW of a private hugetlb page takes a free pool
+ *    page or fails with -EFAULT (SIGBUS). munmap, mprotect and madvise that would cut a 2 MiB
+ *    page -> -EINVAL, except MADV_DONTNEED, which needs a 2 MiB aligned start and rounds its
+ *    end down; it gives private pages back to the pool and restores their reservation (Linux
+ *    6.9+). Hugetlb folios are never split.
  *  - Splitting a VMA may need memory: -ENOMEM, with nothing changed. Splitting a PMD (THP)
  *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
  *    for lack of memory.
@@ -120,6 +150,105 @@ PM_API int pm_mm_notifier_register(struct pm_mm_notifier *mn, struct pm_mm *mm);
 PM_API void pm_mm_notifier_unregister(struct pm_mm_notifier *mn, struct pm_mm *mm);
 /** pm_mm_machine() - the machine an address space lives in; NULL for NULL or a dead one. */
 PM_API struct pm_machine *pm_mm_machine(struct pm_mm *mm);
+
+/*
+ * Introspection: what /proc/PID/maps, smaps, pagemap, /proc/kpageflags, /proc/kpagecount and
+ * mincore(2) show, for tests and tools. Each call holds @mm's lock for read over its span (as
+ * the slow GUP does), takes no page reference and faults nothing in; what it returns is a
+ * snapshot, which concurrent faults, zaps and pins may make stale at once, as /proc's is.
+ * A NULL or dead @mm is -EINVAL.
+ */
+struct pm_map_info {		   /* one VMA, as a line of /proc/PID/maps shows it */
+	unsigned long start, end;
+	unsigned prot;		   /* PM_PROT_* */
+	unsigned flags;		   /* PM_MAP_SHARED or PM_MAP_PRIVATE, | PM_MAP_ANONYMOUS,
+				    * PM_MAP_HUGETLB */
+	unsigned long pgoff;	   /* Linux's vm_pgoff: in the object, in 4 KiB pages; private
+				    * anonymous: the address >> 12 where first mapped (kept by a
+				    * move once faulted); shared anonymous: 0 at mmap */
+	const struct pm_shmem *shmem; /* the object mapped (borrowed: never pm_shmem_put); NULL
+				    * for private anonymous memory */
+	unsigned vmflags;	   /* PM_VMF_* below: smaps' VmFlags that pinmm keeps */
+	unsigned long rss_pages;   /* smaps Rss in 4 KiB pages: zero pages not counted;
+				    * hugetlb 0 */
+	unsigned long anon_pages;  /* smaps Anonymous */
+	unsigned long anon_huge_pages; /* smaps AnonHugePages, in 4 KiB pages */
+};
+#define PM_VMF_LOCKED 0x01	/* lo */
+#define PM_VMF_GROWSDOWN 0x02	/* gd */
+#define PM_VMF_HUGEPAGE 0x04	/* hg */
+#define PM_VMF_NOHUGEPAGE 0x08	/* nh */
+#define PM_VMF_DONTCOPY 0x10	/* dc (MADV_DONTFORK) */
+#define PM_VMF_WIPEONFORK 0x20	/* wf */
+
+/**
+ * pm_mm_maps() - fill up to @max entries with the VMAs that end above @start, in address
+ * order, as /proc/PID/maps lists them (adjacent mappings that merged are one entry), with
+ * smaps' Rss, Anonymous and AnonHugePages.
+ *
+ * As Linux: a private anonymous hugetlb mapping is backed by an internal object
+ * (hugetlb_file_setup), so its pgoff is the offset in that object, 0 at mmap; @shmem is NULL
+ * for it all the same. Rss counts present pages other than zero pages (a PTE one each, a
+ * PMD-mapped THP 512); Anonymous those of anonymous folios (private anonymous memory and
+ * private COW copies of an object's pages); AnonHugePages the anonymous ones mapped by a PMD.
+ * Hugetlb mappings count 0 in all three (smaps shows them as *_Hugetlb).
+ *
+ * Return: the number of entries filled (0: no VMA ends above @start, @start at or beyond
+ * PM_TASK_SIZE, or @max 0); -EINVAL (NULL or dead @mm, @max < 0); -EFAULT (@out NULL while
+ * there was something to fill).
+ */
+PM_API long pm_mm_maps(struct pm_mm *mm, unsigned long start, struct pm_map_info *out, long max);
+
+#define PM_PAGE_PRESENT 0x001	     /* mapped in this mm (pagemap bit 63) */
+#define PM_PAGE_EXCLUSIVE 0x002	     /* pagemap bit 56: present, not a zero page,
+				      * mapcount == 1 */
+#define PM_PAGE_ANON 0x004	     /* kpageflags ANON: private anonymous and private hugetlb
+				      * pages; not shmem, shared anonymous or zero pages */
+#define PM_PAGE_ZERO 0x008	     /* a zero page (kpageflags ZERO_PAGE; the huge one:
+				      * ZERO|THP) */
+#define PM_PAGE_THP 0x010	     /* part of a PMD-mappable large folio (kpageflags THP) */
+#define PM_PAGE_HUGETLB 0x020	     /* kpageflags HUGE */
+#define PM_PAGE_DIRTY 0x040	     /* the folio's dirty flag (kpageflags DIRTY) */
+/* pinmm only: no host interface shows these */
+#define PM_PAGE_ANON_EXCLUSIVE 0x100 /* PageAnonExclusive: a PTE mapping's page; a PMD
+				      * mapping's head */
+#define PM_PAGE_MAYBE_PINNED 0x200   /* folio_maybe_dma_pinned */
+#define PM_PAGE_WRITABLE 0x400	     /* the entry maps it writable */
+struct pm_page_info {
+	uint64_t pfn;	   /* the frame mapped (pm_pfn_to_page()); 0 when not present */
+	unsigned flags;	   /* PM_PAGE_* */
+	unsigned mapcount; /* as /proc/kpagecount */
+};
+
+/**
+ * pm_pagemap() - one entry per 4 KiB page of [@addr, @addr + @nr * 4096): pagemap,
+ * kpageflags and kpagecount of the page mapped there, in one call. Pages not present (holes
+ * between VMAs included) give an entry of zeros. mapcount is /proc/kpagecount's: the page's
+ * PTE mappings plus its folio's PMD mappings; hugetlb: the folio's; zero pages 0. A THP stays
+ * PM_PAGE_THP when its PMD mapping is split into PTEs (the folio is not split).
+ *
+ * Return: the number of entries filled, @nr or fewer past the top of the address space
+ * (PM_TASK_SIZE; 0 from there on, as a read of pagemap there); -EINVAL (NULL or dead @mm;
+ * @addr not page aligned: pinmm's choice, pagemap's offsets are per page); -EFAULT (@out
+ * NULL while there was something to fill). @nr 0 is 0.
+ */
+PM_API long pm_pagemap(struct pm_mm *mm, unsigned long addr, unsigned long nr,
+		       struct pm_page_info *out);
+
+/**
+ * pm_mincore() - mincore(2), mm/mincore.c's rules: one byte per 4 KiB page of [@addr,
+ * @addr + @len) (@len rounded up to a page), 1 if resident, else 0. Anonymous memory: 1 if
+ * mapped (the zero page too). An object's mappings, shared or private, shmem or shared
+ * anonymous: 1 if mapped here, else if the object's page cache holds the page (whether or not
+ * any mm maps it). Hugetlb mappings: 1 if mapped in @mm. Pages are filled VMA by VMA; a hole
+ * stops the walk with the bytes before it written.
+ *
+ * Return: 0; -EINVAL (NULL or dead @mm, @addr not page aligned); -ENOMEM (the range reaches
+ * past PM_TASK_SIZE or wraps, even with @len 0, or part of it is not mapped); -EFAULT (@vec
+ * NULL, where Linux's copy_to_user fails: once the first VMA was found). @len 0 is 0.
+ */
+PM_API int pm_mincore(struct pm_mm *mm, unsigned long addr, unsigned long len,
+		      unsigned char *vec);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,6 @@
  */
 #include "internal.h"
 
-#define VM_FAULT_FALLBACK 1
-
 bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
 {
 	unsigned long haddr = addr & PMD_MASK;
@@ -25,8 +23,8 @@ bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
 }
 
 /* A fault on an empty PTE of an anonymous VMA. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			  unsigned long addr, unsigned fault_flags)
+vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				 unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
@@ -36,11 +34,11 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 
 	assert_fault_locked(vma);
 	if (!(fault_flags & FAULT_FLAG_WRITE)) {
-		entry = pm__mk_pte(vma, page_to_pfn(m, m->zero_page), false, false);
+		entry = mk_pte(page_to_pfn(m, m->zero_page), vma_is_accessible(vma), false, false);
 		entry.val |= _PAGE_SPECIAL;
 		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 		if (!ptep)
-			return -EAGAIN;
+			return VM_FAULT_AGAIN;
 		if (pte_none(ptep_get(ptep)))
 			set_pte(ptep, entry);
 		pm_spin_unlock(ptl);
@@ -49,20 +47,21 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 
 	folio = pm__folio_alloc(m, 0, PM_ALLOC_ZERO);
 	if (!folio)
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
-	entry = pm__mk_pte(vma, page_to_pfn(m, &folio->page), vma->flags & VM_WRITE, true);
+	entry = mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma), vma->flags & VM_WRITE,
+		       true);
 
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep) {
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	if (!pte_none(ptep_get(ptep))) {
 		/* Someone mapped it meanwhile (maybe the zero page): look again. */
 		pm_spin_unlock(ptl);
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&folio->page.xmapcount, 1);
 	set_pte(ptep, entry); /* the folio's reference now belongs to this mapping */
@@ -72,16 +71,16 @@ int pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 
 /*
  * A fault on an empty PMD of a THP-suitable VMA. Context: mmap_lock or the VMA's lock held (fault path).
- * Return: 0 (mapped), -EAGAIN (the PMD changed meanwhile: look again), VM_FAULT_FALLBACK
- * (no 2 MiB block: use 4 KiB pages).
+ * Return: 0 (mapped), VM_FAULT_AGAIN (the PMD changed meanwhile: look again),
+ * VM_FAULT_FALLBACK (no 2 MiB block: use 4 KiB pages).
  */
-int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
+vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *pml;
 	struct pm_folio *folio;
-	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
 	pm_entry_t *deposit;
+	pmd_t entry;
 
 	assert_fault_locked(vma);
 	/*
@@ -100,10 +99,8 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	}
 	/* AnonExclusive on the head covers the PMD mapping. */
 	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
-	if (vma->flags & (VM_READ | VM_WRITE))
-		bits |= _PAGE_USER;
-	if (vma->flags & VM_WRITE)
-		bits |= _PAGE_RW;
+	entry = mk_huge_pmd(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
+			    vma->flags & VM_WRITE);
 
 	pml = pm__pmd_lockptr(mm, pmdp);
 	pm_spin_lock(pml);
@@ -111,11 +108,11 @@ int pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 		pm_spin_unlock(pml);
 		folio_put(folio);
 		pm__pte_free_now(m, deposit);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
 	pm__pgtable_deposit(mm, pmdp, deposit);
-	set_pmd(pmdp, pfn_pmd(page_to_pfn(m, &folio->page), bits));
+	set_pmd(pmdp, entry);
 	pm_spin_unlock(pml);
 	count_event(m, THP_FAULTS, 1);
 	return 0;

@@ -22,13 +22,14 @@
  * PMD leaves: an exclusive (or sole-reference) THP is reused whole; otherwise the PMD mapping
  * is split into a PTE table (pgtable/huge_memory.c: from the deposited table, so it needs no
  * memory and never splits the folio) and the fault is retried at 4 KiB, as
- * do_huge_pmd_wp_page does.
+ * do_huge_pmd_wp_page does. The leaf's lock-and-recheck and its reuse are hugetlb's too
+ * (huge_pmd.c).
  */
 #include "internal.h"
 
 /* A write or unshare fault on a read-only PTE. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
-		   unsigned fault_flags)
+vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			  unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	bool unshare = fault_flags & FAULT_FLAG_UNSHARE;
@@ -41,11 +42,11 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 	assert_fault_locked(vma);
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep)
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	pte = ptep_get(ptep);
 	if (!pte_present(pte)) {
 		pm_spin_unlock(ptl);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	if (pte_write(pte)) {
 		pm_spin_unlock(ptl);
@@ -70,7 +71,7 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 	if (!new) {
 		if (src)
 			folio_put(src);
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	}
 	if (src)
 		memcpy(page_address(m, &new->page), page_address(m, page), PAGE_SIZE);
@@ -83,11 +84,11 @@ int pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsig
 		folio_put(new);
 		if (src)
 			folio_put(src);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&new->page.xmapcount, 1);
-	atomic_xchg_mb(ptep, pm__mk_pte(vma, page_to_pfn(m, &new->page),
-					!unshare && (vma->flags & VM_WRITE), !unshare).val);
+	atomic_xchg_mb(ptep, mk_pte(page_to_pfn(m, &new->page), vma_is_accessible(vma),
+				    !unshare && (vma->flags & VM_WRITE), !unshare).val);
 	if (src) {
 		atomic_sub_relaxed(&page->xmapcount, 1);
 		folio_put(src); /* the old mapping's reference */
@@ -106,73 +107,13 @@ reuse:
 	return 0;
 }
 
-/**
- * pm__wp_huge_pmd_lock() - the start of a write or unshare fault on a PMD leaf, THP or hugetlb
- * (do_huge_pmd_wp_page, hugetlb_wp): take the PMD lock and read the entry again.
- * Return: the folio of the read-only leaf, now *@pmd, with the PMD lock held; or NULL with the
- * lock dropped and *@ret the fault's answer: -EAGAIN (no longer a leaf: look again) or 0
- * (writable already: nothing to do).
- * Context: mmap_lock or the VMA's lock held (fault path).
- */
-struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t *pmd, int *ret)
-{
-	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-
-	fault_assert_held(mm);
-	pm_spin_lock(pml);
-	*pmd = pmdp_get(pmdp);
-	if (!pmd_leaf(*pmd) || pmd_write(*pmd)) {
-		pm_spin_unlock(pml);
-		*ret = pmd_leaf(*pmd) ? 0 : -EAGAIN;
-		return NULL;
-	}
-	return page_folio(pfn_to_page(mm->m, pmd_pfn(*pmd)));
-}
-
-/**
- * pm__wp_huge_pmd_can_reuse_locked() - may the leaf's @folio be reused in place? If it is
- * anonymous and exclusive, or @sole (the caller's test that this mapping is its only user:
- * refcount 1 for a THP, mapcount 1 for hugetlb); then it becomes exclusive.
- * Context: the PMD lock @pml (pm__wp_huge_pmd_lock()).
- */
-bool pm__wp_huge_pmd_can_reuse_locked(struct pm_spinlock *pml, struct pm_folio *folio, bool sole)
-{
-	pm_assert_locked(pml);
-	if (!folio_test_anon(folio))
-		return false;
-	if (page_anon_exclusive(&folio->page))
-		return true;
-	if (!sole)
-		return false;
-	page_set(&folio->page, PG_anon_exclusive);
-	return true;
-}
-
-/**
- * pm__wp_huge_pmd_reuse_locked() - reuse the read-only leaf @pmd at *@pmdp in place: writable
- * for a write on a writable VMA (an unshare leaves it read-only); drop the PMD lock.
- * Context: the PMD lock (pm__wp_huge_pmd_lock()). Return: 0.
- */
-int pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				 pmd_t pmd, bool unshare)
-{
-	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-
-	pm_assert_locked(pml);
-	if (!unshare && (vma->flags & VM_WRITE))
-		set_pmd(pmdp, pmd_mkwrite(pmd));
-	pm_spin_unlock(pml);
-	count_event(mm->m, COW_REUSES, 1);
-	return 0;
-}
-
 /* The same for a read-only PMD leaf. Context: mmap_lock or the VMA's lock held (fault path). */
-int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			    unsigned long addr, unsigned fault_flags)
+vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				   unsigned long addr, unsigned fault_flags)
 {
 	struct pm_folio *folio;
+	vm_fault_t ret;
 	pmd_t pmd;
-	int ret;
 
 	assert_fault_locked(vma);
 	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
@@ -184,5 +125,5 @@ int pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pm
 						    fault_flags & FAULT_FLAG_UNSHARE);
 	pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
 	pm__split_huge_pmd(mm, pmdp);
-	return -EAGAIN;
+	return VM_FAULT_AGAIN;
 }

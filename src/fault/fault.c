@@ -6,7 +6,7 @@
  * The pattern everywhere below: read the entry without a lock; allocate, zero or copy with no
  * lock held; take the narrowest lock (the PTE table's PTL, or the PMD lock for a 2 MiB leaf);
  * re-check that the entry is what we based the decision on; commit, or back out and let the
- * dispatcher look again (-EAGAIN).
+ * dispatcher look again (VM_FAULT_AGAIN).
  *
  * Locking: every handler runs with mmap_lock held for read (or write), or with the VMA's own
  * lock (FAULT_FLAG_VMA_LOCK; see mm/vma_lock.c), and asserts it (assert_fault_locked), so the
@@ -14,19 +14,6 @@
  * faults, MADV_DONTNEED and truncation change them under their locks concurrently.
  */
 #include "internal.h"
-
-pte_t pm__mk_pte(struct pm_vma *vma, unsigned long pfn, bool writable, bool dirty)
-{
-	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED;
-
-	if (vma->flags & (VM_READ | VM_WRITE))
-		bits |= _PAGE_USER;
-	if (writable)
-		bits |= _PAGE_RW;
-	if (dirty)
-		bits |= _PAGE_DIRTY;
-	return pfn_pte(pfn, bits);
-}
 
 /* Would an unshare fault change anything for this read-only mapped page? */
 static bool needs_unshare(struct pm_page *page, bool special)
@@ -47,37 +34,37 @@ static bool needs_unshare(struct pm_page *page, bool special)
  * the result is then an exclusive page mapped read-only).
  * Context: mmap_lock held, or @vma's read lock (FAULT_FLAG_VMA_LOCK); assert_fault_locked,
  * as the handlers below.
- * Return: 0, -EFAULT (SIGBUS), -ENOMEM.
+ * Return: 0, VM_FAULT_SIGBUS or VM_FAULT_OOM (VM_FAULT_AGAIN and VM_FAULT_FALLBACK end here).
  */
-int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
-			unsigned fault_flags)
+vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+			       unsigned fault_flags)
 {
 	pm_entry_t *pmdp;
 
 	assert_fault_locked(vma);
 	count_event(mm->m, FAULTS, 1);
 	if (is_vm_hugetlb_page(vma))
-		return pm__hugetlb_fault(mm, vma, addr, fault_flags); /* fault/hugetlb.c */
+		return pm__hugetlb_fault(mm, vma, addr, fault_flags); /* fault/hugetlb_fault.c */
 	pmdp = pm__pmd_alloc(mm, addr);
 	if (!pmdp)
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	for (;;) {
 		pmd_t pmd = pmdp_get(pmdp);
 		pm_entry_t *ptep;
+		vm_fault_t ret;
 		pte_t pte;
-		int ret;
 
 		if (pmd_none(pmd)) {
 			if (pm__thp_vma_suitable(vma, addr)) {
 				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp);
-				if (ret == -EAGAIN)
+				if (ret & VM_FAULT_AGAIN)
 					continue;
-				if (ret <= 0)
+				if (!(ret & VM_FAULT_FALLBACK))
 					return ret;
-				/* VM_FAULT_FALLBACK: go on at PTE level. */
+				/* No 2 MiB block: go on at PTE level. */
 			}
 			if (pm__pte_alloc(mm, pmdp))
-				return -ENOMEM;
+				return VM_FAULT_OOM;
 			continue;
 		}
 		if (pmd_leaf(pmd)) {
@@ -85,7 +72,7 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 			    ((fault_flags & FAULT_FLAG_UNSHARE) && !pmd_write(pmd) &&
 			     needs_unshare(pfn_to_page(mm->m, pmd_pfn(pmd)), false))) {
 				ret = pm__do_huge_pmd_wp_page(mm, vma, pmdp, addr, fault_flags);
-				if (ret == -EAGAIN)
+				if (ret & VM_FAULT_AGAIN)
 					continue;
 				return ret;
 			}
@@ -105,7 +92,7 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		} else {
 			ret = 0;
 		}
-		if (ret == -EAGAIN)
+		if (ret & VM_FAULT_AGAIN)
 			continue;
 		return ret;
 	}
@@ -113,7 +100,7 @@ int pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 
 static bool access_error(struct pm_vma *vma, bool write)
 {
-	return write ? !(vma->flags & VM_WRITE) : !(vma->flags & (VM_READ | VM_WRITE));
+	return write ? !(vma->flags & VM_WRITE) : !vma_is_accessible(vma);
 }
 
 /*
@@ -127,7 +114,7 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 	bool write = flags & PM_FAULT_WRITE;
 	unsigned fault_flags = write ? FAULT_FLAG_WRITE : 0;
 	struct pm_vma *vma;
-	int ret;
+	vm_fault_t fault;
 
 	if (pm__mm_bad(mm) || (flags & ~PM_FAULT_WRITE))
 		return -EINVAL;
@@ -139,13 +126,14 @@ int pm_fault(struct pm_mm *mm, unsigned long addr, unsigned flags)
 	if (!vma)
 		goto lock_mmap;
 	if (unlikely(access_error(vma, write)))
-		ret = -EFAULT;
+		fault = VM_FAULT_SIGSEGV;
 	else
-		ret = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, fault_flags | FAULT_FLAG_VMA_LOCK);
+		fault = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK,
+					    fault_flags | FAULT_FLAG_VMA_LOCK);
 	pm__vma_end_read(vma);
-	if (ret != VM_FAULT_RETRY) {
+	if (!(fault & VM_FAULT_RETRY)) {
 		count_event(mm->m, VMA_LOCK_SUCCESS, 1);
-		return ret;
+		return vm_fault_to_errno(fault);
 	}
 	count_event(mm->m, VMA_LOCK_RETRY, 1);
 
@@ -153,9 +141,9 @@ lock_mmap:
 	mmap_read_lock_range(mm, addr, addr + 1);
 	vma = pm__find_vma(mm, addr);
 	if (!vma || vma->start > addr || access_error(vma, write))
-		ret = -EFAULT;
+		fault = VM_FAULT_SIGSEGV;
 	else
-		ret = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, fault_flags);
+		fault = pm__handle_mm_fault(mm, vma, addr & PAGE_MASK, fault_flags);
 	mmap_read_unlock(mm);
-	return ret;
+	return vm_fault_to_errno(fault);
 }

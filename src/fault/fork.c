@@ -14,8 +14,8 @@
  *  - every other anonymous page loses AnonExclusive and is write-protected in both: the first
  *    write on either side copies or reuses it (cow.c).
  * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
- * be is shared at PMD level, write-protected. Private hugetlb VMAs are copied by
- * fault/hugetlb.c the same way, a 2 MiB page at a time (copied whole, never split); the child
+ * be is shared at PMD level, write-protected (huge_pmd.c). Private hugetlb VMAs are copied by
+ * fault/hugetlb_fault.c the same way, a 2 MiB page at a time (copied whole, never split); the child
  * gets no reservation.
  *
  * Concurrency. Fork holds the parent's mmap_lock for write and write-locks each of its VMAs,
@@ -36,13 +36,6 @@
  * longer exclusive, which only costs it a reuse fault.
  */
 #include "internal.h"
-
-static void share_anon_page(struct pm_page *page)
-{
-	/* Order the "may it be pinned?" test before the clear, as folio_try_dup_anon_rmap. */
-	pm_smp_mb();
-	page_clear(page, PG_anon_exclusive);
-}
 
 /* Copy one PTE table's worth of [addr, end). Return: 0 or -ENOMEM. */
 static int copy_pte_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma,
@@ -90,8 +83,8 @@ again:
 			memcpy(page_address(m, &copy->page), page_address(m, page), PAGE_SIZE);
 			folio_set_flags_new(copy, PGF(PG_anon) | PGF(PG_anon_exclusive));
 			atomic_store_relaxed(&copy->page.xmapcount, 1);
-			set_pte(dst_ptep, pm__mk_pte(vma, page_to_pfn(m, &copy->page),
-						     vma->flags & VM_WRITE, true));
+			set_pte(dst_ptep, mk_pte(page_to_pfn(m, &copy->page), vma_is_accessible(vma),
+						 vma->flags & VM_WRITE, true));
 			count_event(m, FORK_PINNED_COPIES, 1);
 			continue;
 		}
@@ -114,44 +107,11 @@ out:
 	return 0;
 }
 
-/**
- * pm__fork_share_huge_pmd_locked() - map the leaf @pmd of the parent's *@src_pmdp (its folio
- * @folio) at the child's *@dst_pmdp too, write-protected in both, once the caller has found
- * that the folio need not be copied (may not be pinned): an anonymous folio stops being
- * exclusive and the parent's leaf loses write; the folio gains a reference and a PMD mapping.
- * @deposit, if not NULL, becomes the child leaf's deposited table (a THP; hugetlb leaves have
- * none). Shared by THP (copy_huge_pmd) and hugetlb (fault/hugetlb.c).
- * Context: fork, the parent's PMD lock held; the child's nests inside it (only fork does this).
- */
-void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,
-				    pm_entry_t *src_pmdp, pmd_t pmd, struct pm_folio *folio,
-				    pm_entry_t *deposit)
-{
-	struct pm_spinlock *dst_pml = pm__pmd_lockptr(dst, dst_pmdp);
-
-	pm_assert_locked(pm__pmd_lockptr(src, src_pmdp));
-	mmap_assert_write_locked(src);
-	if (folio_test_anon(folio)) {
-		share_anon_page(&folio->page);
-		if (pmd_write(pmd)) {
-			pmd = pmd_wrprotect(pmd);
-			set_pmd(src_pmdp, pmd);
-		}
-	}
-	folio_get_refs(folio, 1);
-	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	pm_spin_lock(dst_pml);
-	if (deposit)
-		pm__pgtable_deposit(dst, dst_pmdp, deposit);
-	set_pmd(dst_pmdp, pmd_wrprotect(pmd));
-	pm_spin_unlock(dst_pml);
-}
-
 /*
  * Share a PMD-mapped THP with the child, write-protected in both; @deposit becomes the child
- * leaf's deposited table (used only when 0 is returned).
- * Return: 0, 1 if the THP may be pinned (the caller splits it and copies at PTE level), or
- * -EAGAIN if the PMD changed.
+ * leaf's deposited table (used only when PM_FORK_LEAF_SHARED is returned).
+ * Return: PM_FORK_LEAF_SHARED, PM_FORK_LEAF_COPY if the THP may be pinned (the caller splits it
+ * and copies at PTE level), or -EAGAIN if the PMD changed.
  */
 static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_pmdp,
 			 pm_entry_t *src_pmdp, pm_entry_t *deposit)
@@ -167,14 +127,13 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 		return -EAGAIN;
 	}
 	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
-	if (mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
-	    page_anon_exclusive(&folio->page)) {
+	if (fork_leaf_needs_copy(src, folio)) {
 		pm_spin_unlock(pml);
-		return 1;
+		return PM_FORK_LEAF_COPY;
 	}
 	pm__fork_share_huge_pmd_locked(dst, src, dst_pmdp, src_pmdp, pmd, folio, deposit);
 	pm_spin_unlock(pml);
-	return 0;
+	return PM_FORK_LEAF_SHARED;
 }
 
 static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma)
@@ -200,15 +159,15 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 			if (!deposit)
 				return -ENOMEM;
 			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp, deposit);
-			if (ret)
+			if (ret != PM_FORK_LEAF_SHARED)
 				pm__pte_free_now(dst->m, deposit);
 			if (ret == -EAGAIN) {
 				next = addr;
 				continue;
 			}
-			if (ret == 0)
+			if (ret == PM_FORK_LEAF_SHARED)
 				continue;
-			/* May be pinned: split it, and copy at PTE level below. */
+			/* PM_FORK_LEAF_COPY: split it, and copy at PTE level below. */
 			pm__split_huge_pmd(src, src_pmdp);
 		}
 		if (pm__pte_alloc(dst, dst_pmdp))

@@ -69,12 +69,20 @@
  *     slots under the leaf's lock, which the fault's insert holds, so one of them sees the
  *     other.
  *
+ * (d) Another fault finds that page in the cache before (c) takes it out, and maps it after
+ *     truncate's zap went by: PG_shmem is still set, so (a) and (b) do not stop it. So
+ *     shmem_map() also reads the size, under the PTL and after its barrier, as it reads
+ *     PG_shmem: truncate's size store comes before its clear, so the pairings of (a) and (b)
+ *     make the fault see the new size wherever they make it see the clear, and it looks again
+ *     (then SIGBUS).
+ *
  * To summarize:
  *  1) A page-cache page is mapped only under a PTL, and only while PG_shmem is set.
  *  2) Truncate clears PG_shmem before it zaps, with a full barrier between, and the fault
  *     takes the PTL and a full barrier before it tests PG_shmem: so the zap removes every PTE
  *     a racing fault installed, or the fault installs none (a, b).
- *  3) A page inserted at an index the new size excludes is taken out by the fault itself (c).
+ *  3) A page inserted at an index the new size excludes is taken out by the fault itself (c),
+ *     and mapped by no other fault meanwhile (d).
  *  4) Pinned pages live on until their last unpin: truncation drops only the cache's and the
  *     mappings' references.
  *
@@ -182,22 +190,24 @@ retry:
  * @cache - the page-cache page it is, or was copied from - is still in the cache: the PTL
  * orders this test against truncation's zap (see the top of the file).
  */
-static int shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
-		     struct pm_folio *folio, pte_t entry, struct pm_folio *cache)
+static vm_fault_t shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+			    struct pm_folio *folio, pte_t entry, struct pm_folio *cache,
+			    struct pm_shmem *f, unsigned long index)
 {
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 
 	if (!ptep) {
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	pm_smp_mb(); /* pairs with truncate's barrier before its zap */
-	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem)) {
-		/* Someone mapped it, or truncation took the page out: look again. */
+	if (!pte_none(ptep_get(ptep)) || !page_test(&cache->page, PG_shmem) ||
+	    index >= shmem_size_pages(f)) {
+		/* Someone mapped it, or truncation took the page out or is taking it: look again. */
 		pm_spin_unlock(ptl);
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_add_relaxed(&folio->page.xmapcount, 1);
 	set_pte(ptep, entry); /* our reference now belongs to the mapping */
@@ -213,41 +223,44 @@ static int shmem_map(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
  * exclusive anonymous copy instead (do_cow_fault) - installed only if the page it was copied
  * from is still in the cache, so truncation cannot miss it.
  * Context: mmap_lock or the VMA's lock held (fault path).
- * Return: 0, -EAGAIN (look again), -EFAULT (SIGBUS), -ENOMEM.
+ * Return: 0, VM_FAULT_AGAIN (look again), VM_FAULT_SIGBUS, VM_FAULT_OOM.
  */
-int pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp, unsigned long addr,
-		    unsigned fault_flags)
+vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			   unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	bool write = fault_flags & FAULT_FLAG_WRITE;
 	bool shared = vma->flags & VM_SHARED;
+	unsigned long index = vma_pgoff(vma, addr);
 	struct pm_folio *folio, *copy;
+	vm_fault_t ret;
 	int err = 0;
 
 	assert_fault_locked(vma);
-	folio = shmem_get_folio(vma->file, vma_pgoff(vma, addr), &err);
+	folio = shmem_get_folio(vma->file, index, &err);
 	if (!folio)
-		return err;
+		return vmf_error(err);
 	if (shared || !write)
 		return shmem_map(mm, pmdp, addr, folio,
-				 pm__mk_pte(vma, page_to_pfn(m, &folio->page),
-					    shared && (vma->flags & VM_WRITE), write),
-				 folio);
+				 mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
+					shared && (vma->flags & VM_WRITE), write),
+				 folio, vma->file, index);
 
 	copy = pm__folio_alloc(m, 0, 0);
 	if (!copy) {
 		folio_put(folio);
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	}
 	memcpy(page_address(m, &copy->page), page_address(m, &folio->page), PAGE_SIZE);
 	folio_set_flags_new(copy, PGF(PG_anon) | PGF(PG_anon_exclusive));
-	err = shmem_map(mm, pmdp, addr, copy,
-			pm__mk_pte(vma, page_to_pfn(m, &copy->page), vma->flags & VM_WRITE, true),
-			folio);
+	ret = shmem_map(mm, pmdp, addr, copy,
+			mk_pte(page_to_pfn(m, &copy->page), vma_is_accessible(vma),
+			       vma->flags & VM_WRITE, true),
+			folio, vma->file, index);
 	folio_put(folio);
-	if (!err)
+	if (!ret)
 		count_event(m, COW_COPIES, 1);
-	return err;
+	return ret;
 }
 
 /* ---- truncate ---- */
@@ -292,7 +305,7 @@ static void zero_partial_page(struct pm_shmem *f, size_t pos)
 /*
  * A hugetlb object: sizes in whole 2 MiB pages, cache indices in 2 MiB units. The same steps
  * as below, with the reservations past the new size released; hugetlb_mutex orders the size
- * against a fault filling a hole (shmem/hugetlb.c), and the PMD lock and the barriers order
+ * against a fault filling a hole (shmem/hugetlbfs.c), and the PMD lock and the barriers order
  * PG_shmem against the mapping, as in (a) and (b) above with the PMD lock as the PTL.
  */
 static int hugetlb_truncate(struct pm_shmem *f, size_t size)
@@ -318,7 +331,7 @@ static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 			folio_put(batch[i]);
 	} while (n == ARRAY_SIZE(batch));
 	pm__shmem_hugetlb_unreserve_from(f, new_hp);
-	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb.c) */
+	pm_smp_mb(); /* pairs with the barrier in hugetlb_map_shared() (fault/hugetlb_fault.c) */
 	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER);
 	pthread_mutex_unlock(&f->truncate_lock);
 	return 0;

@@ -176,13 +176,16 @@ static bool can_follow_write(struct pm_vma *vma, unsigned flags, struct pm_page 
 	return !folio_is_zero(folio) && folio_test_anon(folio) && page_anon_exclusive(page);
 }
 
-#define FOLLOW_FAULT 1	 /* nothing usable mapped: fault it in */
-#define FOLLOW_UNSHARE 2 /* mapped, but a R/O pin needs an exclusive page first */
+/* follow_page()'s answers besides a page count and -ENOMEM: below every -errno (Linux's
+ * MAX_ERRNO bounds them), so that neither is ever taken for an error or an error for one. */
+#define MAX_ERRNO 4095
+#define FOLLOW_FAULT (-MAX_ERRNO - 1)	/* nothing usable mapped: fault it in */
+#define FOLLOW_UNSHARE (-MAX_ERRNO - 2) /* mapped, but a R/O pin needs an exclusive page first */
 
 /*
  * Take up to @nr references on the pages mapped from @addr in one leaf (a PTE, or the rest of
  * a 2 MiB PMD mapping), under the leaf's lock. @pages may be NULL (populate: no references).
- * Return: pages taken (> 0), FOLLOW_FAULT/FOLLOW_UNSHARE as negative values, or -ENOMEM.
+ * Return: pages taken (> 0), FOLLOW_FAULT, FOLLOW_UNSHARE, or -ENOMEM.
  */
 static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 			unsigned long nr, unsigned flags, struct pm_page **pages)
@@ -198,10 +201,10 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 	pte_t pte;
 
 	if (!pmdp)
-		return -FOLLOW_FAULT;
+		return FOLLOW_FAULT;
 	pmd = pmdp_get(pmdp);
 	if (pmd_none(pmd))
-		return -FOLLOW_FAULT;
+		return FOLLOW_FAULT;
 	if (pmd_leaf(pmd)) {
 		struct pm_folio *folio;
 		unsigned long idx = (addr & ~PMD_MASK) >> PAGE_SHIFT;
@@ -218,11 +221,11 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		folio = page_folio(page);
 		if (write && !pmd_write(pmd) && !can_follow_write(vma, flags, page)) {
 			pm_spin_unlock(ptl);
-			return -FOLLOW_FAULT;
+			return FOLLOW_FAULT;
 		}
 		if (!pmd_write(pmd) && pm__gup_must_unshare(vma, flags, page)) {
 			pm_spin_unlock(ptl);
-			return -FOLLOW_UNSHARE;
+			return FOLLOW_UNSHARE;
 		}
 		if (grab && !try_grab_folio(folio, (int)n, flags)) {
 			pm_spin_unlock(ptl);
@@ -243,16 +246,16 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 	pte = ptep_get(ptep);
 	if (!pte_present(pte)) {
 		pm_spin_unlock(ptl);
-		return -FOLLOW_FAULT;
+		return FOLLOW_FAULT;
 	}
 	page = pfn_to_page(m, pte_pfn(pte));
 	if (write && !pte_write(pte) && !can_follow_write(vma, flags, page)) {
 		pm_spin_unlock(ptl);
-		return -FOLLOW_FAULT;
+		return FOLLOW_FAULT;
 	}
 	if (!pte_write(pte) && pm__gup_must_unshare(vma, flags, page)) {
 		pm_spin_unlock(ptl);
-		return -FOLLOW_UNSHARE;
+		return FOLLOW_UNSHARE;
 	}
 	if (grab && !try_grab_folio(page_folio(page), 1, flags)) {
 		pm_spin_unlock(ptl);
@@ -302,20 +305,23 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 			i += (unsigned long)ret;
 			continue;
 		}
-		if (ret == -FOLLOW_FAULT || ret == -FOLLOW_UNSHARE) {
+		if (ret == FOLLOW_FAULT || ret == FOLLOW_UNSHARE) {
 			unsigned fflags;
+			vm_fault_t fault;
 
 			if (flags & FOLL_NOFAULT) {
 				err = -EFAULT;
 				break;
 			}
-			if (ret == -FOLLOW_UNSHARE)
+			if (ret == FOLLOW_UNSHARE)
 				fflags = FAULT_FLAG_UNSHARE;
 			else
 				fflags = (flags & FOLL_WRITE) ? FAULT_FLAG_WRITE : 0;
-			err = pm__handle_mm_fault(mm, vma, addr, fflags);
-			if (err)
+			fault = pm__handle_mm_fault(mm, vma, addr, fflags);
+			if (fault) {
+				err = vm_fault_to_errno(fault);
 				break;
+			}
 			continue;
 		}
 		err = ret;

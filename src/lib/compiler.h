@@ -37,7 +37,12 @@
 #define PM_DEBUG 0
 #endif
 
-/* Sanitizer detection, for the few places that must behave differently under them. */
+/*
+ * Sanitizer detection, for the few places that must behave differently under them. A build
+ * may set PM_TSAN itself: the trace build (mk/trace.mk) compiles with TSan's instrumentation
+ * but its own runtime, and passes -DPM_TSAN=0 so that liburcu and the real fences stay.
+ */
+#ifndef PM_TSAN
 #if defined(__SANITIZE_THREAD__)
 #define PM_TSAN 1
 #elif defined(__has_feature)
@@ -45,8 +50,14 @@
 #define PM_TSAN 1
 #endif
 #endif
+#endif
 #ifndef PM_TSAN
 #define PM_TSAN 0
+#endif
+
+/* The trace build (lib/trace.h, mk/trace.mk) sets PM_TRACE=1; every other build is 0. */
+#ifndef PM_TRACE
+#define PM_TRACE 0
 #endif
 
 #endif /* PM_LIB_COMPILER_H */

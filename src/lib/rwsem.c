@@ -8,8 +8,6 @@
  * consistent, so either the unlocker sees the sleeper (and the bump makes the futex wait return
  * or the wake finds it asleep), or the sleeper's re-read of xcount sees the unlock and does not
  * sleep. Waking every sleeper is simple and, for mmap_lock's few waiters, cheap.
- *
- * Also the per-thread lock-owner ids that debug builds store in held locks (spinlock.h).
  */
 #include <limits.h>
 #include <linux/futex.h>
@@ -19,21 +17,11 @@
 
 #include "lib/rwsem.h"
 
-__thread int pm__lock_owner;
 __thread struct pm_rwsem_run pm__rwsem_runs[2]; /* ranges this thread holds (mm/range.c) */
 #if PM_DEBUG >= 1
 __thread int pm__i_mmap_held; /* i_mmap locks this thread holds (internal.h) */
 __thread int pm__vma_read_held; /* VMA read locks this thread holds (mm/vma_lock.c) */
 #endif
-
-/* Hand this thread its lock-owner id: a counter, so ids are small, unique and never 0. */
-int pm__lock_owner_init(void)
-{
-	static _Atomic int next_owner;
-
-	pm__lock_owner = atomic_add_relaxed(&next_owner, 1) + 1;
-	return pm__lock_owner;
-}
 
 /* cpu_relax() spins before yielding, meant to outlast a VMA change; what a spin costs
  * depends on the CPU (docs/perf-log.md, 2026-12-02, "spinning"). */

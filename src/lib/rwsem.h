@@ -14,7 +14,7 @@
  * -> re-check -> sleep order on one side and change -> check sleepers -> bump on the other
  * are sequentially consistent, so no wake-up is lost (see rwsem.c).
  *
- * Debug builds also record the writer's lock-owner id (spinlock.h) in xowner, so that
+ * Debug builds also record the writer's lock-owner id (owner.h) in xowner, so that
  * pm_rwsem_is_write_locked() means "write-locked by this thread"; pm_rwsem_is_locked() means
  * "held by someone", as Linux's rwsem_is_locked(): readers are not tracked one by one.
  */
@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include "lib/atomic.h"
 #include "lib/compiler.h"
-#include "lib/spinlock.h"
+#include "lib/owner.h"
 
 struct pm_rwsem {
 	_Atomic long xcount;

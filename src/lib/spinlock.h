@@ -7,10 +7,10 @@
  * threads a holder can be preempted, so a waiter yields after a short spin instead of burning
  * its time slice.
  *
- * Debug builds (PM_DEBUG >= 1) store the holder's lock-owner id (pm_lock_owner_id(), never 0)
- * instead of 1, with a compare-and-swap instead of an exchange, so that pm_spin_held() can
- * tell "held by this thread" - what the lock assertions of internal.h (pm_assert_locked)
- * check. Release builds store 1 with an exchange, as before: no cost.
+ * Debug builds (PM_DEBUG >= 1) store the holder's lock-owner id (pm_lock_owner_id() of
+ * owner.h, never 0) instead of 1, with a compare-and-swap instead of an exchange, so that
+ * pm_spin_held() can tell "held by this thread" - what the lock assertions of internal.h
+ * (pm_assert_locked) check. Release builds store 1 with an exchange, as before: no cost.
  */
 #ifndef PM_LIB_SPINLOCK_H
 #define PM_LIB_SPINLOCK_H
@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include "lib/atomic.h"
 #include "lib/compiler.h"
+#include "lib/owner.h"
 
 struct pm_spinlock {
 	_Atomic int xlocked;
@@ -28,15 +29,6 @@ struct pm_spinlock {
 /* cpu_relax() spins before each yield, meant to outlast the critical sections it guards; a
  * spin's cost depends on the CPU (docs/perf-log.md, 2026-12-02, "spinning"). */
 #define PM_SPIN_BEFORE_YIELD 128
-
-/* A small per-thread id, never 0, for lock debugging (lib/rwsem.c). */
-extern __thread int pm__lock_owner __hidden;
-__hidden int pm__lock_owner_init(void);
-
-static inline int pm_lock_owner_id(void)
-{
-	return likely(pm__lock_owner) ? pm__lock_owner : pm__lock_owner_init();
-}
 
 /*
  * One attempt to take @l. Debug builds use a compare-and-swap, so that a failed attempt does

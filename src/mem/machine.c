@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * machine.c - a machine's life (arena, descriptors, zero page), its registry of address spaces
+ * machine.c - a machine's life (memory, descriptors, zero page), its registry of address spaces
  * and shmem objects, per-thread event counters, failure injection.
  *
  * Counters. Each thread that counts an event on a machine gets its own struct pm_stat_block
@@ -17,7 +17,7 @@
  * Machine lookup from a page. pm_put_page() and the unpin family get a bare page; the page's
  * descriptor carries the machine's slot in pm__machines[], so the lookup is one load.
  *
- * Size. The arena and the descriptor array are reserved with MAP_NORESERVE and nothing is
+ * Size. The frames and the descriptor array are reserved with MAP_NORESERVE and nothing is
  * written to them at creation: the allocator initialises descriptors one 2 MiB block at a
  * time when it first hands the block out (page_alloc.c). Until frames are used a machine
  * costs a few pages of host memory and O(1) time whatever its size, so a 1 TiB machine can
@@ -148,6 +148,7 @@ struct pm_stat_block *pm__stat_block_slow(struct pm_machine *m)
 		if (!b && !posix_memalign((void **)&b, PM_CACHELINE, sizeof(*b))) {
 			memset(b, 0, sizeof(*b));
 			pm_list_add_tail(&b->link, &m->stat_blocks);
+			pm__trace_object(b, sizeof(*b), "pm_stat_block");
 		}
 		if (b)
 			b->in_use = true;
@@ -218,6 +219,34 @@ struct pm_machine *pm__page_machine_search(const struct pm_page *page)
 	return m;
 }
 
+/* The machine's own objects, named for the tracer (lib/trace.h); nothing in other builds. */
+static void machine_trace_objects(struct pm_machine *m, bool gone)
+{
+#if PM_TRACE
+	void *objs[] = { m, m->frames, m->pages, m->pcp, m->pcp_away, m->zones, m->shmem_nodes };
+
+	if (gone) {
+		for (unsigned i = 0; i < ARRAY_SIZE(objs); i++)
+			if (objs[i])
+				pm__trace_object_gone(objs[i]);
+		return;
+	}
+	pm__trace_object(m, sizeof(*m), "pm_machine");
+	pm__trace_object(m->frames, m->nr_pages << PAGE_SHIFT, "frame");
+	pm__trace_object(m->pages, m->nr_pages * sizeof(*m->pages), "pm_page");
+	pm__trace_object(m->pcp, m->nr_cpus * sizeof(*m->pcp), "pm_pcp");
+	if (m->pcp_away)
+		pm__trace_object(m->pcp_away, m->nr_cpus * m->nr_zones * sizeof(*m->pcp_away),
+				 "pm_pcp_away");
+	pm__trace_object(m->zones, m->nr_zones * sizeof(*m->zones), "pm_zone");
+	pm__trace_object(m->shmem_nodes, (m->nr_cpus + 1) * sizeof(*m->shmem_nodes),
+			 "pm_obj_cache");
+#else
+	(void)m;
+	(void)gone;
+#endif
+}
+
 struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 {
 	struct pm_config c = cfg ? *cfg : (struct pm_config){ 0 };
@@ -257,21 +286,21 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);
 
-	/* The arena: 2 MiB aligned so that order-9 blocks are THP-aligned frames. */
-	m->arena_map_len = c.mem_bytes + PMD_SIZE;
-	m->arena_map = mmap(NULL, m->arena_map_len, PROT_READ | PROT_WRITE,
+	/* The machine's memory: 2 MiB aligned so that order-9 blocks are THP-aligned frames. */
+	m->frames_map_len = c.mem_bytes + PMD_SIZE;
+	m->frames_map = mmap(NULL, m->frames_map_len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (m->arena_map == MAP_FAILED)
+	if (m->frames_map == MAP_FAILED)
 		goto fail_free;
-	m->arena = (char *)ALIGN_UP((uintptr_t)m->arena_map, PMD_SIZE);
-	madvise(m->arena, c.mem_bytes, MADV_HUGEPAGE); /* host THP, if it will */
+	m->frames = (char *)ALIGN_UP((uintptr_t)m->frames_map, PMD_SIZE);
+	madvise(m->frames, c.mem_bytes, MADV_HUGEPAGE); /* host THP, if it will */
 
 	/* Zero-filled and untouched until a block is first allocated: see page_alloc.c. */
 	desc_len = m->nr_pages * sizeof(struct pm_page);
 	m->pages = mmap(NULL, desc_len, PROT_READ | PROT_WRITE,
 			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m->pages == MAP_FAILED)
-		goto fail_arena;
+		goto fail_frames;
 	if (posix_memalign((void **)&m->pcp, PM_CACHELINE, m->nr_cpus * sizeof(*m->pcp)))
 		goto fail_pages;
 
@@ -297,7 +326,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 		goto fail_slot;
 
 	/*
-	 * The first frame of a fresh arena reads as zero already; not writing it keeps the host
+	 * The first frame of a fresh machine reads as zero already; not writing it keeps the host
 	 * from backing it (with MADV_HUGEPAGE, 2 MiB of it) before the machine is used.
 	 */
 	m->zero_page = pm__alloc_boot_frame(m);
@@ -305,10 +334,11 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 		goto fail_slot;
 	atomic_store_relaxed(&m->zero_page->xflags, PGF(PG_zero));
 	atomic_store_relaxed(&m->zero_page->xrefcount, 1);
-	/* vm.nr_hugepages: set aside now, or no machine (the pages go with the arena). */
+	/* vm.nr_hugepages: set aside now, or no machine (the pages come out of its frames). */
 	if (c.nr_hugepages > c.mem_bytes / PMD_SIZE ||
 	    pm__hugetlb_pool_init(m, c.nr_hugepages))
 		goto fail_slot;
+	machine_trace_objects(m, false);
 	return m;
 
 fail_slot:
@@ -321,6 +351,7 @@ fail_slot:
 		struct pm_list *pos = m->stat_blocks.next;
 
 		pm_list_del(pos);
+		pm__trace_object_gone(pm_list_entry(pos, struct pm_stat_block, link));
 		free(pm_list_entry(pos, struct pm_stat_block, link));
 	}
 	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++)
@@ -332,8 +363,8 @@ fail_pcp:
 	free(m->pcp);
 fail_pages:
 	munmap(m->pages, desc_len);
-fail_arena:
-	munmap(m->arena_map, m->arena_map_len);
+fail_frames:
+	munmap(m->frames_map, m->frames_map_len);
 fail_free:
 	pthread_mutex_destroy(&m->lock);
 	free(m);
@@ -354,8 +385,10 @@ void pm__machine_free(struct pm_machine *m)
 	pthread_mutex_lock(&machines_lock);
 	atomic_store_relaxed(&pm__machines[m->slot], NULL);
 	pthread_mutex_lock(&m->lock);
-	pm_list_for_each_safe(pos, n, &m->stat_blocks)
+	pm_list_for_each_safe(pos, n, &m->stat_blocks) {
+		pm__trace_object_gone(pm_list_entry(pos, struct pm_stat_block, link));
 		free(pm_list_entry(pos, struct pm_stat_block, link));
+	}
 	pthread_mutex_unlock(&m->lock);
 	pthread_mutex_unlock(&machines_lock);
 
@@ -364,11 +397,12 @@ void pm__machine_free(struct pm_machine *m)
 		if (pm__stat_tls[i].id == m->id)
 			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
 
+	machine_trace_objects(m, true);
 	pm__obj_cache_destroy(m, m->shmem_nodes); /* after the RCU barrier: no node is pending */
 	pm__page_alloc_exit(m);
 	free(m->pcp);
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
-	munmap(m->arena_map, m->arena_map_len);
+	munmap(m->frames_map, m->frames_map_len);
 	pm__hugetlb_pool_exit(m);
 	pthread_mutex_destroy(&m->lock);
 	free(m);

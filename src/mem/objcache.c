@@ -105,6 +105,7 @@ void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, void *obj)
 	while (batch) {
 		obj = batch;
 		batch = obj_next(obj);
+		pm__trace_object_gone(obj);
 		free(obj);
 	}
 }
@@ -135,6 +136,7 @@ void pm__obj_cache_destroy(struct pm_machine *m, struct pm_obj_cache *c)
 		while (obj) {
 			void *next = obj_next(obj);
 
+			pm__trace_object_gone(obj);
 			free(obj);
 			obj = next;
 		}

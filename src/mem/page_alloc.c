@@ -43,7 +43,7 @@
  * happen inside an RCU read section or under a spinlock, so waiting here is allowed.
  *
  * Lazy descriptors. A machine may be far larger than the host's memory as long as the work
- * touches little of it: the arena and the descriptor array are reserved, not written, at
+ * touches little of it: its frames and the descriptor array are reserved, not written, at
  * creation (machine.c), and the frames above a zone's frontier (z->xfrontier, a multiple of 2 MiB)
  * have never been handed out. Their descriptors are untouched, zero-filled host memory, which
  * reads as "no flags, refcount 0", so a speculative reader's add-unless-zero fails on them as

@@ -36,6 +36,8 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 	mm->pgd = pm__pgd_alloc(m);
 	if (!mm->pgd)
 		goto fail;
+	pm__trace_object(mm, sizeof(*mm), "pm_mm");
+	pm__trace_object(mm->vcache, sizeof(*mm->vcache), "pm_vma_cache");
 	return mm;
 fail:
 	free(mm->vcache);
@@ -183,6 +185,7 @@ void pm_mm_destroy(struct pm_mm *mm)
 		return;
 	if (!mm->dead)
 		mm_teardown(mm);
+	pm__trace_object_gone(mm);
 	free(mm);
 }
 

@@ -2,35 +2,65 @@
 /*
  * mmap.c - pm_mmap, pm_munmap, pm_mprotect and pm_madvise.
  *
- * All four validate their arguments first (Linux's errors, see include/pinmm/mm.h), then work
- * under mmap_lock: for write when they change the VMA set or VMA flags, for read for
- * MADV_DONTNEED, which only zaps. Changes that may need memory (a VMA split) are made before
- * anything destructive, so a failure leaves the address space as it was - at most with a VMA
- * split in two, which changes nothing observable. Splitting a PMD mapping needs no memory (the
- * leaf carries a deposited PTE table), so MADV_DONTNEED never fails for lack of memory.
+ * All four validate their arguments first (Linux's errors in Linux's order, see
+ * include/pinmm/mm.h; pm_mmap answers those that Linux finds only once it has chosen the
+ * address after choosing it, with nothing held for the mapping), then work under mmap_lock:
+ * for write when they change the VMA set or VMA flags, for read for MADV_DONTNEED, which only
+ * zaps. Changes that may need memory (a VMA split) are made before anything destructive, so a
+ * failure leaves the address space as it was - at most with a VMA split in two, which changes
+ * nothing observable. Splitting a PMD mapping needs no memory (the leaf carries a deposited
+ * PTE table), so MADV_DONTNEED never fails for lack of memory.
  *
  * A PMD leaf (a PMD-mapped THP) always lies inside one VMA: pm__split_vma splits the leaf when
  * it splits the VMA inside it.
  */
 #include "internal.h"
 
-#define PM_MAP_KNOWN (PM_MAP_SHARED | PM_MAP_PRIVATE | PM_MAP_FIXED | PM_MAP_ANONYMOUS | \
-		      PM_MAP_POPULATE | PM_MAP_FIXED_NOREPLACE | PM_MAP_HUGETLB)
-#define PM_PROT_KNOWN (PM_PROT_READ | PM_PROT_WRITE)
+/* Linux's x86-64 mmap and mprotect bits that pinmm's headers do not name (uapi values). */
+#define LX_MAP_TYPE 0x0fU	/* the type nibble: SHARED, PRIVATE, SHARED_VALIDATE, DROPPABLE */
+#define LX_MAP_32BIT 0x40U
+#define LX_MAP_ABOVE4G 0x80U
+#define LX_MAP_GROWSDOWN 0x100U
+#define LX_MAP_DENYWRITE 0x800U
+#define LX_MAP_EXECUTABLE 0x1000U
+#define LX_MAP_LOCKED 0x2000U
+#define LX_MAP_UNINITIALIZED 0x4000000U
+#define LX_MAP_HUGE_SHIFT 26	/* MAP_HUGETLB's page size, as log2, in bits 26-31 */
+#define LX_MAP_HUGE_MASK 0x3fU
+#define LX_MAP_HUGE_2MB (21U << LX_MAP_HUGE_SHIFT)
+#define LX_MAP_HUGE_1GB (30U << LX_MAP_HUGE_SHIFT)
+#define LX_PROT_SEM 0x8
+#define LX_PROT_GROWSDOWN 0x01000000
+#define LX_PROT_GROWSUP 0x02000000
 
+/* include/linux/mman.h: what MAP_SHARED_VALIDATE accepts of an object whose file operations
+ * add no flag (shmem's and hugetlbfs's add none: MAP_SYNC, MAP_FIXED_NOREPLACE and the
+ * unknown bits are -EOPNOTSUPP). */
+#define LEGACY_MAP_MASK (PM_MAP_SHARED | PM_MAP_PRIVATE | PM_MAP_FIXED | PM_MAP_ANONYMOUS | \
+			 LX_MAP_DENYWRITE | LX_MAP_EXECUTABLE | LX_MAP_UNINITIALIZED | \
+			 LX_MAP_GROWSDOWN | LX_MAP_LOCKED | PM_MAP_NORESERVE | PM_MAP_POPULATE | \
+			 PM_MAP_NONBLOCK | PM_MAP_STACK | PM_MAP_HUGETLB | LX_MAP_32BIT | \
+			 LX_MAP_HUGE_2MB | LX_MAP_HUGE_1GB)
+
+/* Flags to which Linux gives effects pinmm does not have yet: -EINVAL, once every error Linux
+ * answers first is ruled out, rather than a mapping without their effect. */
+#define MAP_NOT_YET (LX_MAP_32BIT | LX_MAP_ABOVE4G | LX_MAP_GROWSDOWN | LX_MAP_LOCKED)
+
+/* calc_vm_prot_bits: what mmap and mprotect keep of prot; other bits are ignored by mmap. */
 static unsigned long prot_to_vm(int prot)
 {
-	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0);
+	return ((prot & PM_PROT_READ) ? VM_READ : 0) | ((prot & PM_PROT_WRITE) ? VM_WRITE : 0) |
+	       ((prot & PM_PROT_EXEC) ? VM_EXEC : 0);
 }
 
 /* ---- finding a free range ---- */
 
 /*
  * lock_for_mmap() - take the locks of a new mapping of @len bytes and choose its address
- * when the caller did not fix it. A fixed mapping holds the ranges it changes (every range
- * with @all: a change that must start again holding them all); any other goes where the mm's
- * policy puts it (range.c: Linux's top-down search under mmap_lock, or this thread's own
- * range). Return: the address, or -ENOMEM with nothing held.
+ * when the caller did not fix it (@addr: the hint, page aligned, or 0). A fixed mapping holds
+ * the ranges it changes (every range with @all: a change that must start again holding them
+ * all); any other goes where the mm's policy puts it (range.c: Linux's top-down search under
+ * mmap_lock, or this thread's own range). Return: the address, or -ENOMEM with nothing held.
  */
 static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long len,
 			  unsigned long align, int flags, bool all)
@@ -168,106 +198,196 @@ again:
 
 /* ---- mmap ---- */
 
+/*
+ * mmap_late_error() - do_mmap's checks that come after the address is chosen, in its order:
+ * the object's size (file_mmap_ok), the mapping type and MAP_SHARED_VALIDATE's flags, then
+ * what pinmm lacks, then hugetlbfs_file_mmap's offset. @obj: the mapping has an object - a
+ * file, or an anonymous hugetlb mapping, which Linux maps through one (hugetlb_file_setup), so
+ * that MAP_SHARED_VALIDATE is valid there and -EINVAL only on other anonymous memory.
+ * Return: 0, or the error pm_mmap answers once the address checks have passed.
+ */
+static int mmap_late_error(unsigned flags, bool obj, bool hugetlb, size_t offset,
+			   unsigned long len)
+{
+	unsigned checked = flags;
+
+	if (obj) {
+		if (len > PM_SHMEM_MAX_BYTES || offset > PM_SHMEM_MAX_BYTES - len)
+			return -EOVERFLOW;
+		switch (flags & LX_MAP_TYPE) {
+		case PM_MAP_SHARED:
+			checked &= LEGACY_MAP_MASK; /* unknown flags ignored, for old callers */
+			/* fall through */
+		case PM_MAP_SHARED_VALIDATE:
+			if (checked & ~LEGACY_MAP_MASK)
+				return -EOPNOTSUPP;
+			/* fall through */
+		case PM_MAP_PRIVATE:
+			if (flags & LX_MAP_GROWSDOWN)
+				return -EINVAL;
+			break;
+		default:
+			return -EINVAL;
+		}
+	} else {
+		switch (flags & LX_MAP_TYPE) {
+		case PM_MAP_SHARED:
+			if (flags & LX_MAP_GROWSDOWN)
+				return -EINVAL;
+			break;
+		case PM_MAP_PRIVATE:
+			break;
+		default: /* MAP_DROPPABLE too: pinmm has no reclaim that could drop the pages */
+			return -EINVAL;
+		}
+	}
+	if (flags & MAP_NOT_YET)
+		return -EINVAL;
+	if (hugetlb && (offset & ~PMD_MASK))
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * mmap_prepare() - what a new mapping holds before its VMA exists: its object (a reference on
+ * @*file, or a new internal one) and its hugetlb reservations (none with VM_NORESERVE).
+ * Return: 0, or -ENOMEM with nothing held and *@file NULL.
+ */
+static int mmap_prepare(struct pm_mm *mm, struct pm_shmem **file, unsigned long *pgoff,
+			unsigned long vm_flags, unsigned long len, size_t offset, bool anon,
+			struct pm_hugetlb_resv **hresv)
+{
+	bool hugetlb = vm_flags & VM_HUGETLB, shared = vm_flags & VM_MAYSHARE;
+	bool reserve = hugetlb && !(vm_flags & VM_NORESERVE);
+
+	/* MAP_SHARED|MAP_ANONYMOUS is backed by an internal shmem object, as in Linux, and so is
+	 * every anonymous hugetlb mapping (hugetlb_file_setup): its i_mmap list is how the owner
+	 * of a private one finds its fork children's mappings (fault/hugetlb_fault.c). */
+	if (anon && (shared || hugetlb)) {
+		*file = hugetlb ? pm__shmem_create_internal_hugetlb(mm->m, len) :
+				  pm__shmem_create_internal(mm->m, len);
+		if (!*file)
+			return -ENOMEM;
+		*pgoff = 0;
+	} else if (*file) {
+		pm__shmem_get(*file);
+	}
+	/* Hugetlb pages are reserved now (hugetlb_reserve_pages), so that faults never fail for
+	 * lack of them: shared mappings per object range, private ones per mapping. */
+	if (reserve && shared &&
+	    pm__shmem_hugetlb_reserve(*file, *pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT))
+		goto nomem;
+	if (reserve && !shared && !(*hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT)))
+		goto nomem;
+	return 0;
+nomem:
+	if (*file)
+		pm_shmem_put(*file);
+	*file = NULL;
+	return -ENOMEM;
+}
+
 long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int flags,
 	     struct pm_shmem *file, size_t offset)
 {
-	unsigned long vm_flags, align = PAGE_SIZE, pgoff;
-	int type = flags & (PM_MAP_SHARED | PM_MAP_PRIVATE);
+	unsigned long vm_flags, align = PAGE_SIZE, pgoff = offset >> PAGE_SHIFT;
+	const unsigned uflags = (unsigned)flags, type = uflags & LX_MAP_TYPE;
+	const bool anon = uflags & PM_MAP_ANONYMOUS;
+	const bool fixed = uflags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE);
 	struct pm_hugetlb_resv *hresv = NULL;
+	struct pm_vma *vma = NULL;
 	bool hugetlb, all = false;
-	struct pm_vma *vma;
 	long ret;
+	int late;
 
-	if (pm__mm_bad(mm) || !len)
+	/* The order of Linux's checks: sys_mmap, ksys_mmap_pgoff, do_mmap, __get_unmapped_area;
+	 * the rest once the address is chosen (mmap_late_error). */
+	if (pm__mm_bad(mm) || (offset & ~PAGE_MASK))
 		return -EINVAL;
-	len = ALIGN_UP(len, PAGE_SIZE);
-	if (!len)
-		return -EINVAL;
-	if ((prot & ~PM_PROT_KNOWN) || (flags & ~PM_MAP_KNOWN) ||
-	    (type != PM_MAP_SHARED && type != PM_MAP_PRIVATE) || (offset & ~PAGE_MASK))
-		return -EINVAL;
-	if (flags & PM_MAP_ANONYMOUS) {
-		if (file)
-			return -EINVAL;
-	} else if (!file) {
+	/* ksys_mmap_pgoff: MAP_ANONYMOUS ignores the file; without it there must be one. */
+	if (anon)
+		file = NULL;
+	else if (!file)
 		return -EBADF;
-	}
 	if (file && unlikely(file->m != mm->m))
 		return -EINVAL; /* an object of another machine: its frames are not ours */
-	/* Hugetlb (Linux's ksys_mmap_pgoff and hugetlbfs_file_mmap): 2 MiB lengths, offsets and
-	 * fixed addresses; MAP_HUGETLB with a file that is not a hugetlb object is -EINVAL. */
-	hugetlb = (flags & PM_MAP_HUGETLB) || (file && file->hugetlb);
-	if (hugetlb) {
-		if (file && !file->hugetlb)
+	/* Hugetlb: the length in 2 MiB pages; MAP_HUGETLB with a file that is not a hugetlb
+	 * object is -EINVAL, and anonymous MAP_HUGETLB's page size is 2 MiB or the default
+	 * (hstate_sizelog: the machine has no other pool). A length that wraps is 0 here, and
+	 * so -EINVAL below. */
+	hugetlb = file ? file->hugetlb : (uflags & PM_MAP_HUGETLB);
+	if (file && !file->hugetlb && (uflags & PM_MAP_HUGETLB))
+		return -EINVAL;
+	if (!file && hugetlb) {
+		unsigned log = (uflags >> LX_MAP_HUGE_SHIFT) & LX_MAP_HUGE_MASK;
+
+		if (log && log != PMD_SHIFT)
 			return -EINVAL;
+	}
+	if (hugetlb)
 		len = ALIGN_UP(len, PMD_SIZE);
-		if (!len || (offset & ~PMD_MASK) ||
-		    ((flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) && (addr & ~PMD_MASK)))
-			return -EINVAL;
+	/* do_mmap */
+	if (!len)
+		return -EINVAL;
+	if (!fixed)
+		addr &= PAGE_MASK; /* round_hint_to_min: a hint is masked down, never rounded up */
+	len = ALIGN_UP(len, PAGE_SIZE);
+	if (!len)
+		return -ENOMEM;
+	if (pgoff + (len >> PAGE_SHIFT) < pgoff)
+		return -EOVERFLOW;
+	/* __get_unmapped_area, with hugetlb_get_unmapped_area's rules: a fixed address in whole
+	 * 2 MiB pages; a hint rounded up to 2 MiB (past the top: none), never taken as is, or a
+	 * PMD leaf would reach outside the VMA. */
+	if (len > PM_TASK_SIZE)
+		return -ENOMEM;
+	if (hugetlb) {
 		align = PMD_SIZE;
-		/* hugetlb_get_unmapped_area: a hint is rounded up to 2 MiB (past the top: none),
-		 * never taken as is, or a PMD leaf would reach outside the VMA. */
-		if (!(flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)))
+		if (fixed && (addr & ~PMD_MASK))
+			return -EINVAL;
+		if (!fixed)
 			addr = ALIGN_UP(addr, PMD_SIZE);
 	}
-	if (len > PM_TASK_SIZE - PM_USER_MIN)
-		return -ENOMEM;
-	if (offset + len < offset)
-		return -EOVERFLOW;
-	/* file_mmap_ok: no mapping of an object reaches past the largest it can be. */
-	if (file && offset + len > PM_SHMEM_MAX_BYTES)
-		return -EOVERFLOW;
-	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
+	if (fixed) {
+		if (addr > PM_TASK_SIZE - len)
+			return -ENOMEM;
 		if (addr & ~PAGE_MASK)
 			return -EINVAL;
 		if (addr < PM_USER_MIN)
 			return -EPERM;
-		if (addr > PM_TASK_SIZE - len)
-			return -ENOMEM;
 	}
 
 	vm_flags = prot_to_vm(prot) | VM_MAYREAD | VM_MAYWRITE | (hugetlb ? VM_HUGETLB : 0);
-	if (type == PM_MAP_SHARED)
+	if (type == PM_MAP_SHARED || type == PM_MAP_SHARED_VALIDATE)
 		vm_flags |= VM_SHARED | VM_MAYSHARE;
-	pgoff = offset >> PAGE_SHIFT;
+	if (uflags & PM_MAP_STACK)
+		vm_flags |= VM_NOHUGEPAGE; /* calc_vm_flag_bits, 6.7+ */
+	if (uflags & PM_MAP_NORESERVE)
+		vm_flags |= VM_NORESERVE; /* honoured: pinmm overcommits always */
+	if (!file && !hugetlb && !(vm_flags & VM_SHARED) && !(len & ~PMD_MASK))
+		align = PMD_SIZE; /* anonymous lengths of whole 2 MiB get THP alignment (6.12+) */
 
-	/* MAP_SHARED|MAP_ANONYMOUS is backed by an internal shmem object, as in Linux, and so is
-	 * every anonymous hugetlb mapping (hugetlb_file_setup): its i_mmap list is how the owner
-	 * of a private one finds its fork children's mappings (fault/hugetlb.c). */
-	if ((flags & PM_MAP_ANONYMOUS) && (type == PM_MAP_SHARED || hugetlb)) {
-		file = hugetlb ? pm__shmem_create_internal_hugetlb(mm->m, len) :
-				 pm__shmem_create_internal(mm->m, len);
-		if (!file)
-			return -ENOMEM;
-		pgoff = 0;
-	} else if (file) {
-		pm__shmem_get(file);
-	} else if (!(len & ~PMD_MASK)) {
-		/* Anonymous lengths that are multiples of 2 MiB get THP alignment (6.12+). */
-		align = PMD_SIZE;
-	}
-	/* Hugetlb pages are reserved now (hugetlb_reserve_pages), so that faults never fail for
-	 * lack of them: shared mappings per object range, private ones per mapping. */
-	if (hugetlb && type == PM_MAP_SHARED &&
-	    pm__shmem_hugetlb_reserve(file, pgoff >> HPAGE_PMD_ORDER, len >> PMD_SHIFT)) {
-		pm_shmem_put(file);
-		return -ENOMEM;
-	}
-	if (hugetlb && type == PM_MAP_PRIVATE &&
-	    !(hresv = pm__hugetlb_resv_create(mm->m, len >> PMD_SHIFT))) {
-		if (file)
-			pm_shmem_put(file);
-		return -ENOMEM;
-	}
-	/* hugetlbfs_file_mmap: a writable mapping grows the object to its end. */
-	if (hugetlb && !(flags & PM_MAP_ANONYMOUS) && (prot & PM_PROT_WRITE))
-		pm__shmem_hugetlb_extend(file, offset + len);
+	late = mmap_late_error(uflags, file || hugetlb, hugetlb, offset, len);
+	/* Nothing chosen under the lock comes before these for a fixed mapping but -EEXIST. */
+	if (late && fixed && !(uflags & PM_MAP_FIXED_NOREPLACE))
+		return late;
+	if (!late)
+		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv);
+	else
+		file = NULL; /* no reference taken */
 
 again:
 	ret = lock_for_mmap(mm, addr, len, align, flags, all);
-	if (ret < 0) {
-		vma = NULL;
+	if (ret < 0)
 		goto fail_unlocked;
+	if ((uflags & PM_MAP_FIXED_NOREPLACE) &&
+	    pm__find_vma_intersection(mm, (unsigned long)ret, (unsigned long)ret + len)) {
+		ret = -EEXIST;
+		goto fail;
+	}
+	if (late) {
+		ret = late;
+		goto fail;
 	}
 	vma = pm__vma_alloc(mm);
 	if (!vma) {
@@ -277,17 +397,15 @@ again:
 	vma->flags = vm_flags;
 	vma->file = file;
 	vma->pgoff = pgoff;
-	if ((flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) &&
-	    pm__find_vma_intersection(mm, addr, addr + len)) {
-		if (flags & PM_MAP_FIXED_NOREPLACE)
-			ret = -EEXIST;
-		else
-			ret = do_munmap(mm, addr, addr + len) ?: ret;
-	}
+	if (fixed && pm__find_vma_intersection(mm, addr, addr + len))
+		ret = do_munmap(mm, addr, addr + len) ?: ret;
 	if (ret < 0)
 		goto fail;
 	vma->start = (unsigned long)ret;
 	vma->end = vma->start + len;
+	/* Linux's vm_pgoff of private anonymous memory: the page it was first mapped at. */
+	if (!file)
+		vma->pgoff = vma->start >> PAGE_SHIFT;
 	if (hresv)
 		pm__hugetlb_resv_set_base(hresv, vma->start);
 	ret = pm__vma_insert(mm, vma) ?: ret;
@@ -295,17 +413,26 @@ again:
 		goto fail;
 	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
 	hresv = NULL;
+	/* hugetlbfs_file_mmap: a writable mapping grows its object to its end - once the
+	 * mapping stands, so a failed mmap leaves the size as it was. */
+	if (hugetlb && !anon && (vm_flags & VM_WRITE))
+		pm__shmem_hugetlb_extend(file, offset + len);
 	pm__vma_link_file(vma);
 	/* Uncharged at the limit, it merges - or, without memory to merge, is charged now. */
 	pm__vma_settle(mm, pm__vma_try_merge(mm, vma));
 	mmap_write_unlock(mm);
 
-	if (flags & PM_MAP_POPULATE) {
-		/* Faults in everything; failures are not mmap's (Linux ignores them too). */
-		unsigned gflags = ((vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE) ? FOLL_WRITE : 0;
+	/* populate_vma_page_range: MAP_NONBLOCK cancels it; write faults for a private writable
+	 * mapping, read faults otherwise, forced where any access is allowed (an exec-only or
+	 * write-only mapping); nothing for PROT_NONE. Failures are not mmap's (Linux ignores
+	 * them too). */
+	if ((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE &&
+	    (vm_flags & (VM_READ | VM_WRITE | VM_EXEC))) {
+		unsigned gflags = FOLL_FORCE;
 
-		if (vm_flags & (VM_READ | VM_WRITE))
-			pm__gup_slow(mm, (unsigned long)ret, len >> PAGE_SHIFT, gflags, NULL);
+		if ((vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE)
+			gflags |= FOLL_WRITE;
+		pm__gup_slow(mm, (unsigned long)ret, len >> PAGE_SHIFT, gflags, NULL);
 	}
 	return ret;
 
@@ -314,6 +441,7 @@ fail:
 	if (ret == -EAGAIN) {
 		/* The VMA count asks for every range (range.c): start again with them all. */
 		free(vma);
+		vma = NULL;
 		all = true;
 		goto again;
 	}
@@ -339,7 +467,7 @@ static bool can_change_writable(unsigned long vm_flags, struct pm_page *page, bo
 
 static uint64_t prot_bits(unsigned long vm_flags)
 {
-	return (vm_flags & (VM_READ | VM_WRITE)) ? _PAGE_USER : 0;
+	return (vm_flags & (VM_READ | VM_WRITE | VM_EXEC)) ? _PAGE_USER : 0; /* vma_is_accessible */
 }
 
 static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
@@ -396,25 +524,43 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 
 int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 {
+	const int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
 	unsigned long end, tmp;
 	struct pm_vma *vma;
 	bool all = false;
 	int err = 0;
 
-	if (pm__mm_bad(mm) || (start & ~PAGE_MASK) || (prot & ~PM_PROT_KNOWN))
+	/* do_mprotect_pkey's order: the length before prot, so a zero length is 0 and a
+	 * wrapping one -ENOMEM whatever prot says; prot as arch_validate_prot (x86: generic). */
+	prot &= ~grows;
+	if (pm__mm_bad(mm) || grows == (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP) ||
+	    (start & ~PAGE_MASK))
 		return -EINVAL;
 	if (!len)
 		return 0;
 	len = ALIGN_UP(len, PAGE_SIZE);
 	end = start + len;
-	if (!len || end <= start)
+	if (end <= start)
 		return -ENOMEM;
+	if (prot & ~(PM_PROT_READ | PM_PROT_WRITE | PM_PROT_EXEC | LX_PROT_SEM))
+		return -EINVAL;
 
 again:
 	mmap_write_lock_range_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
+	/* PROT_GROWSDOWN/UP extend the range to the VMA's start or end - on a VMA that grows:
+	 * pinmm has no VM_GROWSDOWN VMA yet, and x86 no VM_GROWSUP, so either is -EINVAL
+	 * wherever a VMA is found (-ENOMEM where none is). */
+	if (vma && (grows & LX_PROT_GROWSDOWN) && vma->start < end) {
+		err = -EINVAL;
+		goto out;
+	}
 	if (!vma || vma->start > start) {
 		err = -ENOMEM;
+		goto out;
+	}
+	if (grows) {
+		err = -EINVAL;
 		goto out;
 	}
 	for (tmp = start; tmp < end;) {
@@ -426,7 +572,7 @@ again:
 			break;
 		}
 		e = min(vma->end, end);
-		newflags = (vma->flags & ~(VM_READ | VM_WRITE)) | prot_to_vm(prot);
+		newflags = (vma->flags & ~(VM_READ | VM_WRITE | VM_EXEC)) | prot_to_vm(prot);
 		/* Unchanged flags split nothing; changed ones merge before they split, so only
 		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
 		if (newflags != vma->flags) {

@@ -31,7 +31,7 @@
  *    widens to every range those two span, dropping and retaking in address order when it
  *    must: a change of 4 KiB in the middle of one range takes that one lock.
  *  - mmap without MAP_FIXED: this thread's arena - one range of the top half, chosen once per
- *    thread - searched top-down with only that range held (pm__range_arena_area()). Threads
+ *    thread - searched top-down with only that range held (arena_area()). Threads
  *    mapping at once write disjoint ranges, disjoint trees, disjoint page tables down from the
  *    PGD entry. A full arena (or a length beyond one) falls back to a search of the whole
  *    address space, every range held, that finds any gap big enough (pm__range_gap_scan()).
@@ -138,6 +138,7 @@ int pm__range_init(struct pm_mm *mm, bool range_design)
 		return -ENOMEM;
 	}
 	memset(mm->ranges, 0, mm->nr_ranges * sizeof(*mm->ranges));
+	pm__trace_object(mm->ranges, mm->nr_ranges * sizeof(*mm->ranges), "pm_mm_range");
 	for (unsigned r = 0; r < mm->nr_ranges; r++) {
 		pm_rwsem_init(&mm->ranges[r].lock);
 		pm__vt_init(&mm->ranges[r].set.vmt, m);
@@ -146,6 +147,7 @@ int pm__range_init(struct pm_mm *mm, bool range_design)
 	if (!range_design)
 		return 0;
 	if (posix_memalign((void **)&c, PM_CACHELINE, sizeof(*c))) {
+		pm__trace_object_gone(mm->ranges);
 		free(mm->ranges);
 		mm->ranges = NULL;
 		return -ENOMEM;
@@ -154,6 +156,7 @@ int pm__range_init(struct pm_mm *mm, bool range_design)
 	c->pool = PM_MAX_MAP_COUNT;
 	atomic_store_relaxed(&c->xdebt, false);
 	mm->count = c;
+	pm__trace_object(c, sizeof(*c), "pm_mm_count");
 	return 0;
 }
 
@@ -164,6 +167,9 @@ void pm__range_fini(struct pm_mm *mm)
 		return;
 	for (unsigned r = 0; r < mm->nr_ranges; r++)
 		pm__vt_destroy(&mm->ranges[r].set.vmt);
+	pm__trace_object_gone(mm->ranges);
+	if (mm->count)
+		pm__trace_object_gone(mm->count);
 	free(mm->ranges);
 	free(mm->count);
 	mm->ranges = NULL;
@@ -370,8 +376,8 @@ static long arena_area(struct pm_mm *mm, unsigned long len, unsigned long align)
 }
 
 /*
- * area_all() - arena_area() for a change that holds every range already: a free hint as is,
- * else this thread's arena, else the whole address space.
+ * area_all() - arena_area() for a change that holds every range already: a free hint (page
+ * aligned, or 0) as is, else this thread's arena, else the whole address space.
  */
 static long area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			unsigned long align)
@@ -382,7 +388,6 @@ static long area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 	long a = -ENOMEM;
 
 	mmap_assert_write_locked(mm);
-	hint = ALIGN_UP(hint, PAGE_SIZE);
 	if (area_free(mm, hint, len))
 		return (long)hint;
 	if (len <= end - start)
@@ -580,8 +585,9 @@ static unsigned long range_count_read(struct pm_mm *mm)
 /* ---- the two policies ---- */
 
 /*
- * Linux's get_unmapped_area with mmap_lock held: a free hint as is, else the top-down search
- * below mmap_base, then bottom-up above it. O(log n) in the VMAs (vma_tree.c).
+ * Linux's get_unmapped_area with mmap_lock held: a free hint (page aligned: pm_mmap masked it)
+ * as is, else the top-down search below mmap_base, then bottom-up above it. O(log n) in the
+ * VMAs (vma_tree.c).
  */
 static long linux_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
 		       unsigned long align)
@@ -589,7 +595,6 @@ static long linux_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
 	struct pm_vma_tree *vmt = &mm->ranges[0].set.vmt;
 	long a;
 
-	hint = ALIGN_UP(hint, PAGE_SIZE);
 	if (hint && area_free(mm, hint, len))
 		return (long)hint;
 	a = pm__vt_gap_topdown(vmt, PM_USER_MIN, mm->mmap_base, len, align);
@@ -625,8 +630,7 @@ static long range_lock_area(struct pm_mm *mm, unsigned long hint, unsigned long 
 		a = area_all(mm, hint, len, align);
 		goto out;
 	}
-	hint = ALIGN_UP(hint, PAGE_SIZE);
-	if (hint && hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len) {
+	if (hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len) {
 		pm__range_lock_change(mm, hint, hint + len);
 		if (area_free(mm, hint, len))
 			return (long)hint;

@@ -16,9 +16,9 @@
  * object's i_mmap list, which truncation walks without mmap_lock; its start, end and pgoff
  * therefore change only under the object's i_mmap lock too, and it leaves the list
  * (pm__vma_unlink_file) after its mappings are zapped and before its page tables can be
- * freed. A VMA that left the tree is freed
- * a grace period after mmap_lock is released (pm__vma_retire), since a lockless lookup may
- * still hold it; retired VMAs and tree nodes go to RCU in batches (pm__mm_retire_flush).
+ * freed. A VMA that left the tree is freed a grace period after mmap_lock is released
+ * (pm__vma_retire), since a lockless lookup may still hold it; retired VMAs and tree nodes go
+ * to RCU in batches (pm__vma_set_flush).
  */
 #include "internal.h"
 
@@ -255,7 +255,7 @@ int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
  * has zapped them (pm__vma_unlink_file, then pm__vma_retire), as Linux's free_pgtables unlinks
  * a VMA only after unmap_vmas: whoever walks an i_mmap list sees every mapping of the object's
  * pages that is not yet zapped - the owner of a private hugetlb mapping taking a page back
- * from its fork children counts on it (fault/hugetlb.c, unmap_ref_private). The range must not
+ * from its fork children counts on it (fault/hugetlb_fault.c, unmap_ref_private). The range must not
  * cut a VMA (split first). Return: the detached VMAs chained through retire_next in address
  * order, NULL if there were none; *@err is 0, or -ENOMEM with nothing changed.
  * Context: mmap_lock (W).
@@ -326,6 +326,7 @@ struct pm_vma *pm__vma_alloc(struct pm_mm *mm)
 		return NULL;
 	vma->mm = mm;
 	pm_list_init(&vma->shared);
+	pm__trace_object(vma, sizeof(*vma), "pm_vma");
 	return vma;
 }
 
@@ -340,6 +341,7 @@ void pm__vma_free(struct pm_vma *vma)
 	if (vma->file)
 		pm_shmem_put(vma->file);
 	pm__vma_free_pcpu(vma);
+	pm__trace_object_gone(vma);
 	free(vma);
 }
 
@@ -400,6 +402,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	vma_mark_new(new);
 	/* The tree entry of @vma shrinks to [start, addr) and @new takes the rest. */
 	if (vmas_store(mm, addr, end, new)) {
+		pm__trace_object_gone(new);
 		free(new);
 		vma_count_uncharge(mm, charged);
 		return -ENOMEM;

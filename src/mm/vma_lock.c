@@ -35,8 +35,8 @@
  * release after making them.
  *
  * Why a VMA found under RCU is safe to lock: VMAs that leave the tree are reused or freed only a
- * grace period later (pm__mm_retire_flush() at mmap_write_unlock), and lock_vma_under_rcu() takes the read
- * lock inside the read section. After locking it checks what the lockless lookup could not:
+ * grace period later (pm__vma_set_flush() at mmap_write_unlock), and lock_vma_under_rcu()
+ * takes the read lock inside the read section. After locking it checks what the lockless lookup could not:
  * that the VMA still covers the address (a split may have shrunk it) and is still attached (a
  * munmap may have removed it: VMA_LOCK_MISS, look again). Everything the fault then reads of
  * the VMA - bounds, flags, file - is stable until vma_end_read(), because changing it takes the
@@ -132,14 +132,18 @@ static void vma_note_contention(struct pm_vma *vma)
 		return; /* no memory: stay central */
 	memset(pc, 0, sizeof(*pc) + nr * sizeof(pc->slot[0]));
 	pc->mask = nr - 1;
+	pm__trace_object(pc, sizeof(*pc) + nr * sizeof(pc->slot[0]), "pm_vma_pcpu");
 	if (!atomic_compare_exchange_strong_explicit(&vma->xpcpu, &none, pc, memory_order_seq_cst,
-						     memory_order_relaxed))
+						     memory_order_relaxed)) {
+		pm__trace_object_gone(pc);
 		free(pc);
+	}
 }
 
 /* Free the per-CPU counts of a VMA no reader can reach any more. */
 void pm__vma_free_pcpu(struct pm_vma *vma)
 {
+	pm__trace_object_gone(atomic_load_relaxed(&vma->xpcpu));
 	free(atomic_load_relaxed(&vma->xpcpu));
 	atomic_store_relaxed(&vma->xpcpu, NULL);
 }
@@ -289,6 +293,7 @@ static void vma_chain_free(struct pm_vma *vma)
 		struct pm_vma *next = vma->retire_next;
 
 		pm__vma_free_pcpu(vma);
+		pm__trace_object_gone(vma);
 		free(vma);
 		vma = next;
 	}

@@ -112,6 +112,7 @@ static int vt_reserve(struct pm_vma_tree *t, unsigned need)
 		n = malloc(sizeof(*n));
 		if (!n)
 			return -ENOMEM;
+		pm__trace_object(n, sizeof(*n), "pm_vt_node");
 		n->next = t->spare;
 		t->spare = n;
 		t->nr_spare++;
@@ -166,6 +167,7 @@ static void retired_free_cb(struct pm_rcu_head *head)
 	while (n) {
 		struct pm_vt_node *next = n->next;
 
+		pm__trace_object_gone(n);
 		free(n);
 		n = next;
 	}
@@ -806,6 +808,7 @@ static void subtree_free(struct pm_vt_node *n)
 	if (!n->leaf)
 		for (unsigned i = 0; i < NR(n); i++)
 			subtree_free(child_at(n, i));
+	pm__trace_object_gone(n);
 	free(n);
 }
 
@@ -818,6 +821,7 @@ void pm__vt_destroy(struct pm_vma_tree *t)
 	pm__vt_retire_free_now(t);
 	for (struct pm_vt_node *n = t->spare, *next; n; n = next) {
 		next = n->next;
+		pm__trace_object_gone(n);
 		free(n);
 	}
 	pm__vt_init(t, t->m);

@@ -22,7 +22,7 @@
  * split into its deposited PTE table first. Neither needs memory, so a zap never fails.
  * MADV_DONTNEED of a private hugetlb mapping with reservations is a zap of its own
  * (pm__zap_hugetlb_resv): each page under its fault mutex, given back with its reservation
- * (mem/hugetlb.c).
+ * (mem/hugetlb_pool.c).
  *
  * Locking: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
  * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive
@@ -89,7 +89,7 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 /*
  * Clear a whole 2 MiB leaf, and its mapcount with it under the PMD lock: the owner of a
  * private hugetlb mapping counts on that when it takes a page back from its fork children
- * (fault/hugetlb.c, unmap_ref_private). Return: the leaf's folio, with the reference the
+ * (fault/hugetlb_fault.c, unmap_ref_private). Return: the leaf's folio, with the reference the
  * mapping held, or NULL if *@pmdp is no longer a leaf.
  */
 static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
@@ -107,7 +107,7 @@ static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	}
 	pmdp_get_and_clear(pmdp);
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
-	/* A hugetlb leaf carries no deposited table (fault/hugetlb.c). */
+	/* A hugetlb leaf carries no deposited table (fault/hugetlb_fault.c). */
 	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp);
 	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	pm_spin_unlock(pml);
@@ -158,7 +158,7 @@ void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
  * pm__zap_hugetlb_resv() - MADV_DONTNEED of [@start, @end), 2 MiB aligned, in @vma, a private
  * hugetlb VMA with a reservation map: each page goes back to the pool and its reservation
  * comes back (Linux 6.9+), a 2 MiB page at a time under that page's fault mutex, so that the
- * mapping's own fault on it comes wholly before or wholly after (mem/hugetlb.c, (a) and (b)).
+ * mapping's own fault on it comes wholly before or wholly after (mem/hugetlb_pool.c, (a) and (b)).
  * Context: mmap_lock held (any mode).
  */
 void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,

@@ -4,7 +4,7 @@
  *
  * Layout. x86-64 with 4 levels and 48-bit addresses: PGD (bits 39-47), PUD (30-38), PMD
  * (21-29), PTE (12-20); each table is one 4 KiB frame of 512 64-bit entries taken from the
- * machine's arena. An upper entry holds the next table's pfn | PRESENT|RW|USER|ACCESSED; a PMD
+ * machine's memory. An upper entry holds the next table's pfn | PRESENT|RW|USER|ACCESSED; a PMD
  * entry is either such a table pointer or a 2 MiB leaf (PSE) mapping an order-9 folio.
  *
  * Locks (Linux's split page-table locks). mm->page_table_lock serialises populating PGD and PUD
@@ -46,6 +46,11 @@ static void table_init(struct pm_page *page, int level)
 	page->huge_ptes = NULL;
 }
 
+/* The tracer's name of each level's tables (lib/trace.h). */
+static const char *const table_trace_type[] __maybe_unused = {
+	[1] = "pte_table", [2] = "pmd_table", [3] = "pud_table", [4] = "pgd_table",
+};
+
 static pm_entry_t *table_alloc(struct pm_machine *m, int level)
 {
 	struct pm_page *page = pm__alloc_frames(m, 0, PM_ALLOC_ZERO | PM_ALLOC_UNMOVABLE);
@@ -54,6 +59,7 @@ static pm_entry_t *table_alloc(struct pm_machine *m, int level)
 		return NULL;
 	table_init(page, level);
 	count_event(m, PGTABLE_ALLOCS, 1);
+	pm__trace_object(page_address(m, page), PAGE_SIZE, table_trace_type[level]);
 	return page_address(m, page);
 }
 
@@ -63,6 +69,7 @@ static void table_free_now(struct pm_machine *m, pm_entry_t *table)
 	struct pm_page *page = table_page(m, table);
 
 	atomic_store_relaxed(&page->xflags, 0);
+	pm__trace_object_gone(table);
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
 }
 
@@ -72,6 +79,7 @@ static void table_free_rcu_cb(struct pm_rcu_head *head)
 	struct pm_machine *m = page_machine(page);
 
 	atomic_store_relaxed(&page->xflags, 0);
+	pm__trace_object_gone(page_address(m, page));
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
 	atomic_sub_relaxed(&m->xrcu_pending, 1);
 }

@@ -50,6 +50,24 @@ static inline pte_t pfn_pte(unsigned long pfn, uint64_t bits)
 	return (pte_t){ (pfn << PAGE_SHIFT) | bits };
 }
 
+/*
+ * The PTE a fault installs for @pfn: present and accessed; user-accessible if @user (the VMA
+ * allows some access - a PROT_NONE mapping is present without _PAGE_USER, as mprotect leaves
+ * it); writable and dirty as asked. The VMA's side is the caller's: vma_is_accessible().
+ */
+static inline pte_t mk_pte(unsigned long pfn, bool user, bool writable, bool dirty)
+{
+	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED;
+
+	if (user)
+		bits |= _PAGE_USER;
+	if (writable)
+		bits |= _PAGE_RW;
+	if (dirty)
+		bits |= _PAGE_DIRTY;
+	return pfn_pte(pfn, bits);
+}
+
 static inline bool pmd_none(pmd_t p) { return p.val == 0; }
 static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
 static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==
@@ -64,6 +82,19 @@ static inline pmd_t pmd_mkwrite(pmd_t p) { return (pmd_t){ p.val | _PAGE_RW | _P
 static inline pmd_t pfn_pmd(unsigned long pfn, uint64_t bits)
 {
 	return (pmd_t){ (pfn << PAGE_SHIFT) | bits | _PAGE_PSE };
+}
+
+/* The 2 MiB leaf a fault installs for the block at @pfn, THP or hugetlb: as mk_pte(), but
+ * always dirty (zap reads the dirty bit of PTEs only). */
+static inline pmd_t mk_huge_pmd(unsigned long pfn, bool user, bool writable)
+{
+	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
+
+	if (user)
+		bits |= _PAGE_USER;
+	if (writable)
+		bits |= _PAGE_RW;
+	return pfn_pmd(pfn, bits);
 }
 
 static inline unsigned pgd_index(unsigned long a) { return (a >> PGDIR_SHIFT) & 511; }

@@ -16,7 +16,8 @@
  * root, unlinking empty nodes - and is taken inside-out: tree_lock, then a leaf lock. An insert
  * into a leaf that exists takes only that leaf's lock, found under RCU: threads filling
  * different parts of one object share nothing (Linux's xarray takes one lock per mapping for
- * every insert). Only an insert that needs a new leaf takes tree_lock. A leaf that empties is
+ * every insert; PM_KNOB_SHMEM_TREE_LOCK restores that: every insert takes tree_lock, then the
+ * leaf's lock). Only an insert that needs a new leaf takes tree_lock. A leaf that empties is
  * marked dead under its lock before tree_lock unlinks it, so an insert that found it a moment
  * earlier sees the mark once it has the lock, and goes the tree_lock way instead. The number of
  * pages is the sum of the leaves' counts (pm__shmem_nr_pages), so no insert writes an
@@ -112,6 +113,7 @@ static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
 		n->m = f->m;
 		n->shift = shift;
 		pm_spin_init(&n->lock);
+		pm__trace_object(n, sizeof(*n), "pm_shmem_node");
 	}
 	return n;
 }
@@ -340,7 +342,7 @@ static struct pm_shmem_node *leaf_of_rcu(struct pm_shmem *f, unsigned long index
  * pm__shmem_add() - insert @folio (PG_shmem not yet set, the cache's reference already taken)
  * at @index, charging the exact limit once the insert can no longer fail, so that a loser of
  * an insert race never takes quota (Linux 6.7's order). Takes only the leaf's lock when the
- * leaf exists; tree_lock too when it must be made.
+ * leaf exists; tree_lock too when it must be made, or always with PM_KNOB_SHMEM_TREE_LOCK.
  * Return: 0, -EEXIST (another folio is there), -ENOSPC (over the limit), -ENOMEM.
  */
 int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
@@ -348,6 +350,8 @@ int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *foli
 	struct pm_shmem_node *leaf;
 	int ret = -EAGAIN;
 
+	if (knob(f->m, PM_KNOB_SHMEM_TREE_LOCK))
+		goto locked;
 	pm_rcu_read_lock();
 	leaf = leaf_of_rcu(f, index);
 	if (leaf) {
@@ -362,6 +366,7 @@ int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *foli
 
 	/* No leaf yet (or it is being unlinked): make one under tree_lock. A leaf found under
 	 * tree_lock is never dead: leaves are unlinked under it. */
+locked:
 	pm_spin_lock(&f->tree_lock);
 	leaf = tree_leaf_create(f, index);
 	if (!leaf) {

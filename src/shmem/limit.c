@@ -77,11 +77,14 @@ int pm__shmem_limit_init(struct pm_shmem *f)
 	f->limit.xpcpu = calloc(f->m->nr_cpus * LIMIT_STRIDE, sizeof(long));
 	if (!f->limit.xpcpu)
 		return -ENOMEM;
+	pm__trace_object(f->limit.xpcpu, f->m->nr_cpus * LIMIT_STRIDE * sizeof(long),
+			 "pm_shmem_limit_pcpu");
 	f->limit.pool = (long)f->max_pages;
 	return 0;
 }
 
 void pm__shmem_limit_fini(struct pm_shmem *f)
 {
+	pm__trace_object_gone(f->limit.xpcpu);
 	free(f->limit.xpcpu);
 }

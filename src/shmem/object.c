@@ -38,6 +38,7 @@ static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t ma
 	pthread_mutex_init(&f->i_mmap_lock, NULL);
 	pthread_mutex_init(&f->truncate_lock, NULL);
 	pthread_mutex_init(&f->hugetlb_mutex, NULL);
+	pm__trace_object(f, sizeof(*f), "pm_shmem");
 	pm_list_init(&f->i_mmap);
 	pthread_mutex_lock(&m->lock);
 	pm_list_add_tail(&f->link, &m->shmems);
@@ -102,6 +103,7 @@ void pm_shmem_put(struct pm_shmem *f)
 	if (f && atomic_sub_mb(&f->xrefs, 1) == 1) {
 		if (!f->dead)
 			shmem_teardown(f);
+		pm__trace_object_gone(f);
 		free(f);
 	}
 }

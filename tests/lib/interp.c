@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * interp.c - the differential interpreter (see interp.h): one sequence of operations, run on
- * pinmm and on the model (model.h), every result compared; plus the random generator, the byte
- * encoding, the printer and a shrinker.
+ * interp.c - the differential interpreter itself (see interp.h): one sequence of operations, run
+ * on pinmm and on the model (model.h), every result compared; and the machines it runs on. The
+ * generator, the encoding, the printer and the shrinker are the other interp_*.c files
+ * (interp_internal.h lists them).
  *
  * Each operation is first resolved against the current state (which address space, which
  * object, which group of references); one that has no target, or that the model cannot
@@ -15,11 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "interp.h"
-
-#define W_PAGES MODEL_WINDOW_PAGES
-#define PS MODEL_PAGE_SIZE
-#define ACCESS_MAX 8192
+#include "interp_internal.h"
 
 struct igroup { /* pinmm's side of a group of references */
 	int n;
@@ -46,33 +43,8 @@ static const int prot_of[4] = { PM_PROT_NONE, PM_PROT_READ, PM_PROT_READ | PM_PR
 				PM_PROT_READ | PM_PROT_WRITE };
 static const int advice_of[5] = { PM_MADV_DONTNEED, PM_MADV_HUGEPAGE, PM_MADV_NOHUGEPAGE,
 				  PM_MADV_DONTFORK, PM_MADV_DOFORK };
-static const char *const advice_name[5] = { "DONTNEED", "HUGEPAGE", "NOHUGEPAGE", "DONTFORK",
-					    "DOFORK" };
-static const char *const prot_name[4] = { "NONE", "READ", "RW", "RW" };
-static const char *const kind_name[4] = { "PRIVATE|ANON", "SHARED|ANON", "PRIVATE", "SHARED" };
-static const char *const gup_name[4] = { "get_user_pages", "get_user_pages_fast",
-					 "pin_user_pages", "pin_user_pages_fast" };
-static const char *const release_name[5] = { "per page", "unpin_user_pages",
-					     "unpin_user_pages_dirty_lock",
-					     "unpin_user_page_range_dirty_lock", "one page" };
 
 /* ---- small helpers ---- */
-
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t x = *s ? *s : 0x9e3779b97f4a7c15ULL;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*s = x;
-	return x * 0x2545f4914f6cdd1dULL;
-}
-
-static unsigned long rnd(uint64_t *s, unsigned long n)
-{
-	return n ? (unsigned long)(rng_next(s) % n) : 0;
-}
 
 /* The bytes an OP_ACCESS or OP_PIN_WRITE writes: a function of its b and c arguments only,
  * so that shrinking a sequence keeps the data of the operations left. */
@@ -82,18 +54,9 @@ static void pattern(uint8_t *buf, size_t len, unsigned b, unsigned c)
 
 	for (size_t i = 0; i < len; i++) {
 		if (i % 8 == 0)
-			s = rng_next(&s);
+			s = xorshift64s(&s);
 		buf[i] = (uint8_t)(s >> (8 * (i % 8))) | 1; /* never 0: differs from a fresh page */
 	}
-}
-
-static unsigned long clamp_pages(unsigned long page, unsigned long n)
-{
-	if (n < 1)
-		n = 1;
-	if (n > W_PAGES - page)
-		n = W_PAGES - page;
-	return n;
 }
 
 static unsigned long waddr(unsigned long page)
@@ -426,7 +389,7 @@ static int op_release(struct interp *it, const struct interp_op *op)
 		    pm_page_to_pfn(ig->page[i]) != pm_page_to_pfn(ig->page[0]) + (unsigned)i)
 			contiguous = false;
 	}
-	trace(it, " (%s)", release_name[method]);
+	trace(it, " (%s)", interp_release_name[method]);
 	if (method == 4) {
 		idx = op->c % n;
 		if (ig->released[idx])
@@ -554,7 +517,6 @@ static int op_check(struct interp *it)
 }
 
 /* The contract's argument errors: each call must fail as api.md and the headers say. */
-#define NR_BADARG 27
 static int badarg(struct interp *it, const struct interp_op *op, int mi)
 {
 	struct pm_mm *mm = it->mm[mi];
@@ -576,16 +538,19 @@ static int badarg(struct interp *it, const struct interp_op *op, int mi)
 	case 3:
 		return expect(it, pm_mmap(mm, w, PS, rw, PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0),
 			      -EINVAL);
-	case 4:
-		return expect(it, pm_mmap(mm, w, PS, 0x40, anon, NULL, 0), -EINVAL);
+	case 4: /* unknown prot bits are ignored; the type nibble never is */
+		return expect(it, pm_mmap(mm, w, PS, rw | 0x40, (anon & ~PM_MAP_PRIVATE) | 0x04,
+					  NULL, 0), -EINVAL);
 	case 5:
 		return expect(it, pm_mmap(mm, w, PS, rw, PM_MAP_PRIVATE | PM_MAP_FIXED, NULL, 0),
 			      -EBADF);
 	case 6:
 		if (!f)
 			return skip(it, "no object");
-		return expect(it, pm_mmap(mm, w, PS, rw, PM_MAP_SHARED | PM_MAP_ANONYMOUS |
-					  PM_MAP_FIXED, f, 0), -EINVAL);
+		/* MAP_SHARED_VALIDATE of an object with an unknown flag: W keeps its mapping */
+		return expect(it, pm_mmap(mm, w, PS, rw,
+					  PM_MAP_SHARED_VALIDATE | PM_MAP_FIXED | 0x200, f, 0),
+			      -EOPNOTSUPP);
 	case 7:
 		if (!f)
 			return skip(it, "no object");
@@ -596,7 +561,7 @@ static int badarg(struct interp *it, const struct interp_op *op, int mi)
 	case 9:
 		return expect(it, pm_mmap(mm, PM_TASK_SIZE, PS, rw, anon, NULL, 0), -ENOMEM);
 	case 10:
-		return expect(it, pm_mmap(mm, w, (size_t)-1, rw, anon, NULL, 0), -EINVAL);
+		return expect(it, pm_mmap(mm, w, (size_t)-1, rw, anon, NULL, 0), -ENOMEM);
 	case 11:
 		return expect(it, pm_munmap(mm, w + 1, PS), -EINVAL);
 	case 12:
@@ -867,598 +832,4 @@ void interp_machines_release(FILE *f)
 		pm_machine_destroy(*slot);
 		*slot = NULL;
 	}
-}
-
-/* ---- the random generator ---- */
-
-/*
- * The generator keeps a rough shadow of the state (which address spaces, objects and groups
- * probably exist, which ranges were mapped) so that most operations have a target. It need not
- * be exact: the interpreter resolves every operation against the real state.
- */
-struct gen {
-	uint64_t s;
-	int nr;
-	struct {
-		unsigned long page, n;
-	} range[8]; /* recent mmaps: most operations aim at them */
-	unsigned mms, objs, groups; /* bit masks of slots that probably exist */
-	struct interp_op pending[4]; /* the next operations, when one calls for others */
-	int npending;
-	unsigned wgroups;	     /* groups that probably hold write pins */
-	uint16_t touched[4];	    /* pages accessed lately: present, so GUP-fast can take them */
-};
-
-/* A random set bit of @mask (else a random slot below @n). */
-static unsigned gen_pick(struct gen *g, unsigned mask, unsigned n)
-{
-	unsigned k = 0, which;
-
-	for (unsigned i = 0; i < n; i++)
-		k += (mask >> i) & 1;
-	if (!k || rnd(&g->s, 10) == 0)
-		return (unsigned)rnd(&g->s, n);
-	which = (unsigned)rnd(&g->s, k);
-	for (unsigned i = 0; i < n; i++)
-		if (((mask >> i) & 1) && which-- == 0)
-			return i;
-	return 0;
-}
-
-static unsigned gen_free(unsigned mask, unsigned n)
-{
-	for (unsigned i = 0; i < n; i++)
-		if (!((mask >> i) & 1))
-			return i;
-	return n;
-}
-
-static unsigned long gen_page(struct gen *g)
-{
-	unsigned long r = rnd(&g->s, 100), p;
-
-	if (r < 60 && g->nr) {
-		int k = (int)rnd(&g->s, (unsigned long)g->nr);
-
-		p = g->range[k].page + rnd(&g->s, g->range[k].n + 2);
-		if (p && rnd(&g->s, 4) == 0)
-			p--;
-	} else if (r < 82) {
-		p = MODEL_PMD_PAGES * rnd(&g->s, 4) + rnd(&g->s, 9);
-		p = p >= 4 ? p - 4 : 0;
-	} else {
-		p = rnd(&g->s, W_PAGES);
-	}
-	return p % W_PAGES;
-}
-
-static unsigned long gen_len(struct gen *g)
-{
-	unsigned long r = rnd(&g->s, 100);
-
-	if (r < 30)
-		return 1;
-	if (r < 60)
-		return 1 + rnd(&g->s, 16);
-	if (r < 75)
-		return 1 + rnd(&g->s, 128);
-	if (r < 85)
-		return MODEL_PMD_PAGES;
-	if (r < 90)
-		return 2 * MODEL_PMD_PAGES;
-	return 1 + rnd(&g->s, W_PAGES);
-}
-
-static const struct {
-	uint8_t code;
-	uint8_t weight;
-} op_weights[] = {
-	{ OP_MMAP, 12 },     { OP_MUNMAP, 4 },	     { OP_MPROTECT, 6 },
-	{ OP_MADVISE, 9 },   { OP_ACCESS, 22 },	     { OP_FAULT, 5 },
-	{ OP_FORK, 5 },	     { OP_MM_DESTROY, 2 },   { OP_MM_CREATE, 1 },
-	{ OP_GUP, 18 },	     { OP_RELEASE, 10 },     { OP_PIN_WRITE, 10 },
-	{ OP_REF_READ, 7 },  { OP_SHMEM_CREATE, 3 }, { OP_SHMEM_TRUNCATE, 3 },
-	{ OP_SHMEM_PUT, 1 }, { OP_SHMEM_STAT, 2 },   { OP_CHECK, 2 },
-	{ OP_BADARG, 2 },
-};
-
-/* The VMA-heavy mix: many small mappings, splits and merges, and faults among them. */
-static const struct {
-	uint8_t code;
-	uint8_t weight;
-} vma_weights[] = {
-	{ OP_MMAP, 24 },    { OP_MUNMAP, 14 },	 { OP_MPROTECT, 20 }, { OP_MADVISE, 10 },
-	{ OP_ACCESS, 18 },  { OP_FAULT, 10 },	 { OP_FORK, 2 },      { OP_MM_DESTROY, 1 },
-	{ OP_GUP, 5 },	    { OP_RELEASE, 4 },	 { OP_CHECK, 3 },     { OP_BADARG, 1 },
-};
-
-bool interp_vma_heavy;
-
-static void gen_push(struct gen *g, struct interp_op op)
-{
-	if (g->npending < (int)(sizeof(g->pending) / sizeof(g->pending[0])))
-		g->pending[g->npending++] = op;
-}
-
-/*
- * After a get/pin, now and then the operations that make Linux's COW-versus-GUP rules matter:
- * a fork, a write by one side, a write through the pin, a read through the reference.
- */
-static void gen_recipe(struct gen *g, const struct interp_op *gup, unsigned group)
-{
-	uint8_t mm = gup->mm, child = (uint8_t)gen_free(g->mms, MODEL_MAX_MMS);
-	uint16_t c = (uint16_t)rng_next(&g->s);
-
-	if (rnd(&g->s, 3) || child >= MODEL_MAX_MMS)
-		return;
-	gen_push(g, (struct interp_op){ OP_FORK, mm, 0, 0, 0, 0, 0 });
-	g->mms |= 1u << child;
-	if ((gup->a & 6) == 6 && rnd(&g->s, 2)) /* a write pin: write through it */
-		gen_push(g, (struct interp_op){ OP_PIN_WRITE, 0, 63, 0, (uint8_t)group,
-						(uint8_t)c, c });
-	gen_push(g, (struct interp_op){ OP_ACCESS, rnd(&g->s, 2) ? mm : child, gup->page, 31, 1,
-					(uint8_t)(c >> 8), (uint16_t)(c % 64) });
-	gen_push(g, (struct interp_op){ OP_REF_READ, 0, 0, 0, (uint8_t)group, 0, 0 });
-}
-
-static void gen_op(struct gen *g, struct interp_op *op, size_t i)
-{
-	unsigned total = 0, r, f;
-	size_t k;
-
-	if (interp_vma_heavy) {
-		for (k = 0; k < sizeof(vma_weights) / sizeof(vma_weights[0]); k++)
-			total += vma_weights[k].weight;
-		r = (unsigned)rnd(&g->s, total);
-		for (k = 0; r >= vma_weights[k].weight; k++)
-			r -= vma_weights[k].weight;
-		f = vma_weights[k].code;
-	} else {
-		for (k = 0; k < sizeof(op_weights) / sizeof(op_weights[0]); k++)
-			total += op_weights[k].weight;
-		r = (unsigned)rnd(&g->s, total);
-		for (k = 0; r >= op_weights[k].weight; k++)
-			r -= op_weights[k].weight;
-		f = op_weights[k].code;
-	}
-	if (g->npending) { /* e.g. MADV_HUGEPAGE right after the mmap of a PMD region */
-		*op = g->pending[0];
-		memmove(g->pending, g->pending + 1, sizeof(g->pending[0]) * (size_t)--g->npending);
-		return;
-	}
-	memset(op, 0, sizeof(*op));
-	op->code = (uint8_t)f;
-	if (i < 2)
-		op->code = OP_MMAP; /* start with something mapped */
-	else if (!g->mms)
-		op->code = OP_MM_CREATE;
-	else if (i == 2 && rnd(&g->s, 2))
-		op->code = OP_SHMEM_CREATE;
-	op->mm = (uint8_t)gen_pick(g, g->mms, MODEL_MAX_MMS);
-	op->page = (uint16_t)gen_page(g);
-	op->npages = (uint16_t)gen_len(g);
-	if (interp_vma_heavy && op->code <= OP_MADVISE)
-		op->npages = (uint16_t)(1 + rnd(&g->s, 6)); /* small: many VMAs, many splits */
-	op->a = (uint8_t)rng_next(&g->s);
-	op->b = (uint8_t)gen_pick(g, g->objs, MODEL_MAX_OBJS);
-	op->c = (uint16_t)rng_next(&g->s);
-	switch (op->code) {
-	case OP_MMAP:
-		if (!interp_vma_heavy && rnd(&g->s, 100) < 45) { /* whole PMD regions: THPs */
-			op->page = (uint16_t)(MODEL_PMD_PAGES * rnd(&g->s, 3));
-			op->npages = (uint16_t)(MODEL_PMD_PAGES * (1 + rnd(&g->s, 2)));
-			if (rnd(&g->s, 100) < 70)
-				gen_push(g, (struct interp_op){ OP_MADVISE, op->mm, op->page,
-								op->npages, 1, 0, 0 });
-		}
-		op->a &= 0x1f | (rnd(&g->s, 8) ? 0 : 0x60); /* mostly MAP_FIXED */
-		if (rnd(&g->s, 6))
-			op->a &= (uint8_t)~0x10; /* MAP_POPULATE now and then */
-		op->a &= (uint8_t)~3; /* RW mostly, then READ, then NONE */
-		r = (unsigned)rnd(&g->s, 10);
-		op->a |= r < 7 ? 2 : r < 9 ? 1 : 0;
-		if (!g->objs)
-			op->a &= (uint8_t)~0x08; /* no object yet: anonymous */
-		op->c = (uint16_t)(rnd(&g->s, 3) ? 0 : rnd(&g->s, 64));
-		k = g->nr < 8 ? (size_t)g->nr++ : rnd(&g->s, 8);
-		g->range[k].page = op->page % W_PAGES;
-		g->range[k].n = clamp_pages(op->page % W_PAGES, op->npages);
-		break;
-	case OP_MPROTECT:
-		if ((op->a & 3) == 0 && rnd(&g->s, 2))
-			op->a |= 1;
-		break;
-	case OP_MADVISE:
-		op->a = (uint8_t)(rnd(&g->s, 3) ? (rnd(&g->s, 2) ? 1 : 0) : rnd(&g->s, 5));
-		if (g->nr && rnd(&g->s, 2)) { /* a whole recent mapping */
-			k = rnd(&g->s, (unsigned long)g->nr);
-			op->page = (uint16_t)g->range[k].page;
-			op->npages = (uint16_t)g->range[k].n;
-		}
-		break;
-	case OP_ACCESS:
-		op->npages = (uint16_t)(rnd(&g->s, 4) ? rnd(&g->s, 64) : rnd(&g->s, ACCESS_MAX));
-		op->a = rnd(&g->s, 5) < 3; /* writes a little more often than reads */
-		g->touched[rnd(&g->s, 4)] = (uint16_t)(op->page % W_PAGES);
-		break;
-	case OP_FORK:
-	case OP_MM_CREATE:
-		f = gen_free(g->mms, MODEL_MAX_MMS);
-		if (f < MODEL_MAX_MMS)
-			g->mms |= 1u << f;
-		break;
-	case OP_MM_DESTROY:
-		g->mms &= ~(1u << (op->mm % MODEL_MAX_MMS));
-		break;
-	case OP_GUP:
-		op->npages = (uint16_t)(rnd(&g->s, 3) ? 1 + rnd(&g->s, 4) : rnd(&g->s, 17));
-		if (rnd(&g->s, 2))
-			op->page = g->touched[rnd(&g->s, 4)];
-		r = (unsigned)rnd(&g->s, 4);
-		op->a = (uint8_t)(r | (rnd(&g->s, 2) ? 4 : 0) | (rnd(&g->s, 8) ? 0 : 8) |
-				  (rnd(&g->s, r >= 2 ? 4 : 30) ? 0 : 16) |
-				  (rnd(&g->s, 40) ? 0 : 32));
-		f = gen_free(g->groups, MODEL_MAX_GROUPS);
-		if (f < MODEL_MAX_GROUPS && op->npages) {
-			g->groups |= 1u << f;
-			if ((op->a & 6) == 6)
-				g->wgroups |= 1u << f;
-			else
-				g->wgroups &= ~(1u << f);
-			gen_recipe(g, op, f);
-		}
-		break;
-	case OP_RELEASE:
-	case OP_REF_READ:
-		op->a = (uint8_t)gen_pick(g, g->groups, MODEL_MAX_GROUPS);
-		if (op->code == OP_RELEASE && op->b % 5 != 4) {
-			g->groups &= ~(1u << op->a);
-			g->wgroups &= ~(1u << op->a);
-		}
-		break;
-	case OP_PIN_WRITE:
-		op->a = (uint8_t)gen_pick(g, g->wgroups, MODEL_MAX_GROUPS);
-		op->npages = (uint16_t)rnd(&g->s, 4);
-		break;
-	case OP_SHMEM_CREATE:
-		f = gen_free(g->objs, MODEL_MAX_OBJS);
-		op->b = (uint8_t)(f < MODEL_MAX_OBJS ? f : op->b);
-		g->objs |= 1u << op->b;
-		op->npages = (uint16_t)rnd(&g->s, rnd(&g->s, 2) ? 16 : MODEL_OBJ_MAX_PAGES);
-		op->c = (uint16_t)(rnd(&g->s, 3) ? 0 : rnd(&g->s, 320));
-		break;
-	case OP_SHMEM_TRUNCATE:
-		op->npages = (uint16_t)rnd(&g->s, rnd(&g->s, 2) ? 17 : MODEL_OBJ_MAX_PAGES + 1);
-		break;
-	case OP_SHMEM_PUT:
-		g->objs &= ~(1u << op->b);
-		break;
-	default:
-		break;
-	}
-}
-
-void interp_generate(uint64_t seed, struct interp_op *ops, size_t n)
-{
-	struct gen g = { .s = seed * 0x9e3779b97f4a7c15ULL + 1, .mms = 1 };
-
-	for (size_t i = 0; i < n; i++)
-		gen_op(&g, &ops[i], i);
-}
-
-unsigned interp_generate_knobs(uint64_t seed)
-{
-	/* Every knob on and off, in four machines (results must not depend on knobs). */
-	static const unsigned presets[] = {
-		0,
-		PM_KNOB_ALL,
-		PM_KNOB_NO_GUP_FAST | PM_KNOB_UNPIN_PER_PAGE | PM_KNOB_NO_PER_VMA_LOCK,
-		PM_KNOB_HAS_PINNED_ALWAYS_WRITE | PM_KNOB_GUP_FAST_RESTART |
-			PM_KNOB_SHMEM_LOCK_TWICE,
-	};
-	uint64_t s = seed ^ 0xc2b2ae3d27d4eb4fULL;
-
-	return presets[rnd(&s, 4)];
-}
-
-/* ---- encoding, printing, shrinking ---- */
-
-size_t interp_encode(unsigned knobs, const struct interp_op *ops, size_t n, uint8_t *out,
-		     size_t cap)
-{
-	size_t len = 1;
-
-	if (!cap)
-		return 0;
-	out[0] = (uint8_t)knobs;
-	for (size_t i = 0; i < n && len + INTERP_OP_BYTES <= cap; i++) {
-		uint8_t *p = out + len;
-
-		p[0] = ops[i].code;
-		p[1] = ops[i].mm;
-		p[2] = (uint8_t)ops[i].page;
-		p[3] = (uint8_t)(ops[i].page >> 8);
-		p[4] = (uint8_t)ops[i].npages;
-		p[5] = (uint8_t)(ops[i].npages >> 8);
-		p[6] = ops[i].a;
-		p[7] = ops[i].b;
-		p[8] = (uint8_t)ops[i].c;
-		p[9] = (uint8_t)(ops[i].c >> 8);
-		len += INTERP_OP_BYTES;
-	}
-	return len;
-}
-
-size_t interp_decode(const uint8_t *data, size_t len, unsigned *knobs, struct interp_op *ops,
-		     size_t max)
-{
-	size_t n = 0;
-
-	*knobs = len ? data[0] & PM_KNOB_ALL : 0;
-	for (size_t off = 1; off + INTERP_OP_BYTES <= len && n < max; off += INTERP_OP_BYTES) {
-		const uint8_t *p = data + off;
-
-		ops[n].code = (uint8_t)(p[0] % INTERP_NR_OPS);
-		ops[n].mm = p[1];
-		ops[n].page = (uint16_t)(p[2] | p[3] << 8);
-		ops[n].npages = (uint16_t)(p[4] | p[5] << 8);
-		ops[n].a = p[6];
-		ops[n].b = p[7];
-		ops[n].c = (uint16_t)(p[8] | p[9] << 8);
-		n++;
-	}
-	return n;
-}
-
-static const char *const op_names[INTERP_NR_OPS] = {
-	[OP_MMAP] = "OP_MMAP",
-	[OP_MUNMAP] = "OP_MUNMAP",
-	[OP_MPROTECT] = "OP_MPROTECT",
-	[OP_MADVISE] = "OP_MADVISE",
-	[OP_ACCESS] = "OP_ACCESS",
-	[OP_FAULT] = "OP_FAULT",
-	[OP_FORK] = "OP_FORK",
-	[OP_MM_DESTROY] = "OP_MM_DESTROY",
-	[OP_MM_CREATE] = "OP_MM_CREATE",
-	[OP_GUP] = "OP_GUP",
-	[OP_RELEASE] = "OP_RELEASE",
-	[OP_PIN_WRITE] = "OP_PIN_WRITE",
-	[OP_REF_READ] = "OP_REF_READ",
-	[OP_SHMEM_CREATE] = "OP_SHMEM_CREATE",
-	[OP_SHMEM_TRUNCATE] = "OP_SHMEM_TRUNCATE",
-	[OP_SHMEM_PUT] = "OP_SHMEM_PUT",
-	[OP_SHMEM_STAT] = "OP_SHMEM_STAT",
-	[OP_CHECK] = "OP_CHECK",
-	[OP_BADARG] = "OP_BADARG",
-};
-
-void interp_print_stats(FILE *f, const char *what, const struct interp_stats *st)
-{
-	static const char *const ev[MEV_NR] = {
-		[MEV_COW_COPY_HELD] = "COW copies away from a held page",
-		[MEV_REFS_UNCERTAIN] = "references made uncertain",
-		[MEV_FORK_PINNED] = "pinned pages copied at fork",
-		[MEV_FORK_UNKNOWN] = "fork next to a pinned THP",
-		[MEV_FILE_COW] = "private copies of object pages",
-		[MEV_TRUNCATE_COW] = "private copies dropped by truncate",
-		[MEV_SIGBUS] = "faults beyond an object's end",
-		[MEV_LIMIT] = "faults beyond an object's limit",
-		[MEV_REF_ZERO] = "references to the zero page",
-		[MEV_REF_ADOPTED] = "references to never-written THP pages",
-	};
-
-	fprintf(f,
-		"# %s: %lu sequences, %lu operations run on both sides (%lu skipped), %lu "
-		"references, %lu bytes compared, %lu machine checks\n",
-		what, st->sequences, st->ops, st->skipped, st->refs, st->bytes, st->checks);
-	fprintf(f, "#   operations:");
-	for (int k = 0; k < INTERP_NR_OPS; k++)
-		fprintf(f, " %s %lu", op_names[k] + 3, st->per_op[k]);
-	fprintf(f, "\n#   model rules:");
-	for (int e = 0; e < MEV_NR; e++)
-		fprintf(f, "%s %s %lu", e ? "," : "", ev[e], st->events[e]);
-	fprintf(f, "\n");
-}
-
-const char *interp_op_name(unsigned code)
-{
-	if (code == OP_TAMPER)
-		return "OP_TAMPER";
-	return code < INTERP_NR_OPS ? op_names[code] : "?";
-}
-
-void interp_describe(const struct interp_op *op, char *buf, size_t len)
-{
-	unsigned long page = op->page % W_PAGES, n = clamp_pages(page, op->npages);
-	int mm = op->mm % MODEL_MAX_MMS, o = op->b % MODEL_MAX_OBJS, g = op->a % MODEL_MAX_GROUPS;
-	static const char *const place[4] = { "FIXED", "FIXED", "FIXED_NOREPLACE", "hint" };
-	unsigned long max;
-
-	switch (op->code) {
-	case OP_MMAP:
-		if (((op->a >> 2) & 3) >= 2)
-			snprintf(buf, len,
-				 "pm_mmap(mm%d, W+0x%lx, 0x%lx, %s, %s|%s%s, obj%d, 0x%lx)", mm,
-				 page * PS, n * PS, prot_name[op->a & 3],
-				 kind_name[(op->a >> 2) & 3], place[(op->a >> 5) & 3],
-				 op->a & 0x10 ? "|POPULATE" : "", o,
-				 (op->c % MODEL_OBJ_MAX_PAGES) * PS);
-		else
-			snprintf(buf, len, "pm_mmap(mm%d, W+0x%lx, 0x%lx, %s, %s|%s%s, NULL, 0)",
-				 mm, page * PS, n * PS, prot_name[op->a & 3],
-				 kind_name[(op->a >> 2) & 3], place[(op->a >> 5) & 3],
-				 op->a & 0x10 ? "|POPULATE" : "");
-		break;
-	case OP_MUNMAP:
-		snprintf(buf, len, "pm_munmap(mm%d, W+0x%lx, 0x%lx)", mm, page * PS, n * PS);
-		break;
-	case OP_MPROTECT:
-		snprintf(buf, len, "pm_mprotect(mm%d, W+0x%lx, 0x%lx, %s)", mm, page * PS, n * PS,
-			 prot_name[op->a & 3]);
-		break;
-	case OP_MADVISE:
-		snprintf(buf, len, "pm_madvise(mm%d, W+0x%lx, 0x%lx, %s)", mm, page * PS, n * PS,
-			 advice_name[op->a % 5]);
-		break;
-	case OP_ACCESS:
-		snprintf(buf, len, "pm_access(mm%d, W+0x%lx, buf, %u, %s)", mm,
-			 page * PS + op->c % PS, 1 + op->npages % ACCESS_MAX,
-			 op->a & 1 ? "write" : "read");
-		break;
-	case OP_FAULT:
-		snprintf(buf, len, "pm_fault(mm%d, W+0x%lx, %s)", mm, page * PS + op->c % PS,
-			 op->a & 1 ? "WRITE" : "0");
-		break;
-	case OP_FORK:
-		snprintf(buf, len, "pm_mm_fork(mm%d)", mm);
-		break;
-	case OP_MM_DESTROY:
-		snprintf(buf, len, "pm_mm_destroy(mm%d)", mm);
-		break;
-	case OP_MM_CREATE:
-		snprintf(buf, len, "pm_mm_create()");
-		break;
-	case OP_GUP:
-		snprintf(buf, len, "pm_%s(mm%d, W+0x%lx, %u, %s%s%s%s, %s)", gup_name[op->a & 3],
-			 mm, page * PS, op->npages % (MODEL_GROUP_PAGES + 1),
-			 op->a & 0x4 ? "WRITE|" : "", op->a & 0x8 ? "FORCE|" : "",
-			 op->a & 0x10 ? "LONGTERM|" : "", "0", op->a & 0x20 ? "NULL" : "pages");
-		break;
-	case OP_RELEASE:
-		snprintf(buf, len, "release(group %d, %s%s)", g, release_name[op->b % 5],
-			 op->c & 1 ? ", dirty" : "");
-		break;
-	case OP_PIN_WRITE:
-		snprintf(buf, len, "memcpy(pm_page_address(group %d[%u]) + %u, data, %lu)", g,
-			 op->npages, op->c % (unsigned)PS,
-			 1 + op->page % (PS - op->c % PS));
-		break;
-	case OP_REF_READ:
-		snprintf(buf, len, "read(group %d)", g);
-		break;
-	case OP_SHMEM_CREATE:
-		max = op->c % 320;
-		snprintf(buf, len, "pm_shmem_create(m, 0x%lx, 0x%lx) -> obj%d",
-			 (1 + op->npages % MODEL_OBJ_MAX_PAGES) * PS,
-			 max >= MODEL_OBJ_MAX_PAGES ? 0 : max * PS, o);
-		break;
-	case OP_SHMEM_TRUNCATE:
-		snprintf(buf, len, "pm_shmem_truncate(obj%d, 0x%lx)", o,
-			 (op->npages % (MODEL_OBJ_MAX_PAGES + 1)) * PS);
-		break;
-	case OP_SHMEM_PUT:
-		snprintf(buf, len, "pm_shmem_put(obj%d)", o);
-		break;
-	case OP_SHMEM_STAT:
-		snprintf(buf, len, "pm_shmem_size/nr_pages(obj%d)", o);
-		break;
-	case OP_CHECK:
-		snprintf(buf, len, "pm_machine_check(m)");
-		break;
-	case OP_BADARG:
-		snprintf(buf, len, "bad arguments #%d (mm%d)", op->a % NR_BADARG, mm);
-		break;
-	case OP_TAMPER:
-		snprintf(buf, len, "tamper(group %d[%u], byte %u)", g, op->npages,
-			 op->c % (unsigned)PS);
-		break;
-	default:
-		snprintf(buf, len, "opcode %u", op->code);
-		break;
-	}
-}
-
-void interp_print(FILE *f, const char *prefix, unsigned knobs, const struct interp_op *ops,
-		  size_t n)
-{
-	char desc[256];
-
-	fprintf(f, "%s/* knobs 0x%x, %zu operations; W = 0x%lx */\n", prefix, knobs, n, MODEL_BASE);
-	for (size_t i = 0; i < n; i++) {
-		interp_describe(&ops[i], desc, sizeof(desc));
-		if (ops[i].code < INTERP_NR_OPS)
-			fprintf(f, "%s{ %s, %u, %u, %u, 0x%02x, 0x%02x, 0x%04x }, /* %s */\n",
-				prefix, op_names[ops[i].code], ops[i].mm, ops[i].page,
-				ops[i].npages, ops[i].a, ops[i].b, ops[i].c, desc);
-		else
-			fprintf(f, "%s{ %u, %u, %u, %u, 0x%02x, 0x%02x, 0x%04x }, /* %s */\n",
-				prefix, ops[i].code, ops[i].mm, ops[i].page, ops[i].npages,
-				ops[i].a, ops[i].b, ops[i].c, desc);
-	}
-}
-
-/* A try of the shrinker runs on the kept machine: interp_run() leaves it quiescent even after
- * a divergence, and measures leaks from its own start. */
-static bool fails(unsigned knobs, const struct interp_op *ops, size_t n)
-{
-	struct interp_result res;
-
-	return interp_run(interp_machine_get(knobs), ops, n, NULL, &res, NULL) != 0;
-}
-
-size_t interp_shrink(unsigned knobs, struct interp_op *ops, size_t n, long tries)
-{
-	struct interp_op *tmp = malloc(sizeof(*tmp) * (n ? n : 1));
-
-	if (!tmp)
-		return n;
-	/* Delta debugging, simplified: drop chunks of halving size while it still fails. */
-	for (size_t chunk = n / 2 ? n / 2 : 1; chunk >= 1 && tries > 0; chunk /= 2) {
-		bool progress = true;
-
-		while (progress && tries > 0) {
-			progress = false;
-			for (size_t start = 0; start < n && tries > 0;) {
-				size_t end = start + chunk < n ? start + chunk : n, k = 0;
-
-				for (size_t i = 0; i < n; i++)
-					if (i < start || i >= end)
-						tmp[k++] = ops[i];
-				tries--;
-				if (k < n && fails(knobs, tmp, k)) {
-					memcpy(ops, tmp, sizeof(*tmp) * k);
-					n = k;
-					progress = true;
-				} else {
-					start = end;
-				}
-			}
-		}
-		if (chunk == 1)
-			break;
-	}
-	free(tmp);
-	return n;
-}
-
-void interp_report(FILE *f, unsigned knobs, struct interp_op *ops, size_t n,
-		   const struct interp_result *res, long tries)
-{
-	struct interp_opts opts = { .trace = f };
-	struct interp_result r2;
-	struct pm_machine *m;
-	size_t k, cap, len;
-	uint8_t *buf;
-
-	fprintf(f, "# divergence (knobs 0x%x): %s\n", knobs, res->msg);
-	k = interp_shrink(knobs, ops, n, tries);
-	fprintf(f, "# shrunk from %zu to %zu operations; as a regression entry:\n", n, k);
-	interp_print(f, "#   ", knobs, ops, k);
-	fprintf(f, "# trace of the shrunk sequence on a fresh machine:\n");
-	m = interp_machine(knobs);
-	if (m) {
-		interp_run(m, ops, k, &opts, &r2, NULL);
-		pm_machine_destroy(m);
-	}
-	cap = 1 + k * INTERP_OP_BYTES;
-	buf = malloc(cap);
-	if (!buf)
-		return;
-	len = interp_encode(knobs, ops, k, buf, cap);
-	fprintf(f, "# replay: test_differential -x ");
-	for (size_t i = 0; i < len; i++)
-		fprintf(f, "%02x", buf[i]);
-	fprintf(f, "\n");
-	fflush(f);
-	free(buf);
 }

@@ -2,7 +2,9 @@
 /*
  * interp.h - the differential interpreter of issue 9: runs one sequence of operations against
  * pinmm and against the reference model (model.h) side by side, and compares every return
- * value and every byte read (through pm_access and through get/pin references).
+ * value and every byte read (through pm_access and through get/pin references). Its users
+ * include this header only; the code is interp.c and the interp_*.c files beside it, one
+ * concern each (interp_internal.h lists them).
  *
  * An operation is 10 bytes (struct interp_op): an opcode, an address-space slot, a page index
  * into the model's window, a page count, and three arguments whose meaning depends on the

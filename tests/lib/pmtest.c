@@ -12,15 +12,27 @@
 
 /* ---- machines and address spaces ---- */
 
-struct pm_machine *pmt_machine(size_t mib, unsigned knobs)
+/* Create the machine @cfg describes, or bail out with errno in a diag. */
+static struct pm_machine *machine_or_bail(const struct pm_config *cfg)
 {
-	struct pm_config cfg = { .mem_bytes = mib << 20, .knobs = knobs };
-	struct pm_machine *m = pm_machine_create(&cfg);
+	struct pm_machine *m = pm_machine_create(cfg);
 
 	if (!m)
-		diag("pm_machine_create(%zu MiB, knobs %#x): errno %d", mib, knobs, errno);
+		diag("pm_machine_create(%zu MiB, knobs %#x, %zu hugepages): errno %d",
+		     cfg->mem_bytes >> 20, cfg->knobs, cfg->nr_hugepages, errno);
 	ASSERT_TRUE(m != NULL);
 	return m;
+}
+
+struct pm_machine *pmt_machine(size_t mib, unsigned knobs)
+{
+	return machine_or_bail(&(struct pm_config){ .mem_bytes = mib << 20, .knobs = knobs });
+}
+
+struct pm_machine *pmt_hmachine(size_t mib, size_t nr_huge)
+{
+	return machine_or_bail(&(struct pm_config){ .mem_bytes = mib << 20,
+						    .nr_hugepages = nr_huge });
 }
 
 struct pm_mm *pmt_fork(struct pm_mm *mm)

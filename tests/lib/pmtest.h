@@ -3,14 +3,18 @@
  * pmtest.h - helpers that the test programs share (tests/lib/pmtest.c, which the Makefile
  * links into every test binary like every other source file in tests/lib).
  *
- *   machines      pmt_machine(), pmt_fork(); one machine and one address space in a test's
- *                 file-scope variables: pmt_setup() / pmt_teardown()
+ *   machines      pmt_machine(), pmt_hmachine() (with a hugetlb pool), pmt_fork(); one
+ *                 machine and one address space in a test's file-scope variables:
+ *                 pmt_setup() / pmt_teardown()
  *   the end       pmt_end(): after pm_rcu_barrier(), every frame back, every pin released,
- *                 pm_machine_check(); then the machine is destroyed
+ *                 pm_machine_check(); then the machine is destroyed; pmt_hend(): the
+ *                 hugetlb pool whole again first
+ *   groups        pmt_run_groups(): a program's named groups in order, "-t NAME" for one
  *   counters      pmt_stats(), PMT_STAT(), pmt_free_pages(), pmt_pins_balanced()
  *   pages         pmt_pfn_at(), pmt_page_at(), pmt_order_at(), pmt_snapshot() and
  *                 pmt_counts_equal() (refcounts and pincounts back where they were)
- *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch()
+ *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch(); one byte: pmt_poke(),
+ *                 pmt_peek()
  *   contents      address patterns: pmt_fill(), pmt_check(), pmt_reads_zero();
  *                 tagged pages (tag << 32 | page index): pmt_put_tag(), pmt_bad_tag(),
  *                 pmt_bad_pin(), pmt_page_is(); whole pages of one word: pmt_fill_words(),
@@ -33,6 +37,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <pthread.h>
 
@@ -44,6 +50,10 @@
 
 /* A machine of @mib MiB with @knobs; bails out if it cannot be created. */
 struct pm_machine *pmt_machine(size_t mib, unsigned knobs);
+
+/* A machine of @mib MiB with a pool of @nr_huge 2 MiB hugetlb pages; bails out if it cannot
+ * be created. */
+struct pm_machine *pmt_hmachine(size_t mib, size_t nr_huge);
 
 /* pm_mm_fork(), bailing out (with errno in a diag) if it fails. */
 struct pm_mm *pmt_fork(struct pm_mm *mm);
@@ -126,6 +136,48 @@ static inline void pmt_end(struct pm_machine *m, size_t free0, const struct pmt_
 	pm_machine_destroy(m);
 }
 
+/* pmt_end() for a machine of pmt_hmachine(): first, the pool of @nr_huge is whole again. */
+static inline void pmt_hend(struct pm_machine *m, size_t free0, size_t nr_huge, const char *what)
+{
+	size_t total = 0, free = 0;
+
+	pm_rcu_barrier();
+	pm_hugetlb_pool(m, &total, &free);
+	ok(total == nr_huge && free == nr_huge, "%s: the pool is whole again (%zu of %zu free)",
+	   what, free, total);
+	pmt_end(m, free0, &pmt_end_returned, what);
+}
+
+/* One named group of a test program's tests. */
+struct pmt_group {
+	const char *name;
+	void (*fn)(void);
+};
+
+/*
+ * Run @groups in order, or only the one "-t NAME" names, each under alarm(@alarm_s) when that
+ * is not 0 (a hang fails there, not at the runner's timeout); return done_testing().
+ */
+static inline int pmt_run_groups(int argc, char **argv, const struct pmt_group *groups,
+				 size_t n, unsigned alarm_s)
+{
+	const char *only = NULL;
+
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "-t"))
+			only = argv[i + 1];
+	plan_no_plan();
+	for (size_t i = 0; i < n; i++) {
+		if (only && strcmp(only, groups[i].name))
+			continue;
+		diag("%s", groups[i].name);
+		alarm(alarm_s);
+		groups[i].fn();
+		alarm(0);
+	}
+	return done_testing();
+}
+
 /* pmt_setup()'s counterpart: destroy *@mm (if any), pmt_end() the machine, clear both. */
 static inline void pmt_teardown(struct pm_machine **m, struct pm_mm **mm, size_t free0,
 				const char *what)
@@ -135,6 +187,21 @@ static inline void pmt_teardown(struct pm_machine **m, struct pm_mm **mm, size_t
 	*mm = NULL;
 	pmt_end(*m, free0, &pmt_end_after_destroy, what);
 	*m = NULL;
+}
+
+/* One user-mode byte: pm_access's answer (1, or -errno) for a store of @c at @addr. */
+static inline long pmt_poke(struct pm_mm *mm, unsigned long addr, char c)
+{
+	return pm_access(mm, addr, &c, 1, 1);
+}
+
+/* The byte a user-mode load at @addr reads (0..255), or pm_access's -errno. */
+static inline int pmt_peek(struct pm_mm *mm, unsigned long addr)
+{
+	char c = 0;
+	long ret = pm_access(mm, addr, &c, 1, 0);
+
+	return ret == 1 ? (unsigned char)c : (int)ret;
 }
 
 /* ---- pages and folios ---- */

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "xorshift.h"
 
 static int tap_n, tap_failed, tap_planned = -1;
 
@@ -158,13 +159,7 @@ static inline uint64_t tap_seed(int argc, char **argv)
 /* xorshift64*: a per-thread deterministic PRNG for tests. */
 static inline uint64_t tap_rand(uint64_t *state)
 {
-	uint64_t x = *state ? *state : 0x9e3779b97f4a7c15ULL;
-
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	*state = x;
-	return x * 0x2545f4914f6cdd1dULL;
+	return xorshift64s(state);
 }
 
 /* Seconds a stress test runs: PM_STRESS_SECONDS, else @dflt. */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # cli_strict.sh - the command lines refuse what they cannot use (TAP on stdout).
 #
-# Every number on the command lines of pinmm-bench and the tools is read strictly
+# Every number on the command lines of pinmm-bench, the tools and the experiments is read strictly
 # (tools/lib/cli.c): each bad command line below must exit 1 and name the argument on stderr
 # (and print usage); a working set larger than the host's MemAvailable must be refused at
 # once with a message that says so; a large machine (-M) must not be; and a few good command
@@ -59,8 +59,8 @@ GT=$O/pinmm-gup-test
 BENCH=$O/pinmm-bench
 MM=$O/pinmm-mm-bench
 GB=$O/pinmm-gup-bench
-IB=$O/pinmm-interleave-bench
-AB=$O/pinmm-atomic-bench
+IB=$O/experiments/pinmm-interleave-bench
+AB=$O/experiments/pinmm-atomic-bench
 # runtest writes CASE.title where it runs: here, not in the tree.
 cd "$tmp" || exit 1
 for b in "$GT" "$BENCH" "$MM" "$GB" "$IB" "$AB"; do

@@ -417,7 +417,8 @@ int main(int argc, char **argv)
 	double seconds = tap_seconds(2);
 
 	plan_no_plan();
-	run(0, seconds / 2, seed);
-	run(PM_KNOB_SHMEM_LOCK_TWICE, seconds / 2, seed);
+	run(0, seconds / 3, seed);
+	run(PM_KNOB_SHMEM_LOCK_TWICE, seconds / 3, seed);
+	run(PM_KNOB_SHMEM_TREE_LOCK, seconds / 3, seed);
 	return done_testing();
 }

@@ -442,10 +442,7 @@ static void test_dead_mm(void)
 	pm_shmem_put(f);
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+static const struct pmt_group groups[] = {
 	/* First: each of its 4095 pm_machine_destroy() waits for RCU, at no cost before the
 	 * process has deferred any free. */
 	{ "emfile", test_emfile },
@@ -459,17 +456,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (unsigned i = 0; i < ARRAY_SIZE_T(groups); i++) {
-		if (only && strcmp(only, groups[i].name))
-			continue;
-		diag("%s", groups[i].name);
-		groups[i].fn();
-	}
-	return done_testing();
+	return pmt_run_groups(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 0);
 }

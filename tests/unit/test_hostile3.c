@@ -39,7 +39,6 @@
 #define RO PM_PROT_READ
 #define FIX (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED)
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
-#define ARRAY_SIZE_T(a) (sizeof(a) / sizeof((a)[0]))
 
 static const char *design(struct pm_machine *m)
 {
@@ -336,10 +335,7 @@ static void test_map_count_race(void)
 	pmt_end(m, free0, &pmt_end_after_destroy, "map_count_race");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+static const struct pmt_group groups[] = {
 	{ "gap_fallback", test_gap_fallback },
 	{ "map_count", test_map_count },
 	{ "map_count_fail", test_map_count_fail },
@@ -348,17 +344,5 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (unsigned i = 0; i < ARRAY_SIZE_T(groups); i++) {
-		if (only && strcmp(only, groups[i].name))
-			continue;
-		diag("%s", groups[i].name);
-		groups[i].fn();
-	}
-	return done_testing();
+	return pmt_run_groups(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 0);
 }

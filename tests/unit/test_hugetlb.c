@@ -34,17 +34,6 @@
 
 static struct pm_page *pages[2048];
 
-static struct pm_machine *hmachine(size_t mib, size_t nr_huge)
-{
-	struct pm_config cfg = { .mem_bytes = mib * MiB, .nr_hugepages = nr_huge };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	if (!m)
-		diag("pm_machine_create(%zu MiB, %zu hugepages): errno %d", mib, nr_huge, errno);
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
 static size_t pool_free(struct pm_machine *m)
 {
 	size_t total = 0, free = 0;
@@ -59,23 +48,6 @@ static char peek(struct pm_mm *mm, unsigned long addr)
 
 	ASSERT_EQ(pm_access(mm, addr, &c, 1, 0), 1);
 	return c;
-}
-
-static long poke(struct pm_mm *mm, unsigned long addr, char c)
-{
-	return pm_access(mm, addr, &c, 1, 1);
-}
-
-/* The end of a case: the pool is whole again, frames are back, the machine checks clean. */
-static void hend(struct pm_machine *m, size_t free0, size_t nr_huge, const char *what)
-{
-	size_t total = 0, free = 0;
-
-	pm_rcu_barrier();
-	pm_hugetlb_pool(m, &total, &free);
-	ok(total == nr_huge && free == nr_huge, "%s: the pool is whole again (%zu of %zu free)",
-	   what, free, total);
-	pmt_end(m, free0, &pmt_end_returned, what);
 }
 
 static void test_config(void)
@@ -117,7 +89,7 @@ static void test_config(void)
 	is_int(pm_machine_check(m), 0, "pm_machine_check knows the free pool");
 	pm_machine_destroy(m);
 
-	m = hmachine(16, 0);
+	m = pmt_hmachine(16, 0);
 	is_int(pm_hugetlb_pool(m, &total, &free), 0, "no pool");
 	ok(total == 0 && free == 0, "0 pages");
 	pm_machine_destroy(m);
@@ -126,7 +98,7 @@ static void test_config(void)
 /* Reservation at mmap: -ENOMEM there, never at fault. */
 static void test_reserve(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	long a, b, c;
@@ -146,8 +118,8 @@ static void test_reserve(void)
 	struct pm_stats s0 = pmt_stats(m);
 
 	for (int i = 0; i < 3; i++)
-		is_int(poke(mm, a + i * HP + 77, 'a' + i), 1, "fault page %d of the first mapping", i);
-	is_int(poke(mm, b, 'z'), 1, "fault the second mapping");
+		is_int(pmt_poke(mm, a + i * HP + 77, 'a' + i), 1, "fault page %d of the first mapping", i);
+	is_int(pmt_poke(mm, b, 'z'), 1, "fault the second mapping");
 	is_int(pmt_stats(m).hugetlb_faults - s0.hugetlb_faults, 4, "hugetlb_faults +4");
 	is_int(pool_free(m), 0, "the pool is used up");
 	is_int(pm_machine_check(m), 0, "check with the pool in use");
@@ -160,12 +132,12 @@ static void test_reserve(void)
 	is_int(pool_free(m), 2, "two free");
 	ok(peek(mm, a + 77) == 'a' && peek(mm, a + 2 * HP + 77) == 'c', "the others keep their data");
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "reserve");
+	pmt_hend(m, free0, 4, "reserve");
 }
 
 static void test_alignment(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_shmem *f, *plain;
@@ -173,7 +145,7 @@ static void test_alignment(void)
 
 	a = pm_mmap(mm, 0, 1, RW, HPRIV, NULL, 0);
 	ok(a > 0 && !(a & (HP - 1)), "one byte: a 2 MiB aligned mapping");
-	is_int(poke(mm, a + HP - 1, 'x'), 1, "its length rounded up to 2 MiB");
+	is_int(pmt_poke(mm, a + HP - 1, 'x'), 1, "its length rounded up to 2 MiB");
 	is_int(pm_access(mm, a + HP, &(char){ 0 }, 1, 0), -EFAULT, "and no further");
 	is_int(pm_mmap(mm, 0x40000000UL + PG, HP, RW, HPRIV | PM_MAP_FIXED, NULL, 0), -EINVAL,
 	       "MAP_FIXED at an address not 2 MiB aligned: -EINVAL");
@@ -187,7 +159,7 @@ static void test_alignment(void)
 	       "MADV_DONTNEED from an unaligned start: -EINVAL");
 	ok(peek(mm, a + HP - 1) == 'x', "the page is intact");
 	is_int(pm_mprotect(mm, a, HP, PM_PROT_READ), 0, "mprotect of the whole page");
-	is_int(poke(mm, a, 'y'), -EFAULT, "read-only now");
+	is_int(pmt_poke(mm, a, 'y'), -EFAULT, "read-only now");
 
 	errno = 0;
 	ok(!pm_shmem_create_hugetlb(m, MiB) && errno == EINVAL,
@@ -206,12 +178,12 @@ static void test_alignment(void)
 	pm_shmem_put(plain);
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "alignment");
+	pmt_hend(m, free0, 4, "alignment");
 }
 
 static void test_fault_rw(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_folio *folio;
@@ -237,12 +209,12 @@ static void test_fault_rw(void)
 	ok(a > 0 && pool_free(m) == 1, "MAP_POPULATE faults the page in at mmap");
 	ok(pmt_pfn_at(mm, a) != ~0UL, "mapped without a fault");
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "fault");
+	pmt_hend(m, free0, 4, "fault");
 }
 
 static void test_pins(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_folio *f0, *f1;
@@ -312,32 +284,32 @@ static void test_pins(void)
 	pm_unpin_user_page(pages[0]);
 	is_int(pool_free(m), 4, "the last unpin gives it back to the pool");
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "pins");
+	pmt_hend(m, free0, 4, "pins");
 }
 
 static void test_fork(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	struct pm_stats s0;
 	long a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
 	long sh = pm_mmap(mm, 0, HP, RW, HSHARED, NULL, 0);
 
-	is_int(poke(mm, a, 'A'), 1, "parent writes its private page");
-	is_int(poke(mm, sh, 'S'), 1, "and its shared page");
+	is_int(pmt_poke(mm, a, 'A'), 1, "parent writes its private page");
+	is_int(pmt_poke(mm, sh, 'S'), 1, "and its shared page");
 	child = pmt_fork(mm);
 	ok(peek(child, a) == 'A' && peek(child, sh) == 'S', "the child sees both");
 	is_int(pm_folio_mapcount(pm_page_folio(pmt_page_at(mm, a))), 2, "the private page is shared");
 	s0 = pmt_stats(m);
-	is_int(poke(child, a, 'B'), 1, "the child writes: COW copy of the whole page");
+	is_int(pmt_poke(child, a, 'B'), 1, "the child writes: COW copy of the whole page");
 	is_int(pmt_stats(m).cow_copies - s0.cow_copies, 1, "one copy");
 	is_int(pool_free(m), 1, "taken from the pool's unpromised pages");
 	ok(peek(mm, a) == 'A' && peek(child, a) == 'B', "each sees its own");
 	s0 = pmt_stats(m);
-	is_int(poke(mm, a, 'C'), 1, "the parent writes: sole user, reused");
+	is_int(pmt_poke(mm, a, 'C'), 1, "the parent writes: sole user, reused");
 	is_int(pmt_stats(m).cow_reuses - s0.cow_reuses, 1, "a reuse");
-	is_int(poke(child, sh, 'T'), 1, "the child writes the shared page");
+	is_int(pmt_poke(child, sh, 'T'), 1, "the child writes the shared page");
 	ok(peek(mm, sh) == 'T', "the parent sees it: shared stays shared");
 	is_int(pm_machine_check(m), 0, "check after fork and COW");
 	pm_mm_destroy(child);
@@ -355,34 +327,34 @@ static void test_fork(void)
 	pm_unpin_user_page(pages[0]);
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "fork");
+	pmt_hend(m, free0, 4, "fork");
 }
 
 /* The child has no reservation: with the pool all promised, its COW gets -EFAULT (SIGBUS). */
 static void test_fork_sigbus(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	long a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0), b;
 
 	/* [ U . ] -> fork -> [ U R ] */
-	is_int(poke(mm, a, 'A'), 1, "parent writes");
+	is_int(pmt_poke(mm, a, 'A'), 1, "parent writes");
 	child = pmt_fork(mm);
 	b = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
 	ok(b > 0, "the parent reserves the last page");
 	is_int(pm_fault(child, a, PM_FAULT_WRITE), -EFAULT,
 	       "the child's COW with nothing unpromised: -EFAULT");
-	is_int(poke(child, a, 'B'), -EFAULT, "pm_access too");
+	is_int(pmt_poke(child, a, 'B'), -EFAULT, "pm_access too");
 	ok(peek(child, a) == 'A', "the child still reads the shared page");
-	is_int(poke(mm, b, 'b'), 1, "the parent's reserved fault succeeds");
+	is_int(pmt_poke(mm, b, 'b'), 1, "the parent's reserved fault succeeds");
 	is_int(pm_machine_check(m), 0, "check");
 	is_int(pm_munmap(mm, b, HP), 0, "munmap it");
-	is_int(poke(child, a, 'B'), 1, "now the child's COW finds a free page");
+	is_int(pmt_poke(child, a, 'B'), 1, "now the child's COW finds a free page");
 	ok(peek(mm, a) == 'A', "the parent is untouched");
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "fork sigbus");
+	pmt_hend(m, free0, 2, "fork sigbus");
 }
 
 /*
@@ -395,7 +367,7 @@ static void test_fork_sigbus(void)
  */
 static void test_fork_owner_cow(void)
 {
-	struct pm_machine *m = hmachine(64, 3);
+	struct pm_machine *m = pmt_hmachine(64, 3);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	long a = pm_mmap(mm, 0, 3 * HP, RW, HPRIV, NULL, 0);
@@ -405,7 +377,7 @@ static void test_fork_owner_cow(void)
 
 	ok(a > 0, "3 private pages, reserved");
 	for (int i = 0; i < 3; i++)
-		is_int(poke(mm, a + i * HP, (char)('A' + i)), 1, "the parent writes page %d", i);
+		is_int(pmt_poke(mm, a + i * HP, (char)('A' + i)), 1, "the parent writes page %d", i);
 	child = pmt_fork(mm);
 	is_int(pm_mprotect(child, a + HP, 2 * HP, PM_PROT_READ), 0,
 	       "the child's VMA cut in two at the second page");
@@ -414,7 +386,7 @@ static void test_fork_owner_cow(void)
 	is_int(pool_free(m), 0, "the pool is empty");
 
 	s0 = pmt_stats(m);
-	is_int(poke(mm, a + 1, 'a'), 1, "the parent writes the shared page with the pool empty");
+	is_int(pmt_poke(mm, a + 1, 'a'), 1, "the parent writes the shared page with the pool empty");
 	is_int(pmt_stats(m).cow_reuses - s0.cow_reuses, 1, "it reused the page");
 	is_int(pmt_stats(m).cow_copies - s0.cow_copies, 0, "nothing was copied");
 	ok(pm_page_folio(pmt_page_at(mm, a)) == f0, "the same page is mapped");
@@ -439,7 +411,7 @@ static void test_fork_owner_cow(void)
 	       "the marked VMA still gets SIGBUS (HPAGE_RESV_UNMAPPED)");
 	is_int(pm_fault(child, a + HP, 0), 0, "the unmarked VMA faults in the free page");
 	is_int(pool_free(m), 0, "the pool is empty again");
-	is_int(poke(mm, a + 2 * HP, 'c'), 1, "the parent writes its third page, shared too");
+	is_int(pmt_poke(mm, a + 2 * HP, 'c'), 1, "the parent writes its third page, shared too");
 	is_int(pm_fault(child, a + 2 * HP, 0), -EFAULT, "that page left the child's second VMA");
 	is_int(pm_fault(child, a + HP, 0), 0, "whose present page stays");
 	is_int(pm_madvise(child, a + HP, HP, PM_MADV_DONTNEED), 0, "but once dropped...");
@@ -449,32 +421,32 @@ static void test_fork_owner_cow(void)
 	pm_mm_destroy(child);
 	ok(peek(mm, a) == 'A' && peek(mm, a + 2 * HP) == 'c', "the parent's data survive the child");
 	pm_mm_destroy(mm);
-	hend(m, free0, 3, "owner cow");
+	pmt_hend(m, free0, 3, "owner cow");
 
 	/* A free unpromised page: the owner copies, the child keeps its mapping. */
-	m = hmachine(64, 2);
+	m = pmt_hmachine(64, 2);
 	free0 = pm_machine_free_pages(m);
 	mm = pm_mm_create(m);
 	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
-	is_int(poke(mm, a, 'A'), 1, "the parent writes its page");
+	is_int(pmt_poke(mm, a, 'A'), 1, "the parent writes its page");
 	child = pmt_fork(mm);
 	s0 = pmt_stats(m);
-	is_int(poke(mm, a, 'P'), 1, "the parent writes it again, one page free in the pool");
+	is_int(pmt_poke(mm, a, 'P'), 1, "the parent writes it again, one page free in the pool");
 	is_int(pmt_stats(m).cow_copies - s0.cow_copies, 1, "a copy");
 	ok(peek(child, a) == 'A' && peek(mm, a) == 'P', "each sees its own");
-	is_int(poke(child, a, 'C'), 1, "the child, now the only mapper, reuses the old page");
+	is_int(pmt_poke(child, a, 'C'), 1, "the child, now the only mapper, reuses the old page");
 	is_int(pm_machine_check(m), 0, "check");
 	pm_mm_destroy(mm);
 	ok(peek(child, a) == 'C', "the child outlives its parent");
 	pm_mm_destroy(child);
-	hend(m, free0, 2, "owner cow with a free page");
+	pmt_hend(m, free0, 2, "owner cow with a free page");
 
 	/* A R/O pin by the owner unshares the same way (hugetlb_wp with FAULT_FLAG_UNSHARE). */
-	m = hmachine(64, 1);
+	m = pmt_hmachine(64, 1);
 	free0 = pm_machine_free_pages(m);
 	mm = pm_mm_create(m);
 	a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
-	is_int(poke(mm, a, 'A'), 1, "the parent writes its only page");
+	is_int(pmt_poke(mm, a, 'A'), 1, "the parent writes its only page");
 	child = pmt_fork(mm);
 	f0 = pm_page_folio(pmt_page_at(mm, a));
 	is_int(pm_pin_user_pages_fast(mm, a, 1, 0, pages), 1,
@@ -487,7 +459,7 @@ static void test_fork_owner_cow(void)
 	pm_unpin_user_page(pages[0]);
 	pm_mm_destroy(child);
 	pm_mm_destroy(mm);
-	hend(m, free0, 1, "owner unshare");
+	pmt_hend(m, free0, 1, "owner unshare");
 }
 
 /*
@@ -546,7 +518,7 @@ static void *owner_race_child(void *arg)
 
 static void test_owner_cow_race(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	int bad_parent = 0, bad_after = 0;
@@ -557,7 +529,7 @@ static void test_owner_cow_race(void)
 		long a = pm_mmap(mm, 0, 2 * HP, RW, HPRIV, NULL, 0);
 		struct pm_mm *g;
 
-		if (a < 0 || poke(mm, a, 'A') != 1 || poke(mm, a + HP, 'B') != 1) {
+		if (a < 0 || pmt_poke(mm, a, 'A') != 1 || pmt_poke(mm, a + HP, 'B') != 1) {
 			bad_parent++;
 			break;
 		}
@@ -566,7 +538,7 @@ static void test_owner_cow_race(void)
 		atomic_store(&r.go, 0);
 		ASSERT_EQ(pthread_create(&th, NULL, owner_race_child, &r), 0);
 		atomic_store(&r.go, 1);
-		if (poke(mm, a + 64, 'P') != 1)
+		if (pmt_poke(mm, a + 64, 'P') != 1)
 			bad_parent++;
 		pthread_join(th, NULL);
 		if (peek(mm, a) != 'A' || peek(mm, a + 64) != 'P' ||
@@ -585,12 +557,12 @@ static void test_owner_cow_race(void)
 	is_int(bad_after, 0, "the child and its child lost the page");
 	is_int(pm_machine_check(m), 0, "check after the races");
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "owner cow race");
+	pmt_hend(m, free0, 2, "owner cow race");
 }
 
 static void test_shared_object(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *mm2 = pm_mm_create(m);
 	struct pm_shmem *f = pm_shmem_create_hugetlb(m, 2 * HP);
@@ -606,10 +578,10 @@ static void test_shared_object(void)
 	ok(x > 0, "two more pages can be promised: the object's were reserved once");
 	is_int(pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0), -ENOMEM, "and no more");
 	is_int(pm_munmap(mm, x, 2 * HP), 0, "unmap those");
-	is_int(poke(mm, a + HP + 9, 'q'), 1, "write page 1 through the first mapping");
+	is_int(pmt_poke(mm, a + HP + 9, 'q'), 1, "write page 1 through the first mapping");
 	ok(peek(mm, b + 9) == 'q' && peek(mm2, c + HP + 9) == 'q', "seen by the other two");
 	is_int(pm_shmem_nr_pages(f), 512, "the object holds one 2 MiB page");
-	is_int(poke(mm2, c, 'r'), 1, "write page 0 from the other address space");
+	is_int(pmt_poke(mm2, c, 'r'), 1, "write page 0 from the other address space");
 	ok(peek(mm, a) == 'r', "seen by the first");
 	ok(pmt_pfn_at(mm, b) == pmt_pfn_at(mm2, c + HP), "the same frames");
 	/* A private mapping reads the object and copies on write. */
@@ -618,7 +590,7 @@ static void test_shared_object(void)
 	ok(peek(mm, p + HP + 9) == 'q', "reads the object's page");
 	ok(pm_folio_test_anon(pm_page_folio(pmt_page_at(mm, p))) == false,
 	   "mapped from the cache until written");
-	is_int(poke(mm, p + HP + 9, 'w'), 1, "writes: a private copy");
+	is_int(pmt_poke(mm, p + HP + 9, 'w'), 1, "writes: a private copy");
 	ok(peek(mm, a + HP + 9) == 'q' && peek(mm, p + HP + 9) == 'w', "the object is unchanged");
 	is_int(pm_machine_check(m), 0, "check with a shared object mapped");
 	/* Truncation takes the pages out of every mapping and back to the pool. */
@@ -629,19 +601,19 @@ static void test_shared_object(void)
 	pm_shmem_put(f);
 	pm_mm_destroy(mm2);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "shared object");
+	pmt_hend(m, free0, 4, "shared object");
 }
 
 static void test_dontneed(void)
 {
-	struct pm_machine *m = hmachine(64, 3);
+	struct pm_machine *m = pmt_hmachine(64, 3);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	long a = pm_mmap(mm, 0, 2 * HP, RW, HPRIV, NULL, 0), b, sh;
 
 	/* [ U U R ] */
-	is_int(poke(mm, a, 'x'), 1, "write page 0");
-	is_int(poke(mm, a + HP, 'y'), 1, "write page 1");
+	is_int(pmt_poke(mm, a, 'x'), 1, "write page 0");
+	is_int(pmt_poke(mm, a + HP, 'y'), 1, "write page 1");
 	b = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
 	ok(b > 0, "reserve the last page elsewhere");
 	is_int(pm_madvise(mm, a, HP + PG, PM_MADV_DONTNEED), 0,
@@ -656,11 +628,11 @@ static void test_dontneed(void)
 	is_int(pm_munmap(mm, b, HP), 0, "unmap the other");
 
 	sh = pm_mmap(mm, 0, HP, RW, HSHARED, NULL, 0);
-	is_int(poke(mm, sh, 's'), 1, "a shared page");
+	is_int(pmt_poke(mm, sh, 's'), 1, "a shared page");
 	is_int(pm_madvise(mm, sh, HP, PM_MADV_DONTNEED), 0, "DONTNEED of it unmaps it");
 	ok(peek(mm, sh) == 's', "its data stays in the object");
 	pm_mm_destroy(mm);
-	hend(m, free0, 3, "dontneed");
+	pmt_hend(m, free0, 3, "dontneed");
 }
 
 /*
@@ -693,7 +665,7 @@ static void *conc_worker(void *arg)
 	}
 	for (int r = 0; r < ROUNDS; r++) {
 		for (long i = 0; i < NTHR; i++) {
-			if (poke(mm, a + i * HP + id, (char)(r + 1)) != 1)
+			if (pmt_poke(mm, a + i * HP + id, (char)(r + 1)) != 1)
 				atomic_fetch_add(&conc.errors, 1);
 			if (pm_pin_user_pages_fast(mm, a + i * HP + id * PG, 1, PM_FOLL_WRITE,
 						   &p[i]) != 1)
@@ -702,7 +674,7 @@ static void *conc_worker(void *arg)
 		pm_unpin_user_pages(p, NTHR);
 		if (pm_madvise(mm, a, NTHR * HP, PM_MADV_DONTNEED))
 			atomic_fetch_add(&conc.errors, 1);
-		if (poke(conc.common, conc.priv + id * HP + 5, (char)(r + 1)) != 1 ||
+		if (pmt_poke(conc.common, conc.priv + id * HP + 5, (char)(r + 1)) != 1 ||
 		    peek(conc.common, conc.priv + id * HP + 5) != (char)(r + 1))
 			atomic_fetch_add(&conc.errors, 1);
 		if (pm_madvise(conc.common, conc.priv + id * HP, HP, PM_MADV_DONTNEED))
@@ -714,7 +686,7 @@ static void *conc_worker(void *arg)
 
 static void test_concurrent(void)
 {
-	struct pm_machine *m = hmachine(64, 2 * NTHR);
+	struct pm_machine *m = pmt_hmachine(64, 2 * NTHR);
 	size_t free0 = pm_machine_free_pages(m);
 	pthread_t thr[NTHR];
 
@@ -735,7 +707,7 @@ static void test_concurrent(void)
 	is_int(pm_machine_check(m), 0, "check after the threads");
 	pm_mm_destroy(conc.common);
 	pm_shmem_put(conc.f);
-	hend(m, free0, 2 * NTHR, "concurrent");
+	pmt_hend(m, free0, 2 * NTHR, "concurrent");
 }
 
 int main(void)

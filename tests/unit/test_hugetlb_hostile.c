@@ -12,6 +12,8 @@
  *   check_vma		pm_machine_check rejects a hugetlb VMA whose offset is not 2 MiB aligned
  *   grow		a writable mapping longer than its hugetlb object grows the object to
  *			its end (hugetlbfs_file_mmap); a read-only one does not
+ *   noop_partial	mprotect or madvise of part of a huge page that changes nothing is 0,
+ *			as Linux returns before split_vma; one that changes something -EINVAL
  *
  * A hang is a failure: each group runs under alarm(). "-t NAME" runs one group only.
  */
@@ -34,44 +36,11 @@
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 #define HPRIV (PRIV | PM_MAP_HUGETLB)
 
-static struct pm_machine *hmachine(size_t mib, size_t nr_huge)
-{
-	struct pm_config cfg = { .mem_bytes = mib * MiB, .nr_hugepages = nr_huge };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
-static long poke(struct pm_mm *mm, unsigned long addr, char c)
-{
-	return pm_access(mm, addr, &c, 1, 1);
-}
-
-static int peek(struct pm_mm *mm, unsigned long addr)
-{
-	char c = 0;
-	long ret = pm_access(mm, addr, &c, 1, 0);
-
-	return ret == 1 ? (unsigned char)c : (int)ret;
-}
-
-static void hend(struct pm_machine *m, size_t free0, size_t nr_huge, const char *what)
-{
-	size_t total = 0, free = 0;
-
-	pm_rcu_barrier();
-	pm_hugetlb_pool(m, &total, &free);
-	ok(total == nr_huge && free == nr_huge, "%s: the pool is whole again (%zu of %zu free)",
-	   what, free, total);
-	pmt_end(m, free0, &pmt_end_returned, what);
-}
-
 /* ---- 1. a hint not 2 MiB aligned ---- */
 
 static void test_hint(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	const unsigned long hint = 0x40001000UL;
@@ -84,33 +53,33 @@ static void test_hint(void)
 		ok(0, "the rest needs an aligned VMA");
 		return;
 	}
-	is_int(poke(mm, a + HP - 1, 'h'), 1, "a write to its last byte");
+	is_int(pmt_poke(mm, a + HP - 1, 'h'), 1, "a write to its last byte");
 	b = pm_mmap(mm, a + HP, PG, RW, PRIV | PM_MAP_FIXED, NULL, 0);
 	is_int(b, a + HP, "a fixed anonymous page right after it");
-	is_int(poke(mm, b, 'a'), 1, "written");
-	is_int(peek(mm, a + HP - 1), 'h', "the huge page keeps its byte");
-	is_int(peek(mm, b), 'a', "the page after it is its own");
+	is_int(pmt_poke(mm, b, 'a'), 1, "written");
+	is_int(pmt_peek(mm, a + HP - 1), 'h', "the huge page keeps its byte");
+	is_int(pmt_peek(mm, b), 'a', "the page after it is its own");
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	is_int(pm_munmap(mm, a, HP), 0, "munmap of the hugetlb VMA");
-	is_int(peek(mm, b), 'a', "the page after it is intact");
+	is_int(pmt_peek(mm, b), 'a', "the page after it is intact");
 
 	/* An anonymous page below it in the same 2 MiB: the mapping goes above. */
 	b = pm_mmap(mm, 0x80000000UL, PG, RW, PRIV | PM_MAP_FIXED, NULL, 0);
-	is_int(poke(mm, b, 'b'), 1, "an anonymous page at 0x80000000");
+	is_int(pmt_poke(mm, b, 'b'), 1, "an anonymous page at 0x80000000");
 	a = pm_mmap(mm, b + PG, HP, RW, HPRIV, NULL, 0);
 	is_int(a, b + HP, "a hugetlb hint just after it: the next 2 MiB");
-	is_int(poke(mm, a, 'c'), 1, "its first write returns");
-	is_int(peek(mm, b), 'b', "the anonymous page below is intact");
+	is_int(pmt_poke(mm, a, 'c'), 1, "its first write returns");
+	is_int(pmt_peek(mm, b), 'b', "the anonymous page below is intact");
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "hint");
+	pmt_hend(m, free0, 2, "hint");
 }
 
 static void test_hint_edges(void)
 {
 	static const unsigned long hints[] = { PM_TASK_SIZE - PG, PM_TASK_SIZE - HP + PG,
 					       ~0UL - PG + 1, PG };
-	struct pm_machine *m = hmachine(64, 1);
+	struct pm_machine *m = pmt_hmachine(64, 1);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 
@@ -121,20 +90,20 @@ static void test_hint_edges(void)
 		   "hint %#lx: a 2 MiB aligned mapping inside the address space (%#lx)", hints[i],
 		   (unsigned long)a);
 		if (a > 0) {
-			is_int(poke(mm, a, 'e'), 1, "written");
+			is_int(pmt_poke(mm, a, 'e'), 1, "written");
 			is_int(pm_munmap(mm, a, HP), 0, "and unmapped");
 		}
 	}
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	pm_mm_destroy(mm);
-	hend(m, free0, 1, "hint_edges");
+	pmt_hend(m, free0, 1, "hint_edges");
 }
 
 /* ---- 2. no fault and no fork may retry forever ---- */
 
 static void test_pte_table(void)
 {
-	struct pm_machine *m = hmachine(64, 2);
+	struct pm_machine *m = pmt_hmachine(64, 2);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	pm_entry_t *pmdp;
@@ -142,7 +111,7 @@ static void test_pte_table(void)
 
 	a = pm_mmap(mm, 0, 2 * HP, RW, HPRIV, NULL, 0);
 	ASSERT_TRUE(a > 0);
-	is_int(poke(mm, a + HP, 'p'), 1, "the second huge page is faulted in");
+	is_int(pmt_poke(mm, a + HP, 'p'), 1, "the second huge page is faulted in");
 	/* What a VMA placed across a PTE table used to find. */
 	mmap_write_lock_all(mm); /* either design: the whole address space */
 	pmdp = pm__pmd_alloc(mm, a);
@@ -150,24 +119,24 @@ static void test_pte_table(void)
 	ASSERT_EQ(pm__pte_alloc(mm, pmdp), 0);
 	mmap_write_unlock(mm);
 	fprintf(stderr, "# a warning about the PTE table is expected below\n");
-	is_int(poke(mm, a, 'x'), -EFAULT, "a write over the PTE table: -EFAULT, not a hang");
-	is_int(peek(mm, a), -EFAULT, "a read: the same");
+	is_int(pmt_poke(mm, a, 'x'), -EFAULT, "a write over the PTE table: -EFAULT, not a hang");
+	is_int(pmt_peek(mm, a), -EFAULT, "a read: the same");
 	errno = 0;
 	child = pm_mm_fork(mm);
 	ok(!child && errno == EFAULT, "fork: NULL, EFAULT, not a hang (errno %d)", errno);
 	if (child)
 		pm_mm_destroy(child);
-	is_int(peek(mm, a + HP), 'p', "the good huge page is intact");
+	is_int(pmt_peek(mm, a + HP), 'p', "the good huge page is intact");
 	is_int(pm_munmap(mm, a, 2 * HP), 0, "munmap takes the table away");
 	pm_mm_destroy(mm);
-	hend(m, free0, 2, "pte_table");
+	pmt_hend(m, free0, 2, "pte_table");
 }
 
 /* ---- pm_machine_check's (V) ---- */
 
 static void test_check_vma(void)
 {
-	struct pm_machine *m = hmachine(64, 1);
+	struct pm_machine *m = pmt_hmachine(64, 1);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_vma *vma;
@@ -184,14 +153,14 @@ static void test_check_vma(void)
 	vma->pgoff -= 1;
 	is_int(pm_machine_check(m), 0, "put back: clean");
 	pm_mm_destroy(mm);
-	hend(m, free0, 1, "check_vma");
+	pmt_hend(m, free0, 1, "check_vma");
 }
 
 /* ---- 7. a writable shared mapping longer than its object ---- */
 
 static void test_grow(void)
 {
-	struct pm_machine *m = hmachine(64, 4);
+	struct pm_machine *m = pmt_hmachine(64, 4);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	struct pm_shmem *f = pm_shmem_create_hugetlb(m, HP);
@@ -201,19 +170,19 @@ static void test_grow(void)
 	a = pm_mmap(mm, 0, 2 * HP, PM_PROT_READ, PM_MAP_SHARED, f, 0);
 	ok(a > 0, "a read-only shared mapping of 4 MiB of a 2 MiB object");
 	is_int(pm_shmem_size(f), HP, "does not grow it");
-	is_int(peek(mm, a + HP), -EFAULT, "its second page is beyond the end: -EFAULT");
+	is_int(pmt_peek(mm, a + HP), -EFAULT, "its second page is beyond the end: -EFAULT");
 	is_int(pm_munmap(mm, a, 2 * HP), 0, "unmapped");
 
 	a = pm_mmap(mm, 0, 2 * HP, RW, PM_MAP_SHARED, f, 0);
 	ok(a > 0, "a writable shared mapping of 4 MiB");
 	is_int(pm_shmem_size(f), 2 * HP, "grows the object to 4 MiB");
-	is_int(poke(mm, a + HP, 's'), 1, "its second page is written, no SIGBUS");
+	is_int(pmt_poke(mm, a + HP, 's'), 1, "its second page is written, no SIGBUS");
 	is_int(pm_munmap(mm, a, 2 * HP), 0, "unmapped");
 
 	a = pm_mmap(mm, 0, HP, RW, PM_MAP_SHARED, f, 2 * HP);
 	ok(a > 0, "a writable mapping at offset 4 MiB");
 	is_int(pm_shmem_size(f), 3 * HP, "grows it to 6 MiB");
-	is_int(poke(mm, a, 't'), 1, "written");
+	is_int(pmt_poke(mm, a, 't'), 1, "written");
 	is_int(pm_munmap(mm, a, HP), 0, "unmapped");
 
 	a = pm_mmap(mm, 0, HP, RW, PM_MAP_PRIVATE, f, 3 * HP);
@@ -223,7 +192,12 @@ static void test_grow(void)
 
 	a = pm_mmap(mm, 0, HP, RW, PM_MAP_SHARED, f, 0);
 	is_int(pm_shmem_size(f), 4 * HP, "a shorter one never shrinks it");
-	is_int(peek(mm, a), 0, "its first page reads (never written: zero)");
+	is_int(pmt_peek(mm, a), 0, "its first page reads (never written: zero)");
+	is_int(pm_munmap(mm, a, HP), 0, "unmapped");
+	a = pm_mmap(mm, 0, HP, RW, PRIV, NULL, 0);
+	is_int(pm_mmap(mm, a, HP, RW, PM_MAP_SHARED | PM_MAP_FIXED_NOREPLACE, f, 4 * HP), -EEXIST,
+	       "a writable mapping past the end where the range is taken: -EEXIST");
+	is_int(pm_shmem_size(f), 4 * HP, "a failed mmap leaves the size as it was");
 	is_int(pm_munmap(mm, a, HP), 0, "unmapped");
 	is_int(pm_mmap(mm, 0, HP, RW, PM_MAP_SHARED, f, (1UL << 46)), -EOVERFLOW,
 	       "a mapping past the largest object: -EOVERFLOW");
@@ -231,33 +205,38 @@ static void test_grow(void)
 	is_int(pm_machine_check(m), 0, "the machine checks clean");
 	pm_shmem_put(f);
 	pm_mm_destroy(mm);
-	hend(m, free0, 4, "grow");
+	pmt_hend(m, free0, 4, "grow");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+/* ---- a change of part of a huge page that changes nothing ---- */
+
+static void test_noop_partial(void)
+{
+	struct pm_machine *m = pmt_hmachine(64, 1);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	long a = pm_mmap(mm, 0, HP, RW, HPRIV, NULL, 0);
+
+	ASSERT_TRUE(a > 0);
+	is_int(pmt_poke(mm, a, 'n'), 1, "the huge page is written");
+	is_int(pm_mprotect(mm, a + PG, PG, RW), 0, "mprotect of 4 KiB to the same prot: 0");
+	is_int(pm_madvise(mm, a, PG, PM_MADV_DOFORK), 0, "MADV_DOFORK of 4 KiB (no change): 0");
+	is_int(pm_mprotect(mm, a, PG, PM_PROT_READ), -EINVAL,
+	       "mprotect of 4 KiB that changes it: -EINVAL");
+	is_int(pm_madvise(mm, a, PG, PM_MADV_DONTFORK), -EINVAL, "MADV_DONTFORK of 4 KiB: -EINVAL");
+	is_int(pmt_peek(mm, a), 'n', "the page is intact");
+	is_int(pm_machine_check(m), 0, "the machine checks clean");
+	pm_mm_destroy(mm);
+	pmt_hend(m, free0, 1, "noop_partial");
+}
+
+static const struct pmt_group groups[] = {
 	{ "hint", test_hint },		 { "hint_edges", test_hint_edges },
 	{ "pte_table", test_pte_table }, { "check_vma", test_check_vma },
-	{ "grow", test_grow },
+	{ "grow", test_grow },		 { "noop_partial", test_noop_partial },
 };
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
-		if (only && strcmp(only, groups[i].name))
-			continue;
-		diag("%s", groups[i].name);
-		alarm(60); /* a fault or fork that never returns fails here, not by CI's timeout */
-		groups[i].fn();
-		alarm(0);
-	}
-	return done_testing();
+	return pmt_run_groups(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 60);
 }

@@ -94,6 +94,8 @@ static void test_knobs_and_stats_start(void)
 	pm_machine_destroy(m);
 
 	for (unsigned k = 1; k <= PM_KNOB_ALL; k <<= 1) {
+		if (!(k & PM_KNOB_ALL))
+			continue; /* a bit no knob has yet: bad_knobs above */
 		c = (struct pm_config){ .mem_bytes = 4 * MiB, .knobs = k };
 		m = pm_machine_create(&c);
 		ok(m && pm_machine_knobs(m) == k, "knob %#x alone is accepted", k);

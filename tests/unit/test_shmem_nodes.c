@@ -2,10 +2,15 @@
 /*
  * test_shmem_nodes.c - the shmem page cache's node cache (mem/objcache.c): a torn-down
  * object's tree nodes go to the freeing CPU's cache and on to the machine's depot, within
- * their bounds; the next object's nodes come from there, on either CPU, before malloc.
+ * their bounds; the next object's nodes come from there, on either CPU, before malloc. And the
+ * insert's locks: a leaf that exists takes only its own lock, every insert takes tree_lock
+ * under PM_KNOB_SHMEM_TREE_LOCK.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
+#include <time.h>
 
 #include "internal.h"
 #include "lib/pmtest.h"
@@ -176,21 +181,72 @@ static void test_injected_failure(void)
 	pmt_teardown(&m, &mm, free0, "injected failure");
 }
 
+struct insert_arg {
+	struct obj *o;
+	atomic_int ret; /* 1 while the fault runs */
+};
+
+static void *insert_thread(void *p)
+{
+	struct insert_arg *a = p;
+
+	atomic_store(&a->ret, fault_at(a->o->addr, 1));
+	return NULL;
+}
+
+/*
+ * A fault that inserts index 1 into the leaf that index 0 made, while this thread holds the
+ * object's tree_lock: it finishes without the knob, and waits for the lock with it. (A
+ * fault that finishes while the lock is held is what fails; the 100 ms only give it time to.)
+ */
+static void test_tree_lock_knob(unsigned knobs)
+{
+	struct insert_arg a = { .ret = 1 };
+	const char *what = knobs ? "PM_KNOB_SHMEM_TREE_LOCK" : "no knob";
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	pthread_t t;
+	struct obj o;
+
+	free0 = pmt_setup(&m, &mm, 64, knobs);
+	ASSERT_TRUE(obj_map(&o, 64));
+	ASSERT_EQ(fault_at(o.addr, 0), 0);
+	a.o = &o;
+	pm_spin_lock(&o.f->tree_lock);
+	ASSERT_EQ(pthread_create(&t, NULL, insert_thread, &a), 0);
+	if (!knobs) {
+		while (atomic_load(&a.ret) == 1)
+			sched_yield();
+		is_int(atomic_load(&a.ret), 0, "%s: an insert into a leaf that exists takes only the "
+		       "leaf's lock", what);
+	} else {
+		nanosleep(&ts, NULL);
+		is_int(atomic_load(&a.ret), 1, "%s: the insert waits for tree_lock", what);
+	}
+	pm_spin_unlock(&o.f->tree_lock);
+	pthread_join(t, NULL);
+	is_int(atomic_load(&a.ret), 0, "%s: the fault succeeds", what);
+	obj_tear_down(&o);
+	pmt_teardown(&m, &mm, free0, what);
+}
+
 int main(void)
 {
 	cpu_set_t saved;
 
-	plan(28);
+	plan(28 + 2 * 4);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !pmt_run_on(1) || !pmt_run_on(0)) {
-		skip(28, "needs CPUs 0 and 1");
+		skip(28 + 2 * 4, "needs CPUs 0 and 1");
 		return done_testing();
 	}
 	test_reuse(false);
 	test_reuse(true);
 	test_depot();
 	test_injected_failure();
+	sched_setaffinity(0, sizeof(saved), &saved);
+	test_tree_lock_knob(0);
+	test_tree_lock_knob(PM_KNOB_SHMEM_TREE_LOCK);
 	sched_setaffinity(0, sizeof(saved), &saved);
 	return done_testing();
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cli.h - numbers on pinmm's command lines, read strictly: pinmm-bench (bench/) and the tools
- * (tools/NAME.c) all parse with these, so every option takes the same forms and refuses the same
- * mistakes.
+ * cli.h - numbers on pinmm's command lines, read strictly: pinmm-bench (bench/), the tools
+ * (tools/NAME.c) and the experiments (experiments/NAME.c) all parse with these, so every option
+ * takes the same forms and refuses the same mistakes.
  *
  * A number is the whole argument: decimal digits, or 0x and hexadecimal digits; no sign, no
  * space, nothing after it (a signed number may start with '-'). It must lie in [min, max];

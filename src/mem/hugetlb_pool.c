@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * hugetlb.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate) and
+ * hugetlb_pool.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate) and
  * the reservations of private hugetlb mappings (Linux's hugetlb_reserve_pages with a private
  * resv_map).
  *
@@ -22,14 +22,14 @@
  * sets every bit; the fault that first maps a page consumes its bit; MADV_DONTNEED gives the
  * page back and restores the bit (Linux 6.9+); munmap releases the bits of the range. The VMAs
  * split from one mapping share its map (a reference each); a fork child gets none. Shared
- * mappings keep their reservations on the object instead (shmem/hugetlb.c).
+ * mappings keep their reservations on the object instead (shmem/hugetlbfs.c).
  *
  * MADV_DONTNEED against the owner's refault (issue 26). The page a DONTNEED unmaps must come
  * back to the owner as its page or as its reservation, with no moment in between where its
  * fault finds neither: the entry empty, the bit clear and the page not yet free. Two things
  * close that window:
  *  (a) the hugetlb fault mutex (Linux's hugetlb_fault_mutex_table, hashed by object and 2 MiB
- *      index): a private mapping's fault on an empty entry (fault/hugetlb.c, hugetlb_no_page)
+ *      index): a private mapping's fault on an empty entry (fault/hugetlb_fault.c, hugetlb_no_page)
  *      holds it from its look at the entry to the installed page, and DONTNEED of a mapping
  *      with a reservation map holds it from clearing the leaf to the restored bit (mm/zap.c).
  *      So a fault of the mapping comes wholly before the DONTNEED, and finds the entry

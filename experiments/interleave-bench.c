@@ -163,7 +163,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pinmm-interleave-bench: out of memory\n");
 		return 1;
 	}
-	madvise(frames, frames_len, MADV_HUGEPAGE); /* as the machine's arena */
+	madvise(frames, frames_len, MADV_HUGEPAGE); /* as the machine's memory */
 	memset(frames, 0, frames_len);
 	memset(descs, 0, descs_len);
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * hugetlb.c - hugetlbfs-like shmem objects (memfd MFD_HUGETLB, and the internal object behind
+ * hugetlbfs.c - hugetlbfs-like shmem objects (memfd MFD_HUGETLB, and the internal object behind
  * each anonymous PM_MAP_HUGETLB mapping, shared or private, as hugetlb_file_setup makes one):
  * 2 MiB pages from the machine's pool, and the reservations of shared mappings, which belong
  * to the object (Linux's inode resv_map). A private mapping's pages are anonymous and its
- * reservations its own (mem/hugetlb.c); its object's i_mmap list is how the mapping's owner
- * finds its fork children (fault/hugetlb.c, unmap_ref_private).
+ * reservations its own (mem/hugetlb_pool.c); its object's i_mmap list is how the mapping's owner
+ * finds its fork children (fault/hugetlb_fault.c, unmap_ref_private).
  *
  * The page cache of such an object holds one folio per 2 MiB page, at index = file offset /
  * 2 MiB, with folio->index the same. Sizes are multiples of 2 MiB.

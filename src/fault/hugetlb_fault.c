@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * hugetlb.c - faults in hugetlb mappings (Linux's hugetlb_fault, hugetlb_no_page, hugetlb_wp)
+ * hugetlb_fault.c - faults in hugetlb mappings (Linux's hugetlb_fault, hugetlb_no_page, hugetlb_wp)
  * and fork's copy of their page tables (copy_hugetlb_page_range).
  *
  * A hugetlb VMA is mapped only by 2 MiB PMD leaves, each a whole pool page; its PMDs never
  * point to PTE tables, its leaves carry no deposited table (nothing ever splits them: the VMA
  * layer refuses every cut inside a 2 MiB page, mm/vma.c), and its folios are never split.
  *
- *  - Shared mappings map the object's page-cache page (shmem/hugetlb.c fills a hole from the
+ *  - Shared mappings map the object's page-cache page (shmem/hugetlbfs.c fills a hole from the
  *    pool, with the reservation the mmap made), writable when VM_WRITE allows.
  *  - Private mappings map an exclusive anonymous page of their own, taken with the mapping's
- *    reservation (mem/hugetlb.c) - or, for a private mapping of an object, the page-cache page
+ *    reservation (mem/hugetlb_pool.c) - or, for a private mapping of an object, the page-cache page
  *    read-only until a write copies it. A read fault maps the new page read-only, a write
  *    makes it writable (Linux maps it so and lets hugetlb_wp reuse it).
  *  - hugetlb_wp: an anonymous page that is exclusive, or mapped only here, is reused (Linux
@@ -39,11 +39,12 @@
  * every VMA over the page's offset under the object's i_mmap lock.
  *
  * Locking is the THP leaf's: decide without a lock, allocate and copy with none held, take the
- * PMD lock, re-check the entry, install or back out (-EAGAIN, and the reservation comes back).
+ * PMD lock, re-check the entry, install or back out (VM_FAULT_AGAIN, and the reservation comes
+ * back).
  * A fault holds mmap_lock or the VMA's read lock (assert_fault_locked); fork holds the
  * parent's mmap_lock for write with every VMA write-locked (fork.c). A fault on an empty
  * entry of a private mapping also holds the page's fault mutex from its look at the entry to
- * the installed page (mem/hugetlb.c, (a)): MADV_DONTNEED holds it from clearing the leaf to
+ * the installed page (mem/hugetlb_pool.c, (a)): MADV_DONTNEED holds it from clearing the leaf to
  * the restored reservation, so the owner's refault finds its page or its reservation, never
  * the moment between; and a second fault of the owner on the same empty entry waits for the
  * first and finds its page, rather than the pool empty while the first holds the page.
@@ -82,26 +83,16 @@
  */
 #include "internal.h"
 
-static pmd_t mk_huge_pmd(struct pm_vma *vma, struct pm_folio *folio, bool writable)
-{
-	uint64_t bits = _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_DIRTY;
-
-	if (vma->flags & (VM_READ | VM_WRITE))
-		bits |= _PAGE_USER;
-	if (writable)
-		bits |= _PAGE_RW;
-	return pfn_pmd(page_to_pfn(vma->mm->m, &folio->page), bits);
-}
-
 /*
- * Map @folio (our reference passes to the mapping) at the empty *@pmdp, if it is still empty,
- * @vma has not lost a page to its parent (unmap_ref_private marks it under this lock), and -
- * for a page-cache page, @cache - the page is still in the cache: the barrier pairs with the
- * one truncation takes between clearing PG_shmem and zapping (fault/shmem.c, (a) and (b)).
- * Return: 0 or -EAGAIN (our reference dropped).
+ * Map @folio (our reference passes to the mapping), @writable or not, at the empty *@pmdp, if
+ * it is still empty, @vma has not lost a page to its parent (unmap_ref_private marks it under
+ * this lock), and - for a page-cache page, @cache - the page is still in the cache: the
+ * barrier pairs with the one truncation takes between clearing PG_shmem and zapping
+ * (fault/shmem.c, (a) and (b)).
+ * Return: 0 or VM_FAULT_AGAIN (our reference dropped).
  */
-static int hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			   struct pm_folio *folio, pmd_t entry, struct pm_folio *cache)
+static vm_fault_t hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				  struct pm_folio *folio, bool writable, struct pm_folio *cache)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
@@ -111,10 +102,11 @@ static int hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	    atomic_load_relaxed(&vma->xhugetlb_unmapped)) {
 		pm_spin_unlock(pml);
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	set_pmd(pmdp, entry);
+	set_pmd(pmdp, mk_huge_pmd(page_to_pfn(mm->m, &folio->page), vma_is_accessible(vma),
+				  writable));
 	pm_spin_unlock(pml);
 	count_event(mm->m, HUGETLB_FAULTS, 1);
 	return 0;
@@ -150,32 +142,31 @@ static void hugetlb_new_undo(struct pm_vma *vma, unsigned long haddr, bool consu
  * mutex, so the entry is still empty if it looks so here, and nothing else of the mapping
  * takes its page or its reservation until we are done.
  */
-static int hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-				   unsigned long haddr, unsigned long hidx, bool write)
+static vm_fault_t hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma,
+					  pm_entry_t *pmdp, unsigned long haddr, unsigned long hidx,
+					  bool write)
 {
 	struct pm_folio *folio = NULL, *new;
+	vm_fault_t ret;
 	bool consumed;
-	int ret;
 
 	/* Another fault of the mapping installed a page while we waited: use it. */
 	if (!pmd_none(pmdp_get(pmdp)))
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	if (vma->file) {
 		if (hidx >= pm_shmem_size(vma->file) >> PMD_SHIFT)
-			return -EFAULT;
+			return VM_FAULT_SIGBUS;
 		folio = pm__shmem_lookup(vma->file, hidx);
 		if (folio && !write) /* the cache's page, read-only: a write copies it */
-			return hugetlb_install(mm, vma, pmdp, folio, mk_huge_pmd(vma, folio, false),
-					       folio);
+			return hugetlb_install(mm, vma, pmdp, folio, false, folio);
 	}
 	new = hugetlb_new_anon(mm, vma->hresv, haddr, folio, &consumed);
 	if (!new) {
 		if (folio)
 			folio_put(folio);
-		return -EFAULT; /* no reservation and an empty pool: SIGBUS */
+		return VM_FAULT_SIGBUS; /* no reservation and an empty pool */
 	}
-	ret = hugetlb_install(mm, vma, pmdp, new,
-			      mk_huge_pmd(vma, new, write && (vma->flags & VM_WRITE)), folio);
+	ret = hugetlb_install(mm, vma, pmdp, new, write && (vma->flags & VM_WRITE), folio);
 	if (ret)
 		hugetlb_new_undo(vma, haddr, consumed);
 	if (folio)
@@ -184,25 +175,25 @@ static int hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 }
 
 /* An empty PMD in a hugetlb VMA. Context: mmap_lock or the VMA's lock held (fault path). */
-static int hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-			   unsigned long haddr, unsigned fault_flags)
+static vm_fault_t hugetlb_no_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				  unsigned long haddr, unsigned fault_flags)
 {
 	unsigned long hidx = (vma->pgoff >> HPAGE_PMD_ORDER) + ((haddr - vma->start) >> PMD_SHIFT);
 	struct pm_folio *folio;
 	pthread_mutex_t *fm;
-	int err = 0, ret;
+	vm_fault_t ret;
+	int err = 0;
 
 	assert_fault_locked(vma);
 	/* A page of this VMA went to the parent (unmap_ref_private): SIGBUS, as Linux. */
 	if (atomic_load_relaxed(&vma->xhugetlb_unmapped))
-		return -EFAULT;
+		return VM_FAULT_SIGBUS;
 	if (vma->flags & VM_SHARED) {
-		/* The object's hugetlb_mutex orders the faults on a hole (shmem/hugetlb.c). */
+		/* The object's hugetlb_mutex orders the faults on a hole (shmem/hugetlbfs.c). */
 		folio = pm__shmem_hugetlb_get_folio(vma->file, hidx, &err);
 		if (!folio)
-			return err;
-		return hugetlb_install(mm, vma, pmdp, folio,
-				       mk_huge_pmd(vma, folio, vma->flags & VM_WRITE), folio);
+			return err == -EAGAIN ? VM_FAULT_AGAIN : vmf_error(err);
+		return hugetlb_install(mm, vma, pmdp, folio, vma->flags & VM_WRITE, folio);
 	}
 	fm = pm__hugetlb_fault_mutex(mm->m, vma->file, hidx);
 	pthread_mutex_lock(fm);
@@ -270,18 +261,18 @@ static void unmap_ref_private(struct pm_vma *vma, struct pm_folio *folio, unsign
 
 /*
  * A write or unshare fault on a read-only hugetlb leaf: the THP leaf's start and reuse
- * (fault/cow.c), but reuse when this is the only mapping, as Linux's hugetlb_wp, and a copy of
- * the whole page otherwise. Context: as hugetlb_no_page.
+ * (fault/huge_pmd.c), but reuse when this is the only mapping, as Linux's hugetlb_wp, and a
+ * copy of the whole page otherwise. Context: as hugetlb_no_page.
  */
-static int hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
-		      unsigned long haddr, unsigned fault_flags)
+static vm_fault_t hugetlb_wp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			     unsigned long haddr, unsigned fault_flags)
 {
 	bool unshare = fault_flags & FAULT_FLAG_UNSHARE;
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	struct pm_folio *folio, *new;
 	bool consumed, cow_from_owner, unmapped = false;
+	vm_fault_t ret;
 	pmd_t pmd;
-	int ret;
 
 	assert_fault_locked(vma);
 	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
@@ -324,7 +315,7 @@ retry:
 	}
 	if (!new) {
 		folio_put(folio);
-		return -EFAULT; /* a fork child's COW with the pool empty: SIGBUS, as Linux */
+		return VM_FAULT_SIGBUS; /* a fork child's COW with the pool empty, as Linux */
 	}
 	pm_spin_lock(pml);
 	if (!pmd_same(pmdp_get(pmdp), pmd)) {
@@ -332,10 +323,11 @@ retry:
 		folio_put(new);
 		hugetlb_new_undo(vma, haddr, consumed);
 		folio_put(folio);
-		return -EAGAIN;
+		return VM_FAULT_AGAIN;
 	}
 	atomic_store_relaxed(&new->page.xentire_mapcount, 1);
-	atomic_xchg_mb(pmdp, mk_huge_pmd(vma, new, !unshare && (vma->flags & VM_WRITE)).val);
+	atomic_xchg_mb(pmdp, mk_huge_pmd(page_to_pfn(mm->m, &new->page), vma_is_accessible(vma),
+					 !unshare && (vma->flags & VM_WRITE)).val);
 	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	folio_put(folio); /* the old mapping's reference */
 	pm_spin_unlock(pml);
@@ -356,10 +348,11 @@ static bool needs_unshare(struct pm_vma *vma, struct pm_folio *folio)
 /**
  * pm__hugetlb_fault() - a fault at @addr in the hugetlb VMA @vma: the 2 MiB page around it.
  * Context: mmap_lock held, or @vma's read lock (fault path).
- * Return: 0, -EFAULT (SIGBUS: beyond the object, or no pool page for a fork child), -ENOMEM.
+ * Return: 0, VM_FAULT_SIGBUS (beyond the object, or no pool page for a fork child),
+ * VM_FAULT_OOM.
  */
-int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
-		      unsigned fault_flags)
+vm_fault_t pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
+			     unsigned fault_flags)
 {
 	unsigned long haddr = addr & PMD_MASK;
 	pm_entry_t *pmdp;
@@ -367,33 +360,33 @@ int pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 	assert_fault_locked(vma);
 	pmdp = pm__pmd_alloc(mm, haddr);
 	if (!pmdp)
-		return -ENOMEM;
+		return VM_FAULT_OOM;
 	for (;;) {
 		pmd_t pmd = pmdp_get(pmdp);
-		int ret = 0;
+		vm_fault_t ret = 0;
 
 		if (pmd_none(pmd)) {
 			ret = hugetlb_no_page(mm, vma, pmdp, haddr, fault_flags);
 		} else if (pm_warn_once(!pmd_leaf(pmd), "a PTE table under a hugetlb VMA")) {
 			/* Only a VMA that breaks (V) of pm_machine_check can have one, and no fault
 			 * makes progress there: fail rather than retry forever. */
-			ret = -EFAULT;
+			ret = VM_FAULT_SIGBUS;
 		} else if (!pmd_write(pmd) &&
 			   ((fault_flags & FAULT_FLAG_WRITE) ||
 			    ((fault_flags & FAULT_FLAG_UNSHARE) &&
 			     needs_unshare(vma, page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))))))) {
 			ret = hugetlb_wp(mm, vma, pmdp, haddr, fault_flags);
 		}
-		if (ret != -EAGAIN)
+		if (!(ret & VM_FAULT_AGAIN))
 			return ret;
 	}
 }
 
 /* ---- fork ---- */
 
-/* Share one leaf with the child, or copy it there (may be pinned). Return: 0, 1 (copy it),
- * 2 (copied), -EFAULT (a PTE table under the VMA: nothing to share, and retrying would not
- * change that). */
+/* Share one leaf with the child, or copy it there (may be pinned) if the caller passed @copy.
+ * Return: an enum pm_fork_leaf, or -EFAULT (a PTE table under the VMA: nothing to share, and
+ * retrying would not change that). */
 static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma,
 			    pm_entry_t *dst_pmdp, pm_entry_t *src_pmdp, struct pm_folio *copy)
 {
@@ -406,14 +399,13 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 	pmd = pmdp_get(src_pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
-		return pmd_none(pmd) ? 0 : -EFAULT;
+		return pmd_none(pmd) ? PM_FORK_LEAF_SHARED : -EFAULT;
 	}
 	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
-	if (folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
-	    page_anon_exclusive(&folio->page)) {
+	if (fork_leaf_needs_copy(src, folio)) {
 		if (!copy) {
 			pm_spin_unlock(pml);
-			return 1;
+			return PM_FORK_LEAF_COPY;
 		}
 		memcpy(page_address(src->m, &copy->page), page_address(src->m, &folio->page),
 		       PMD_SIZE);
@@ -421,15 +413,16 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 		page_set(&copy->page, PG_anon_exclusive);
 		atomic_store_relaxed(&copy->page.xentire_mapcount, 1);
 		pm_spin_lock(dst_pml);
-		set_pmd(dst_pmdp, mk_huge_pmd(vma, copy, vma->flags & VM_WRITE));
+		set_pmd(dst_pmdp, mk_huge_pmd(page_to_pfn(src->m, &copy->page),
+					      vma_is_accessible(vma), vma->flags & VM_WRITE));
 		pm_spin_unlock(dst_pml);
 		pm_spin_unlock(pml);
 		count_event(src->m, FORK_PINNED_COPIES, HPAGE_PMD_NR);
-		return 2;
+		return PM_FORK_LEAF_COPIED;
 	}
 	pm__fork_share_huge_pmd_locked(dst, src, dst_pmdp, src_pmdp, pmd, folio, NULL);
 	pm_spin_unlock(pml);
-	return 0;
+	return PM_FORK_LEAF_SHARED;
 }
 
 /**
@@ -459,15 +452,14 @@ int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_
 				folio_put(copy);
 			return ret;
 		}
-		if (ret == 2)
+		if (ret == PM_FORK_LEAF_COPIED)
 			copy = NULL; /* now the child's */
-		if (ret == 1) {
+		if (ret == PM_FORK_LEAF_COPY) {
 			copy = pm__hugetlb_alloc(src->m, false);
 			if (!copy)
 				goto nomem;
+			next = addr; /* and again, with the copy */
 		}
-		if (ret == 1)
-			next = addr;
 	}
 	if (copy)
 		folio_put(copy);

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace.h - what the library tells the tracer about its objects, in the trace build only.
+ *
+ * The trace build (mk/trace.mk, docs/tracer.md) compiles src/ with PM_TRACE=1 and links it
+ * with the tracer's runtime (trace/), which records every access of the instrumented code. A
+ * conflict between two operations must read as a field ("struct pm_page.xrefcount",
+ * "struct pm_mm.mmap_lock.xcount"), never as a bare address, so the tracer keeps a registry of
+ * typed objects: the library names each object it makes, where it makes it, and says when it
+ * goes. The type is a name the tracer's field tables know (trace/fields.h); an object of
+ * several elements (the descriptor array, the per-CPU caches) is an array of that type.
+ *
+ * In every other build these are empty macros: no call, no symbol, no cost. They name objects
+ * and nothing else - the tracer learns no state from them - so no build can behave
+ * differently because of them. The definitions are the tracer's (trace/labels.c), outside
+ * src/, so they add no call between the layers (tests/scripts/layers.sh).
+ */
+#ifndef PM_LIB_TRACE_H
+#define PM_LIB_TRACE_H
+
+#include <stddef.h>
+#include "lib/compiler.h"
+
+#if PM_TRACE
+/* @p: @n bytes, an object (or an array) of the type the tracer's field tables call @type. */
+void pm__trace_object(const void *p, size_t n, const char *type);
+/* The object that starts at @p is gone (freed, or back to the allocator). */
+void pm__trace_object_gone(const void *p);
+#else
+#define pm__trace_object(p, n, type) ((void)0)
+#define pm__trace_object_gone(p) ((void)0)
+#endif
+
+#endif /* PM_LIB_TRACE_H */
