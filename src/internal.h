@@ -1120,6 +1120,7 @@ static inline void mmap_write_downgrade(struct pm_mm *mm)
 	struct pm_mm_range *rg;
 
 	mmap_assert_write_locked(mm);
+	pm_bug_on(!h || !h->write || h->downgraded);
 	if (h->lo != h->hi) {
 		pm__range_downgrade(mm);
 		return;
