@@ -663,6 +663,10 @@ __hidden struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m,
 						 struct pm_hugetlb_resv *resv,
 						 unsigned long addr, bool *consumed);
 __hidden void pm__hugetlb_resv_undo(struct pm_hugetlb_resv *resv, unsigned long addr);
+__hidden struct pm_hugetlb_resv *pm__hugetlb_resv_alloc_moved(struct pm_machine *m,
+							 unsigned long nr, unsigned long base);
+__hidden void pm__hugetlb_resv_move(struct pm_hugetlb_resv *from, unsigned long start,
+				   struct pm_hugetlb_resv *to);
 
 static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 {
@@ -877,6 +881,8 @@ struct pm_mm_count; /* the range design's exact VMA count: a pool behind per-ran
  *				locks (faults never take a range lock there)
  *  @lock_area			lock and place a non-fixed mmap: Linux's top-down search under
  *				mmap_lock, or the thread's own range
+ *  @area			place a mapping with every range held (mremap's target): that
+ *				search, or the thread's range, then the whole address space
  *  @count_*			the VMA count: the tree's entries, or per-range credits
  */
 struct pm_mm_policy {
@@ -885,6 +891,7 @@ struct pm_mm_policy {
 	bool downgrade;
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
+	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);
 	int (*count_charge)(struct pm_mm *mm);
 	void (*count_force)(struct pm_mm *mm);
 	void (*count_uncharge)(struct pm_mm *mm, long n);
@@ -983,6 +990,8 @@ __hidden bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned l
 __hidden void pm__range_downgrade(struct pm_mm *mm);
 __hidden void pm__range_unlock(struct pm_mm *mm);
 __hidden long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align);
+__hidden long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+				    unsigned long align);
 
 /* The number of VMAs (Linux's map_count): the tree's entries in Linux's design; in the range
  * design the pool and the per-range credits (range.c), exact. */
@@ -1215,6 +1224,11 @@ __hidden int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 			    unsigned long end, unsigned long flags);
 __hidden void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
+
+/* // mm/mmap.c (for mremap.c) */
+__hidden int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			       unsigned long end);
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 

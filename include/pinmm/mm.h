@@ -112,6 +112,39 @@ PM_API int pm_mprotect(struct pm_mm *mm, unsigned long addr, size_t len, int pro
 PM_API int pm_madvise(struct pm_mm *mm, unsigned long addr, size_t len, int advice);
 
 /**
+ * pm_mremap() - resize and/or move the mapping at @old_addr, as Linux 6.18's mremap().
+ * @flags: PM_MREMAP_MAYMOVE (may move to grow), PM_MREMAP_FIXED (move to @new_addr, unmapping
+ * what is there; needs MAYMOVE), PM_MREMAP_DONTUNMAP (move, and keep the old range mapped but
+ * empty: later accesses fault in zero pages, or the object's pages; needs MAYMOVE and
+ * @old_len == @new_len; -EINVAL on hugetlb). @new_addr: the target with FIXED, a hint with
+ * DONTUNMAP alone, else ignored (but for hugetlb's alignment check).
+ *
+ * Lengths are rounded up to pages (hugetlb: to 2 MiB). Shrinking unmaps the tail in place;
+ * growing extends the VMA when [@old_addr, +@old_len) ends it and the space after is free,
+ * else moves it (MAYMOVE; without it -ENOMEM). A move makes a new VMA and moves the page-table
+ * entries: PTE by PTE; a 2 MiB leaf (THP, hugetlb) whole where source and target are 2 MiB
+ * aligned, a THP split otherwise. Pages keep their folio, pin counts, AnonExclusive and data: a
+ * pin taken before the move holds the page now mapped at the new address. A private anonymous
+ * VMA keeps its pgoff if a page of it moved (faulted), else takes the new address's. A private
+ * hugetlb mapping's reservations move with its pages. With FIXED and equal lengths the range
+ * may span several VMAs and the gaps between them, which are kept (Linux 6.17; a failure
+ * part-way leaves the VMAs before it moved). A non-fixed target is chosen as pm_mmap would (the
+ * range design: its own choice). A failed call leaves the old mapping in place (FIXED: the
+ * target may be unmapped already, as in Linux).
+ *
+ * Return: the (new) address, or -EINVAL (unknown flags, unaligned @old_addr or target, new
+ * length 0 or above the address space, FIXED or DONTUNMAP without MAYMOVE, DONTUNMAP with a
+ * length change or on hugetlb, overlapping old and new ranges, a zero @old_len of a private
+ * mapping, hugetlb growth or unaligned hugetlb addresses), -EFAULT (@old_addr not mapped, or
+ * the old range not inside one VMA), -ENOMEM (cannot grow in place
+ * without MAYMOVE, no room for the target, max_map_count, no memory), -EPERM (FIXED below the
+ * lowest user address). Context: takes mmap_lock for write (range design: the ranges of the
+ * old and new range; every range when it must choose the target).
+ */
+PM_API long pm_mremap(struct pm_mm *mm, unsigned long old_addr, unsigned long old_len,
+		      unsigned long new_len, unsigned flags, unsigned long new_addr);
+
+/**
  * pm_access() - copy between @buf and the address space, as copy_{to,from}_user would.
  * @write: nonzero copies @buf into the address space.
  *

@@ -262,6 +262,56 @@ struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned l
 	return resv;
 }
 
+static bool resv_range(struct pm_hugetlb_resv *resv, unsigned long start, unsigned long end,
+		       unsigned long *first, unsigned long *last);
+
+/**
+ * pm__hugetlb_resv_alloc_moved() - an empty map of @nr pages starting at @base, for the VMA a
+ * private mapping's pages move to (mremap): it reserves nothing; pm__hugetlb_resv_move() hands
+ * it the moved range's bits. Return: the map (one reference), or NULL without memory.
+ */
+struct pm_hugetlb_resv *pm__hugetlb_resv_alloc_moved(struct pm_machine *m, unsigned long nr,
+						     unsigned long base)
+{
+	size_t words = (nr + BITS_PER_LONG - 1) / BITS_PER_LONG;
+	struct pm_hugetlb_resv *resv;
+
+	resv = pm__kzalloc(m, sizeof(*resv) + words * sizeof(unsigned long));
+	if (!resv)
+		return NULL;
+	resv->m = m;
+	atomic_store_relaxed(&resv->xrefs, 1);
+	pm_spin_init(&resv->lock);
+	resv->nr = nr;
+	resv->base = base;
+	return resv;
+}
+
+/*
+ * pm__hugetlb_resv_move() - the reservations of [@start, @start + @to->nr pages) of @from go
+ * to @to, bit for bit: the pool's count does not change (Linux keeps the resv_map with the
+ * moved VMA, indexed by pgoff, which a move keeps). Called by mremap with both VMAs
+ * write-locked, so no fault consumes a bit meanwhile; the bits change under @from's lock.
+ */
+void pm__hugetlb_resv_move(struct pm_hugetlb_resv *from, unsigned long start,
+			   struct pm_hugetlb_resv *to)
+{
+	unsigned long first, last;
+
+	if (!from || !resv_range(from, start, start + to->nr * PMD_SIZE, &first, &last))
+		return;
+	pm_spin_lock(&from->lock);
+	for (unsigned long i = first; i < last; i++) {
+		unsigned long j = i - first + ((from->base + first * PMD_SIZE - start) >> PMD_SHIFT);
+
+		if (test_bit(from->bits, i) && j < to->nr) {
+			clear_bit(from->bits, i);
+			set_bit(to->bits, j);
+		}
+	}
+	pm_spin_unlock(&from->lock);
+}
+
 /* The address the map starts at, known once mmap has placed the mapping. */
 void pm__hugetlb_resv_set_base(struct pm_hugetlb_resv *resv, unsigned long base)
 {

@@ -159,6 +159,20 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 	return err;
 }
 
+/* For mremap.c, which unmaps as munmap does. Context: mmap_lock (W). */
+int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	mmap_assert_write_locked(mm);
+	return do_munmap(mm, start, end);
+}
+
+void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+		      unsigned long end)
+{
+	mmap_assert_locked(mm);
+	unmap_region(mm, vma, start, end);
+}
+
 int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 {
 	struct pm_vma *vma;

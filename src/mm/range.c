@@ -587,10 +587,11 @@ static unsigned long range_count_read(struct pm_mm *mm)
 /*
  * Linux's get_unmapped_area with mmap_lock held: a free hint (page aligned: pm_mmap masked it)
  * as is, else the top-down search below mmap_base, then bottom-up above it. O(log n) in the
- * VMAs (vma_tree.c).
+ * VMAs (vma_tree.c). Inline in linux_lock_area(), every non-fixed mmap's path; mremap's search
+ * calls it through the policy table.
  */
-static long linux_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
-		       unsigned long align)
+static __always_inline long linux_area(struct pm_mm *mm, unsigned long hint,
+				       unsigned long len, unsigned long align)
 {
 	struct pm_vma_tree *vmt = &mm->ranges[0].set.vmt;
 	long a;
@@ -647,6 +648,23 @@ out:
 	return a;
 }
 
+/*
+ * pm__get_unmapped_area() - a place for @len bytes, chosen as the mm's policy chooses with
+ * every range held (a free page-aligned @hint as is, else the search: Linux's get_unmapped_area
+ * under mmap_lock). Context: ranges held for write. Return: the address, -ENOMEM, or -EAGAIN
+ * when this thread holds fewer than every range (start again holding them all).
+ */
+long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			   unsigned long align)
+{
+	const struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	mmap_assert_write_locked(mm);
+	if (h->lo || h->hi != mm->nr_ranges - 1)
+		return -EAGAIN;
+	return mm->policy->area(mm, hint, len, align);
+}
+
 /* Linux's max_map_count: the tree's entries, one per VMA; nothing to charge ahead. */
 static unsigned long linux_count_read(struct pm_mm *mm)
 {
@@ -672,6 +690,7 @@ static const struct pm_mm_policy linux_policy = {
 	.range_shift = LINUX_RANGE_SHIFT,
 	.downgrade = true,
 	.lock_area = linux_lock_area,
+	.area = linux_area,
 	.count_charge = linux_count_charge,
 	.count_force = linux_count_force,
 	.count_uncharge = linux_count_uncharge,
@@ -684,6 +703,7 @@ static const struct pm_mm_policy range_policy = {
 	.range_shift = RANGE_SHIFT,
 	.downgrade = false,
 	.lock_area = range_lock_area,
+	.area = area_all,
 	.count_charge = range_count_charge,
 	.count_force = range_count_force,
 	.count_uncharge = range_count_uncharge,

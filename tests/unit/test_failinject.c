@@ -46,6 +46,8 @@ struct ctx {
 	long npinned;
 	bool pinned_pages; /* pages[] holds pins (else nothing) */
 	int err;	   /* errno after a NULL constructor */
+	unsigned long addr; /* where a call put something (mremap's target) */
+	bool grow;	    /* mremap: the growing move, not the fixed one */
 	char why[160];	   /* what verify found wrong */
 };
 
@@ -620,6 +622,127 @@ static bool hugetlb_pin_verify(struct ctx *c, long r)
 	return true;
 }
 
+/* ---- mremap: a failed move leaves the old mapping whole ---- */
+
+#define M 0x7e8000000000UL /* a target under a PGD entry of its own: every table is new */
+
+/* The @n pages at @at hold what stamp() wrote at @base (they moved from there). */
+static bool stamped_at(struct pm_mm *mm, unsigned long at, unsigned long base, unsigned long n,
+		       unsigned salt)
+{
+	uint8_t buf[PG], want[PG];
+
+	for (unsigned long p = 0; p < n; p++) {
+		fill(want, base, p, salt);
+		if (pm_access(mm, at + p * PG, buf, PG, 0) != (long)PG || memcmp(buf, want, PG))
+			return false;
+	}
+	return true;
+}
+
+static bool unmapped(struct pm_mm *mm, unsigned long addr)
+{
+	char x;
+
+	return pm_access(mm, addr, &x, 1, 0) == -EFAULT;
+}
+
+/* 16 stamped pages at B, two of them pinned, and a neighbour after them. */
+static void mremap_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, B, NB * PG, RW, PRIV, NULL, 0), B);
+	ASSERT_TRUE(stamp(c->mm, B, NB, 16));
+	ASSERT_EQ(pm_mmap(c->mm, B + NB * PG, PG, PM_PROT_READ, PRIV, NULL, 0), B + NB * PG);
+	ASSERT_EQ(pm_pin_user_pages_fast(c->mm, B + 3 * PG, 2, PM_FOLL_WRITE, c->pages), 2);
+	c->npinned = 2;
+	c->pinned_pages = true;
+}
+
+static long mremap_fixed_run(struct ctx *c)
+{
+	long r = pm_mremap(c->mm, B + PG, (NB - 2) * PG, (NB - 2) * PG,
+			   PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, M + PG);
+
+	c->addr = M + PG;
+	return r == (long)(M + PG) ? 0 : r;
+}
+
+static long mremap_grow_run(struct ctx *c)
+{
+	long r = pm_mremap(c->mm, B, NB * PG, 4 * NB * PG, PM_MREMAP_MAYMOVE, 0);
+
+	c->grow = true;
+	c->addr = r > 0 ? (unsigned long)r : 0;
+	return r > 0 ? 0 : r;
+}
+
+static bool mremap_verify(struct ctx *c, long r)
+{
+	unsigned long first = c->grow ? 0 : 1, n = c->grow ? NB : NB - 2;
+
+	if (!base_verify(c))
+		return false;
+	for (long i = 0; i < 2; i++)
+		if (!page_is(c->pages[i], B, 3 + (unsigned long)i, 16))
+			return fail(c, "a pinned page does not hold its data");
+	if (r == 0) {
+		if (!stamped_at(c->mm, c->addr, B + first * PG, n, 16) || !unmapped(c->mm, B + PG))
+			return fail(c, "the moved data is not at the target");
+		return true;
+	}
+	if (!stamped(c->mm, B, NB, 16))
+		return fail(c, "a failed mremap changed the old mapping");
+	if (!c->grow && !unmapped(c->mm, M + PG))
+		return fail(c, "a failed mremap left something at the target");
+	return true;
+}
+
+/* A written THP at B moved to a target 4 KiB off a 2 MiB boundary: split, new PTE tables. */
+static long mremap_thp_run(struct ctx *c)
+{
+	long r = pm_mremap(c->mm, B, PM_PMD_SIZE, PM_PMD_SIZE,
+			   PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, M + PG);
+
+	return r == (long)(M + PG) ? 0 : r;
+}
+
+static bool mremap_thp_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	if (r == 0)
+		return (stamped_at(c->mm, M + PG, B, 512, 11) && unmapped(c->mm, B)) ||
+		       fail(c, "the moved THP's data is not at the target");
+	return stamped(c->mm, B, 512, 11) || fail(c, "a failed mremap changed the THP");
+}
+
+/* Two private hugetlb pages, one faulted, moved to new tables: the reservation goes along. */
+static void mremap_hugetlb_setup(struct ctx *c)
+{
+	base_setup(c);
+	ASSERT_EQ(pm_mmap(c->mm, H, 2 * HP, RW, PRIV | PM_MAP_HUGETLB, NULL, 0), H);
+	ASSERT_TRUE(stamp(c->mm, H, 2, 12));
+}
+
+static long mremap_hugetlb_run(struct ctx *c)
+{
+	long r = pm_mremap(c->mm, H, 2 * HP, 2 * HP, PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, M);
+
+	return r == (long)M ? 0 : r;
+}
+
+static bool mremap_hugetlb_verify(struct ctx *c, long r)
+{
+	if (!base_verify(c))
+		return false;
+	if (r == 0)
+		return (stamped_at(c->mm, M, H, 2, 12) && unmapped(c->mm, H) &&
+			stamp(c->mm, M + HP, 1, 13)) ||
+		       fail(c, "the moved hugetlb mapping lost data or its reservation");
+	return stamped(c->mm, H, 2, 12) || fail(c, "a failed mremap changed the hugetlb mapping");
+}
+
 static void cleanup(struct ctx *c)
 {
 	if (c->umem)
@@ -677,6 +800,14 @@ static const struct scenario scenarios[] = {
 	  hugetlb_fork_verify },
 	{ "pin_user_pages W of hugetlb (COW + new pages)", NB, hugetlb_pin_setup, hugetlb_pin_run,
 	  pin_ok, hugetlb_pin_verify },
+	{ "mremap FIXED of pinned pages to new tables", 0, mremap_setup, mremap_fixed_run,
+	  zero_or_enomem, mremap_verify },
+	{ "mremap MAYMOVE growth", 0, mremap_setup, mremap_grow_run, zero_or_enomem,
+	  mremap_verify },
+	{ "mremap FIXED of a THP, unaligned", 0, thp_written_setup, mremap_thp_run,
+	  zero_or_enomem, mremap_thp_verify },
+	{ "mremap FIXED of private hugetlb", 0, mremap_hugetlb_setup, mremap_hugetlb_run,
+	  zero_or_enomem, mremap_hugetlb_verify },
 };
 
 static long walk(const struct scenario *sc, struct pm_machine *m)
