@@ -23,6 +23,7 @@ static const struct {
 	{ "shmem_lock_twice", PM_KNOB_SHMEM_LOCK_TWICE },
 	{ "no_per_vma_lock", PM_KNOB_NO_PER_VMA_LOCK },
 	{ "shmem_tree_lock", PM_KNOB_SHMEM_TREE_LOCK },
+	{ "no_huge_zero_page", PM_KNOB_NO_HUGE_ZERO_PAGE },
 };
 
 static int parse_one_knob(const struct bench_case *bc, const char *w, unsigned *knobs)

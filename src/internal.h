@@ -29,6 +29,9 @@
  *  (L) for a large folio f (order 9):
  *	refcount(f) = entire_mapcount(f) + sum(mapcount(p) for p in f) + gets(f) + pincount(f)
  *  where cache(f) is 1 when f is in a shmem page cache. The zero page is never counted.
+ *  (Z) the huge zero folio z: entire_mapcount(z) = 0 and every mapcount 0 however many PMDs
+ *	map it; refcount(z) = [z is the machine's current one] + gets(z) + pincount(z), and it
+ *	is the machine's current one while some address space holds a use of it (xhuge_zero).
  *  (F) free frames = frames on buddy lists + frames in per-CPU caches
  *	+ never-used frames above the allocator's frontier (page_alloc.c)
  *  (T) total frames = free + page tables + frames of allocated folios + 1 (zero page)
@@ -206,6 +209,7 @@ enum pm_pageflag {
 	PG_zero,	   /* the machine's shared zero page */
 	PG_shmem,	   /* in (or removed from) a shmem page cache */
 	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb_pool.c) */
+	PG_huge_zero,	   /* the machine's huge zero folio (mem/folio.c); on its head */
 };
 #define PGF(bit) (1UL << (bit))
 
@@ -393,6 +397,12 @@ struct pm_machine {
 					 * frontiers */
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
+	/* The huge zero folio (mem/folio.c): made when a first address space wants it, given
+	 * back when the last one that used it goes (Linux's huge_zero_refcount, with an
+	 * immediate shrinker). Written under huge_zero_lock; read locklessly by its users. */
+	struct pm_folio *_Atomic xhuge_zero_folio;
+	unsigned long huge_zero_users;	/* address spaces that used it; under huge_zero_lock */
+	struct pm_spinlock huge_zero_lock;
 	struct pm_pcp *pcp;		/* nr_cpus per-CPU caches, each of its CPU's home zone */
 	struct pm_pcp *pcp_away;	/* nr_cpus x nr_zones: a CPU's caches of the other
 					 * zones' frames (its home's entry unused); NULL with
@@ -547,9 +557,21 @@ static inline bool folio_test_anon(const struct pm_folio *folio)
 	return folio_test(folio, PG_anon);
 }
 
+/* The 4 KiB zero page (Linux's is_zero_folio): never referenced, never pinned, never counted. */
 static inline bool folio_is_zero(const struct pm_folio *folio)
 {
 	return folio_test(folio, PG_zero);
+}
+
+/*
+ * The huge zero folio (Linux's is_huge_zero_folio): an order-9 folio of zeros that read faults
+ * of THP-eligible anonymous VMAs map read-only at PMD level, with _PAGE_SPECIAL on the leaf.
+ * Its mappings take no reference and no mapcount; GUP references and pins count on it as on
+ * any large folio; one reference stands for all the address spaces that use it (mem/folio.c).
+ */
+static inline bool is_huge_zero_folio(const struct pm_folio *folio)
+{
+	return folio_test(folio, PG_huge_zero);
 }
 
 static inline int folio_ref_count(const struct pm_folio *folio)
@@ -690,6 +712,8 @@ __hidden bool pm__folio_ref_add(struct pm_folio *folio, int refs, int limit);
 __hidden void pm__folio_lock(struct pm_folio *folio);
 __hidden void pm__folio_unlock(struct pm_folio *folio);
 __hidden void pm__folio_mark_dirty(struct pm_folio *folio);
+__hidden struct pm_folio *pm__huge_zero_folio_get(struct pm_machine *m, _Atomic bool *used);
+__hidden void pm__huge_zero_folio_put(struct pm_machine *m, _Atomic bool *used);
 
 /* Drop @refs references; the last one frees the folio. */
 static inline void folio_put_refs(struct pm_folio *folio, int refs)
@@ -914,6 +938,8 @@ struct pm_mm {
 	const struct pm_mm_policy *policy;   /* the design; read-only */
 	struct pm_mm_range *ranges;	     /* policy->nr_ranges: the VMAs, their locks; read-only */
 	unsigned nr_ranges, range_shift;     /* the policy's, next to the pointer they index */
+	_Atomic bool xhuge_zero;	     /* MMF_HUGE_ZERO_FOLIO: holds a use of the machine's huge
+					      * zero folio (mem/folio.c); set once, cleared at teardown */
 	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
 					      * call reads it, only the destroy writes it */
 
@@ -1291,7 +1317,7 @@ __hidden vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, un
 __hidden vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 					  unsigned long addr, unsigned fault_flags);
 __hidden vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma,
-						   pm_entry_t *pmdp);
+						   pm_entry_t *pmdp, unsigned fault_flags);
 __hidden bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr);
 
 /* // fault/cow.c */

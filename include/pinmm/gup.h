@@ -6,8 +6,11 @@
  *  - get (pm_get_user_pages*): +1 on the folio's refcount per page; release with pm_put_page().
  *  - pin (pm_pin_user_pages*, FOLL_PIN): on a small folio +1024 (GUP_PIN_COUNTING_BIAS) on the
  *    refcount; on a large folio +1 refcount and +1 pincount per page. Release only with the
- *    unpin family. The shared zero page is never really pinned (nor referenced): unpinning it
- *    is a no-op.
+ *    unpin family. The shared 4 KiB zero page is never really pinned (nor referenced):
+ *    unpinning it is a no-op. The huge zero page (what a read fault maps in a THP-eligible
+ *    private anonymous mapping, as Linux with use_zero_page=1) is a 2 MiB folio referenced and
+ *    pinned like any other (nr_foll_pin_acquired counts it; Linux exempts only the 4 KiB one);
+ *    the fast calls leave it to the slow path, as Linux 6.18 does.
  *
  * Return convention of every call that takes pages: the number taken, possibly fewer than
  * asked (a hole, the end of a VMA, a permission); a negative errno only when none was taken;
@@ -24,7 +27,10 @@
  * FOLL_FORCE writes through a read-only private mapping only into an exclusive anonymous page:
  * the request first breaks COW, so a page cache page or a page shared with a fork child is
  * never written (no Dirty COW). A read-only pin of an anonymous page that is not exclusive
- * first unshares it, so the pin keeps seeing the process's later writes (CVE-2020-29374).
+ * first unshares it, so the pin keeps seeing the process's later writes (CVE-2020-29374). So
+ * does a read-only FOLL_LONGTERM pin of a zero page, 4 KiB or huge, in a private mapping: the
+ * pinned page gets a zeroed copy of its own (the huge zero page is split into 4 KiB zero pages
+ * first); a write request does the same through a write fault.
  *
  * The fast calls walk the page tables without mmap_lock (under RCU, with speculative
  * references re-validated against the entries) and continue with the slow path for the
@@ -133,7 +139,9 @@ PM_API unsigned pm_folio_order(struct pm_folio *folio);
 PM_API bool pm_folio_test_dirty(struct pm_folio *folio);
 PM_API bool pm_folio_test_anon(struct pm_folio *folio);
 PM_API bool pm_page_anon_exclusive(struct pm_page *page);
-PM_API bool pm_page_is_zero(struct pm_page *page); /* the shared zero page */
+/* A zero page, as kpageflags ZERO_PAGE says: the 4 KiB zero page, or a page of the huge zero
+ * page. Neither holds data of any process; never write through it. */
+PM_API bool pm_page_is_zero(struct pm_page *page);
 PM_API bool pm_mm_has_pinned(struct pm_mm *mm);
 
 #ifdef __cplusplus

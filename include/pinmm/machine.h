@@ -33,11 +33,13 @@ extern "C" {
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
 #define PM_KNOB_LONGTERM_PIN_IN_PLACE 0x100 /* FOLL_LONGTERM pins movable pages in place
 					     * (before Linux 5.13) */
-#define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate (use_zero_page=0) */
+#define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate a THP, as writes do
+					     * (use_zero_page=0); without it they map the huge
+					     * zero page (use_zero_page=1, Linux's default) */
 #define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
 #define PM_KNOB_SHMEM_TREE_LOCK 0x800	     /* every page-cache insert takes the object's tree
 					      * lock (Linux's xa_lock), not only its leaf's */
-#define PM_KNOB_ALL 0x83f
+#define PM_KNOB_ALL (0x3f | PM_KNOB_NO_HUGE_ZERO_PAGE | PM_KNOB_SHMEM_TREE_LOCK)
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
  * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */
@@ -93,9 +95,11 @@ struct pm_stats {
 	unsigned long gup_slow_pages;	    /* pages taken under mmap_lock */
 	unsigned long gup_fast_fallbacks;   /* fast calls that left the lockless walk (calls) */
 	unsigned long faults;		    /* faults handled (calls into the fault handler) */
-	unsigned long thp_faults;	    /* faults that mapped a 2 MiB folio at PMD level */
+	unsigned long thp_faults;	    /* faults that mapped a new 2 MiB folio at PMD level
+					     * (not the huge zero page: thp_fault_alloc) */
 	unsigned long thp_fallbacks;	    /* THP-eligible faults that fell back to 4 KiB */
-	unsigned long thp_splits;	    /* PMD mappings split into PTE tables */
+	unsigned long thp_splits;	    /* PMD mappings split into PTE tables (the huge
+					     * zero page's too: thp_split_pmd) */
 	unsigned long cow_copies;	    /* write/unshare faults that copied a page */
 	unsigned long cow_reuses;	    /* write/unshare faults that reused a page in place */
 	unsigned long fork_pinned_copies;   /* pages copied at fork because they may be pinned */

@@ -58,6 +58,16 @@
  *  - Splitting a VMA may need memory: -ENOMEM, with nothing changed. Splitting a PMD (THP)
  *    mapping never does (each THP keeps a deposited page table), so MADV_DONTNEED never fails
  *    for lack of memory.
+ *  - THP (Linux's "madvise" mode): a fault in a PM_MADV_HUGEPAGE private anonymous VMA whose
+ *    2 MiB-aligned window lies inside it maps 2 MiB at PMD level. A write allocates a THP; a
+ *    read maps the huge zero page, as Linux with transparent_hugepage/use_zero_page=1: one
+ *    2 MiB folio of zeros per machine, mapped read-only by every address space that read-
+ *    faults such a window, counted in neither Rss, AnonHugePages nor thp_faults; a write
+ *    there splits the PMD into 4 KiB zero pages and copies only the page written (it does not
+ *    allocate a THP). fork shares it; MADV_DONTNEED and munmap drop the mapping; mprotect
+ *    never makes it writable. PM_KNOB_NO_HUGE_ZERO_PAGE (use_zero_page=0): the read fault
+ *    allocates a THP instead. Without a free 2 MiB block (for a THP, or for the huge zero page
+ *    before it exists) the fault falls back to 4 KiB pages.
  *  - At most 65530 VMAs (Linux's vm.max_map_count): an mmap that would make a new one, or an
  *    mprotect/munmap/madvise that would leave one more, past that -> -ENOMEM, nothing changed.
  *    Only what adds a VMA counts, as in Linux: a mapping that merges into a neighbour, a munmap
@@ -221,8 +231,8 @@ struct pm_map_info {		   /* one VMA, as a line of /proc/PID/maps shows it */
  *
  * As Linux: a private anonymous hugetlb mapping is backed by an internal object
  * (hugetlb_file_setup), so its pgoff is the offset in that object, 0 at mmap; @shmem is NULL
- * for it all the same. Rss counts present pages other than zero pages (a PTE one each, a
- * PMD-mapped THP 512); Anonymous those of anonymous folios (private anonymous memory and
+ * for it all the same. Rss counts present pages other than zero pages, 4 KiB or huge (a PTE
+ * one each, a PMD-mapped THP 512); Anonymous those of anonymous folios (private anonymous memory and
  * private COW copies of an object's pages); AnonHugePages the anonymous ones mapped by a PMD.
  * Hugetlb mappings count 0 in all three (smaps shows them as *_Hugetlb).
  *
@@ -258,7 +268,9 @@ struct pm_page_info {
  * kpageflags and kpagecount of the page mapped there, in one call. Pages not present (holes
  * between VMAs included) give an entry of zeros. mapcount is /proc/kpagecount's: the page's
  * PTE mappings plus its folio's PMD mappings; hugetlb: the folio's; zero pages 0. A THP stays
- * PM_PAGE_THP when its PMD mapping is split into PTEs (the folio is not split).
+ * PM_PAGE_THP when its PMD mapping is split into PTEs (the folio is not split). The huge zero
+ * page's 512 pages are PRESENT|ZERO|THP with mapcount 0, never EXCLUSIVE or ANON; once a
+ * write splits it they are the 4 KiB zero page's (PRESENT|ZERO), but the page written.
  *
  * Return: the number of entries filled, @nr or fewer past the top of the address space
  * (PM_TASK_SIZE; 0 from there on, as a read of pagemap there); -EINVAL (NULL or dead @mm;

@@ -5,6 +5,11 @@
  *
  *  (T) every frame is exactly one of: free (buddy block or per-CPU cache), a page table
  *      reachable from some address space, part of an allocated folio, the zero page;
+ *  (Z) special entries map only the zero pages: a PTE the 4 KiB one, a PMD leaf (in a private
+ *      anonymous VMA of an address space that holds a use of it) the machine's huge zero
+ *      folio, whose mapcounts stay 0 and whose refcount covers its pins plus one while it is
+ *      current; it is current exactly while the users the machine counts, as many as the
+ *      address spaces flagged, are more than none;
  *  (F) the free frames found equal pm_machine_free_pages();
  *  (M) each page's mapcount equals the PTEs found mapping it, each large folio's
  *      entire_mapcount the PMD leaves found;
@@ -89,8 +94,18 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 	}
 	page = pfn_to_page(c->m, pfn);
 	if (e & _PAGE_SPECIAL) {
-		if (!page_test(page, PG_zero))
+		/* (Z): a PTE maps the 4 KiB zero page, a PMD leaf the huge zero folio's head;
+		 * neither counts a mapping. */
+		if (!pmd && !page_test(page, PG_zero))
 			complain(c, "special entry at %#lx does not map the zero page", addr);
+		if (pmd && (!atomic_load_relaxed(&mm->xhuge_zero) ||
+			    (struct pm_folio *)page != atomic_load_relaxed(&c->m->xhuge_zero_folio) ||
+			    !page_test(page, PG_huge_zero)))
+			complain(c, "special PMD leaf at %#lx does not map the huge zero folio of a "
+				    "user", addr);
+		if (pmd && (!vma || !vma_is_anonymous(vma) || (vma->flags & VM_SHARED)))
+			complain(c, "huge zero folio mapped at %#lx outside a private anonymous VMA",
+				 addr);
 		if (e & _PAGE_RW)
 			complain(c, "zero page mapped writable at %#lx", addr);
 		return;
@@ -341,6 +356,17 @@ static void check_frames(struct check *c)
 					 atomic_load_relaxed(&p->xmapcount), c->ptes[pfn + i]);
 			maps += c->ptes[pfn + i];
 		}
+		if (is_huge_zero_folio(folio)) {
+			int cur = folio == atomic_load_relaxed(&m->xhuge_zero_folio);
+
+			/* Not the current one: only GUP's references keep it (a pin that
+			 * outlived every user). */
+			if (folio_order(folio) != HPAGE_PMD_ORDER || folio_test_anon(folio) ||
+			    ref < cur + atomic_load_relaxed(&page->xpincount))
+				complain(c, "huge zero folio pfn %lu: order %u, refcount %d < %d + "
+					    "pins %d", pfn, folio_order(folio), ref, cur,
+					 atomic_load_relaxed(&page->xpincount));
+		}
 		if (folio_test_large(folio)) {
 			int entire = atomic_load_relaxed(&page->xentire_mapcount);
 			int pins = atomic_load_relaxed(&page->xpincount);
@@ -389,6 +415,7 @@ static void check_vma_count(struct check *c, struct pm_mm *mm)
 int pm_machine_check(struct pm_machine *m)
 {
 	struct check c = { .m = m };
+	unsigned long users = 0;
 	struct pm_list *pos;
 
 	if (unlikely(!m))
@@ -407,9 +434,17 @@ int pm_machine_check(struct pm_machine *m)
 	}
 	pthread_mutex_lock(&m->lock);
 	pm_list_for_each(pos, &m->mms) {
-		check_mm(&c, pm_list_entry(pos, struct pm_mm, link));
-		check_vma_count(&c, pm_list_entry(pos, struct pm_mm, link));
+		struct pm_mm *mm = pm_list_entry(pos, struct pm_mm, link);
+
+		check_mm(&c, mm);
+		check_vma_count(&c, mm);
+		users += atomic_load_relaxed(&mm->xhuge_zero);
 	}
+	/* (Z) the huge zero folio is current exactly while some address space uses it. */
+	if (users != m->huge_zero_users || !users != !atomic_load_relaxed(&m->xhuge_zero_folio))
+		complain(&c, "huge zero folio: %lu address spaces use it, %lu counted, %s", users,
+			 m->huge_zero_users,
+			 atomic_load_relaxed(&m->xhuge_zero_folio) ? "made" : "none");
 	pm_list_for_each(pos, &m->shmems)
 		check_shmem(&c, pm_list_entry(pos, struct pm_shmem, link));
 	pthread_mutex_unlock(&m->lock);

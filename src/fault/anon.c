@@ -8,9 +8,44 @@
  * only user.
  *
  * THP policy is Linux's "madvise" mode: only VMAs marked PM_MADV_HUGEPAGE, and only where the
- * 2 MiB-aligned window around the fault lies inside the VMA. pinmm has no huge zero page, so a
- * read fault in such a VMA also allocates the THP (Linux with transparent_hugepage/
- * use_zero_page = 0). When the order-9 allocation fails the fault falls back to 4 KiB pages.
+ * 2 MiB-aligned window around the fault lies inside the VMA. A write fault there allocates a
+ * THP; a read fault maps the machine's huge zero folio (mem/folio.c) with a read-only special
+ * PMD leaf, as Linux with transparent_hugepage/use_zero_page=1 (do_huge_pmd_anonymous_page):
+ * no reference, no mapcount, not a thp_fault, not in Rss. PM_KNOB_NO_HUGE_ZERO_PAGE
+ * (use_zero_page=0) makes the read fault allocate a THP as a write does. When no 2 MiB block
+ * can be had - for the THP, or for the huge zero folio before it exists - the fault falls back
+ * to 4 KiB pages (thp_fallbacks).
+ *
+ * A huge zero leaf carries a deposited PTE table like any THP leaf, so that the write fault
+ * that later splits it (cow.c, pgtable/huge_memory.c: every PTE then maps the 4 KiB zero
+ * page, and do_wp_page gives the written one a page of its own) never needs memory.
+ *
+ * Installing a leaf races with other faults on the same PMD (under another VMA read lock or
+ * mmap_lock held for read), with GUP-fast (no lock at all) and with MADV_DONTNEED (mmap_lock
+ * for read). Everything is decided under the PMD lock on a re-read of the entry:
+ *
+ *	read fault (huge zero)			racing fault / GUP-fast / DONTNEED
+ *	----------------------			----------------------------------
+ *	PMD empty (unlocked read)		write fault: PMD empty, allocates a THP
+ *	huge zero folio (this mm's use of it,
+ *	  mem/folio.c), deposit table
+ *	PMD lock				  PMD lock (waits)
+ *	still empty? deposit, set_pmd		  not empty: frees its THP, VM_FAULT_AGAIN,
+ *	  (release)				  finds the leaf: COW of the huge zero page
+ *	  else: free the table, AGAIN		GUP-fast: acquire load of the PMD; empty or
+ *	PMD unlock				  special leaf: stops, the slow path decides
+ *						  under the PMD lock (gup/gup.c)
+ *						DONTNEED: PMD lock, clears the leaf, frees
+ *						  the deposit; drops no reference
+ *
+ * To summarize: 1) only an empty PMD becomes a leaf, under its lock, so two faults never both
+ * install one and a THP is never installed over the huge zero leaf; 2) the leaf is published
+ * with a release store after its deposit and after the folio's zeroing (published by a release
+ * store under huge_zero_lock), so whoever reads it sees zeros; 3) no walker ever takes a
+ * reference through the leaf without the PMD lock (GUP-fast leaves special leaves to the slow
+ * path, as Linux 6.18 does), and the folio lives while this mm does (its use of it ends at
+ * teardown, after every leaf is gone), so a zap or split racing a reader frees nothing that
+ * reader can hold.
  */
 #include "internal.h"
 
@@ -70,11 +105,45 @@ vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 }
 
 /*
- * A fault on an empty PMD of a THP-suitable VMA. Context: mmap_lock or the VMA's lock held (fault path).
+ * A read fault on an empty PMD: map the huge zero folio (set_huge_zero_folio). Its leaf takes no
+ * reference and no mapcount, and counts as no thp_fault. Return: as below.
+ * Context: mmap_lock or the VMA's lock held (fault path).
+ */
+static vm_fault_t do_huge_zero_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_folio *zero = pm__huge_zero_folio_get(m, &mm->xhuge_zero);
+	struct pm_spinlock *pml;
+	pm_entry_t *deposit;
+
+	assert_fault_locked(vma);
+	deposit = zero ? pm__pte_alloc_one(m) : NULL;
+	if (!deposit) {
+		count_event(m, THP_FALLBACKS, 1);
+		return VM_FAULT_FALLBACK;
+	}
+	pml = pm__pmd_lockptr(mm, pmdp);
+	pm_spin_lock(pml);
+	if (!pmd_none(pmdp_get(pmdp))) {
+		pm_spin_unlock(pml);
+		pm__pte_free_now(m, deposit);
+		return VM_FAULT_AGAIN;
+	}
+	pm__pgtable_deposit(mm, pmdp, deposit);
+	set_pmd(pmdp, mk_huge_zero_pmd(page_to_pfn(m, &zero->page), vma_is_accessible(vma)));
+	pm_spin_unlock(pml);
+	return 0;
+}
+
+/*
+ * A fault on an empty PMD of a THP-suitable VMA: a read maps the huge zero folio (unless
+ * PM_KNOB_NO_HUGE_ZERO_PAGE), a write - or a read under the knob - a new THP.
+ * Context: mmap_lock or the VMA's lock held (fault path).
  * Return: 0 (mapped), VM_FAULT_AGAIN (the PMD changed meanwhile: look again),
  * VM_FAULT_FALLBACK (no 2 MiB block: use 4 KiB pages).
  */
-vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp)
+vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+					  unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *pml;
@@ -83,6 +152,8 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 	pmd_t entry;
 
 	assert_fault_locked(vma);
+	if (!(fault_flags & FAULT_FLAG_WRITE) && !knob(m, PM_KNOB_NO_HUGE_ZERO_PAGE))
+		return do_huge_zero_page(mm, vma, pmdp);
 	/*
 	 * The folio first, then the table deposited for a later split (pgtable/huge_memory.c),
 	 * as Linux does: when the block must first be put together from frames the per-CPU

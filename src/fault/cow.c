@@ -23,7 +23,10 @@
  * is split into a PTE table (pgtable/huge_memory.c: from the deposited table, so it needs no
  * memory and never splits the folio) and the fault is retried at 4 KiB, as
  * do_huge_pmd_wp_page does. The leaf's lock-and-recheck and its reuse are hugetlb's too
- * (huge_pmd.c).
+ * (huge_pmd.c). A leaf of the huge zero folio is always split, into 512 PTEs of the 4 KiB
+ * zero page (__split_huge_zero_page_pmd), and the retry copies only the page written - or
+ * unshared for a read-only long-term pin - into a fresh zeroed page: a write there costs
+ * 4 KiB, never a THP.
  */
 #include "internal.h"
 
@@ -119,10 +122,13 @@ vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
 	if (!folio)
 		return ret;
+	if (pmd_special(pmd))
+		goto split; /* the huge zero folio: never reused, never copied whole */
 	if (pm__wp_huge_pmd_can_reuse_locked(pm__pmd_lockptr(mm, pmdp), folio,
 					     folio_ref_count(folio) == 1))
 		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd,
 						    fault_flags & FAULT_FLAG_UNSHARE);
+split:
 	pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
 	pm__split_huge_pmd(mm, pmdp);
 	return VM_FAULT_AGAIN;

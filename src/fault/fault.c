@@ -19,7 +19,7 @@
 static bool needs_unshare(struct pm_page *page, bool special)
 {
 	if (special)
-		return true; /* the zero page: a R/O long-term pin gets its own copy */
+		return true; /* a zero page, 4 KiB or huge: a R/O long-term pin gets its own copy */
 	if (folio_test_anon(page_folio(page)))
 		return !page_anon_exclusive(page);
 	return true; /* page cache page in a private mapping */
@@ -56,7 +56,7 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 
 		if (pmd_none(pmd)) {
 			if (pm__thp_vma_suitable(vma, addr)) {
-				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp);
+				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp, fault_flags);
 				if (ret & VM_FAULT_AGAIN)
 					continue;
 				if (!(ret & VM_FAULT_FALLBACK))
@@ -70,7 +70,7 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 		if (pmd_leaf(pmd)) {
 			if (((fault_flags & FAULT_FLAG_WRITE) && !pmd_write(pmd)) ||
 			    ((fault_flags & FAULT_FLAG_UNSHARE) && !pmd_write(pmd) &&
-			     needs_unshare(pfn_to_page(mm->m, pmd_pfn(pmd)), false))) {
+			     needs_unshare(pfn_to_page(mm->m, pmd_pfn(pmd)), pmd_special(pmd)))) {
 				ret = pm__do_huge_pmd_wp_page(mm, vma, pmdp, addr, fault_flags);
 				if (ret & VM_FAULT_AGAIN)
 					continue;

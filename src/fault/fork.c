@@ -14,7 +14,8 @@
  *  - every other anonymous page loses AnonExclusive and is write-protected in both: the first
  *    write on either side copies or reuses it (cow.c).
  * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
- * be is shared at PMD level, write-protected (huge_pmd.c). Private hugetlb VMAs are copied by
+ * be is shared at PMD level, write-protected (huge_pmd.c). A leaf of the huge zero folio is
+ * copied as is, read-only, and the child becomes one of the folio's users (mem/folio.c). Private hugetlb VMAs are copied by
  * fault/hugetlb_fault.c the same way, a 2 MiB page at a time (copied whole, never split); the child
  * gets no reservation.
  *
@@ -154,8 +155,14 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 		if (!dst_pmdp)
 			return -ENOMEM;
 		if (pmd_leaf(pmd)) {
-			pm_entry_t *deposit = pm__pte_alloc_one(dst->m);
+			pm_entry_t *deposit;
 
+			/* The huge zero folio's leaf: the child becomes one of its users first
+			 * (the parent is one, so this only counts; copy_huge_pmd's
+			 * mm_get_huge_zero_folio). */
+			if (pmd_special(pmd) && !pm__huge_zero_folio_get(dst->m, &dst->xhuge_zero))
+				return -ENOMEM;
+			deposit = pm__pte_alloc_one(dst->m);
 			if (!deposit)
 				return -ENOMEM;
 			ret = copy_huge_pmd(dst, src, dst_pmdp, src_pmdp, deposit);

@@ -80,7 +80,8 @@ vm_fault_t pm__wp_huge_pmd_reuse_locked(struct pm_mm *mm, struct pm_vma *vma, pm
  * pm__fork_share_huge_pmd_locked() - map the leaf @pmd of the parent's *@src_pmdp (its folio
  * @folio) at the child's *@dst_pmdp too, write-protected in both, once the caller has found
  * that the folio need not be copied (may not be pinned): an anonymous folio stops being
- * exclusive and the parent's leaf loses write; the folio gains a reference and a PMD mapping.
+ * exclusive and the parent's leaf loses write; the folio gains a reference and a PMD mapping
+ * (the huge zero folio's special leaf: neither).
  * @deposit, if not NULL, becomes the child leaf's deposited table (a THP; hugetlb leaves have
  * none). Shared by THP (copy_huge_pmd) and hugetlb (fault/hugetlb_fault.c).
  * Context: fork, the parent's PMD lock held; the child's nests inside it (only fork does this).
@@ -100,8 +101,12 @@ void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_ent
 			set_pmd(src_pmdp, pmd);
 		}
 	}
-	folio_get_refs(folio, 1);
-	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	/* The huge zero folio's leaf (special, read-only) is copied as is: no reference, no
+	 * mapcount, the folio shared by every mm of the machine (copy_huge_pmd). */
+	if (!pmd_special(pmd)) {
+		folio_get_refs(folio, 1);
+		atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+	}
 	pm_spin_lock(dst_pml);
 	if (deposit)
 		pm__pgtable_deposit(dst, dst_pmdp, deposit);

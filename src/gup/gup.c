@@ -8,12 +8,17 @@
  * References. A get adds 1 to the folio's refcount per page. A pin (FOLL_PIN) adds
  * GUP_PIN_COUNTING_BIAS (1024) to a small folio's refcount, and 1 to a large folio's refcount
  * plus 1 to its pincount, per page: so folio_maybe_dma_pinned() is exact for large folios and
- * has no false negatives for small ones. The zero page is never referenced nor pinned.
+ * has no false negatives for small ones. The 4 KiB zero page is never referenced nor pinned;
+ * the huge zero folio is, as any large folio (Linux 6.18's try_grab_folio and gup_put_folio
+ * exempt is_zero_folio() only, the 4 KiB one): its pins show in nr_foll_pin_acquired and in
+ * its pincount, and the machine's own reference keeps it whatever is released.
  *
  * The slow path (follow_page under the page-table locks, faulting what is missing) holds
  * mmap_lock for read for the whole call, as get_user_pages_unlocked does. A request that must
  * write (FOLL_WRITE) faults with FAULT_FLAG_WRITE, which breaks COW; a read-only pin of an
  * anonymous page that is not exclusive faults with FAULT_FLAG_UNSHARE first (gup_must_unshare).
+ * So does a read-only long-term pin of a zero page, 4 KiB or huge, in a COW mapping: the huge
+ * zero leaf is split and the page pinned gets a zeroed copy of its own (fault/cow.c).
  *
  * The has-pinned flag (MMF_HAS_PINNED): set on the mm before its first pin, read by fork. It
  * is tested before it is set, so after the first pin no pin writes the mm's hot cache line
@@ -389,10 +394,11 @@ void pm_unpin_user_page(struct pm_page *page)
 	count_event(m, UNPIN_SMALL_ONE, 1); /* one pin released in one folio update */
 }
 
-/* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. */
+/* Dirty @folio for an unpin with make_dirty: under the folio lock, only if it is clean. A zero
+ * page, 4 KiB or huge, has no contents to write back and stays clean. */
 static void unpin_dirty(struct pm_folio *folio)
 {
-	if (folio_is_zero(folio) || folio_test(folio, PG_dirty))
+	if (folio_is_zero(folio) || is_huge_zero_folio(folio) || folio_test(folio, PG_dirty))
 		return;
 	pm__folio_lock(folio);
 	pm__folio_mark_dirty(folio);

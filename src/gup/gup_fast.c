@@ -6,9 +6,9 @@
  * The 2008 fast_gup takes references on the pages of the caller's address space without
  * mmap_lock, the way the CPU's own page walker reaches them: entries are read with single
  * atomic loads, and nothing is locked. Whatever it cannot handle - an empty or non-present
- * entry, a missing permission, the zero page, a page that must be unshared first - stops the
- * walk, and the caller continues from there with the slow path, keeping what was taken (so
- * the result is always a contiguous prefix of the range).
+ * entry, a missing permission, a zero page (4 KiB or huge), a page that must be unshared
+ * first - stops the walk, and the caller continues from there with the slow path, keeping
+ * what was taken (so the result is always a contiguous prefix of the range).
  *
  * Why this is safe. Linux's walker disables interrupts, which holds off the IPIs that page
  * table freeing and THP splitting wait for. User space has no such thing, so pinmm uses RCU
@@ -60,6 +60,13 @@
  *  4. Read-only pins of anonymous pages must land on exclusive pages (gup_must_unshare): the
  *     AnonExclusive bit is read after the reference is taken and the entry re-validated; a
  *     page that is not exclusive goes to the slow path, which unshares it first.
+ *  5. The huge zero folio's PMD leaf is special (fault/anon.c), as Linux 6.18 marks it, and
+ *     the walk stops there as gup_fast_pmd_leaf does on pmd_special: the slow path takes the
+ *     reference or pin under the PMD lock (gup.c), or unshares first for a read-only
+ *     long-term pin. A leaf read just before it was installed is an empty PMD (stop); one
+ *     read just before a zap or split is still special (stop): no reference is ever taken
+ *     from a stale special leaf, so no interleaving with the fault that installs it, the
+ *     write fault that splits it or the DONTNEED that clears it needs more than that test.
  *
  * Nothing here writes shared memory other than the folio's own counts: the counters are
  * per-thread, written once per walk for the pins it keeps (a reference given back inside the
@@ -258,6 +265,8 @@ static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, p
 
 	if (!pmd_user(pmd) || ((flags & FOLL_WRITE) && !pmd_write(pmd)))
 		return 0;
+	if (pmd_special(pmd))
+		return 0; /* the huge zero folio: the slow path takes it (point 5) */
 	folio = try_grab_folio_fast(head, refs, flags);
 	if (!folio)
 		return 0;

@@ -50,6 +50,8 @@ void pm__folio_free(struct pm_folio *folio)
 	struct pm_machine *m = page_machine(&folio->page);
 
 	pm_assert(!folio_is_zero(folio));
+	/* The huge zero folio goes only once no address space uses it (pm__huge_zero_folio_put). */
+	pm_assert(folio != atomic_load_relaxed(&m->xhuge_zero_folio));
 	pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
 	pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
 	pm_assert(!folio_test(folio, PG_locked));
@@ -223,6 +225,82 @@ void pm__folio_mark_dirty(struct pm_folio *folio)
 		atomic_or_relaxed(&folio->page.xflags, PGF(PG_dirty));
 }
 
+/**
+ * pm__huge_zero_folio_get() - the machine's huge zero folio, for an address space whose use of
+ * it is the flag *@used (Linux's mm_get_huge_zero_folio and MMF_HUGE_ZERO_FOLIO).
+ *
+ * One per machine, made when a first address space wants it and given back when the last one
+ * that used it is torn down (pm__huge_zero_folio_put): Linux counts the users the same way
+ * (huge_zero_refcount, one per mm) so that its shrinker may free the folio once none is left;
+ * pinmm has no reclaim, so the last put frees it at once. That keeps a machine whose address
+ * spaces are all gone exactly as it started (the same free pages), which a folio kept for the
+ * machine's life (Linux 6.18's CONFIG_PERSISTENT_HUGE_ZERO_FOLIO) would not; and a machine
+ * that never read-faults a THP-eligible VMA never pays its 2 MiB.
+ *
+ * The folio holds one reference for all its users; GUP references and pins add theirs, so a
+ * pin may outlive the last user, and then the folio goes at the last unpin (a later first
+ * user makes a new one meanwhile). After its first call an address space finds its flag set
+ * and the pointer stable (it is a user: nobody frees the folio under it): one acquire load
+ * each, no shared write. The first call takes huge_zero_lock; the 2 MiB are allocated and
+ * zeroed outside it, and a folio that lost the race to be the machine's is freed unseen.
+ * Context: the caller's address space is alive (a fault, or fork for its child).
+ * Return: the folio, or NULL when no 2 MiB block can be had (the fault falls back).
+ */
+struct pm_folio *pm__huge_zero_folio_get(struct pm_machine *m, _Atomic bool *used)
+{
+	struct pm_folio *folio = NULL, *spare = NULL;
+
+	if (likely(atomic_load_acquire(used)))
+		return atomic_load_acquire(&m->xhuge_zero_folio);
+	for (;;) {
+		pm_spin_lock(&m->huge_zero_lock);
+		folio = atomic_load_relaxed(&m->xhuge_zero_folio);
+		if (!folio && spare) {
+			folio = spare;
+			spare = NULL;
+			atomic_store_release(&m->xhuge_zero_folio, folio);
+		}
+		if (folio && !atomic_load_relaxed(used)) {
+			m->huge_zero_users++;
+			atomic_store_release(used, true);
+		}
+		pm_spin_unlock(&m->huge_zero_lock);
+		if (folio)
+			break;
+		spare = pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO);
+		if (!spare)
+			return NULL;
+		folio_set_flags_new(spare, PGF(PG_huge_zero));
+	}
+	if (spare)
+		folio_put(spare); /* another thread made it first: nobody saw ours */
+	return folio;
+}
+
+/**
+ * pm__huge_zero_folio_put() - the address space whose flag is *@used gives up its use of the
+ * huge zero folio (Linux's mm_put_huge_zero_folio at __mmput); the last user's put drops the
+ * folio's reference, which frees it unless GUP still holds some.
+ * Context: teardown, the address space's mappings gone.
+ */
+void pm__huge_zero_folio_put(struct pm_machine *m, _Atomic bool *used)
+{
+	struct pm_folio *folio = NULL;
+
+	if (!atomic_load_relaxed(used))
+		return;
+	pm_spin_lock(&m->huge_zero_lock);
+	atomic_store_relaxed(used, false);
+	pm_assert(m->huge_zero_users > 0);
+	if (!--m->huge_zero_users) {
+		folio = atomic_load_relaxed(&m->xhuge_zero_folio);
+		atomic_store_relaxed(&m->xhuge_zero_folio, NULL);
+	}
+	pm_spin_unlock(&m->huge_zero_lock);
+	if (folio)
+		folio_put(folio);
+}
+
 /* ---- public accessors ---- */
 
 struct pm_folio *pm_page_folio(struct pm_page *page)
@@ -295,5 +373,5 @@ bool pm_page_anon_exclusive(struct pm_page *page)
 
 bool pm_page_is_zero(struct pm_page *page)
 {
-	return page_test(page, PG_zero);
+	return page_test(page, PG_zero) || is_huge_zero_folio(page_folio(page));
 }

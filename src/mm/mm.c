@@ -166,6 +166,7 @@ static void mm_teardown(struct pm_mm *mm)
 	mmap_write_lock_all(mm);
 	unmap_all(mm);
 	mmap_write_unlock(mm);
+	pm__huge_zero_folio_put(m, &mm->xhuge_zero); /* no leaf maps it here any more */
 	pm__mm_retire_free_now(mm);
 	pm__pgd_free(m, mm->pgd);
 	pm__range_fini(mm);

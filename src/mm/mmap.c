@@ -526,7 +526,8 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 			pmd = pmdp_get(pmdp);
 			v = pmd.val & ~(_PAGE_USER | _PAGE_RW);
 			v |= prot_bits(vm_flags);
-			if (can_change_writable(vm_flags, pfn_to_page(mm->m, pmd_pfn(pmd)), false))
+			if (can_change_writable(vm_flags, pfn_to_page(mm->m, pmd_pfn(pmd)),
+						pmd_special(pmd)))
 				v |= _PAGE_RW | _PAGE_DIRTY;
 			set_pmd(pmdp, (pmd_t){ v });
 			pm_spin_unlock(pml);

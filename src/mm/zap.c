@@ -19,7 +19,8 @@
  *
  * A 2 MiB leaf that the range covers entirely is cleared under the PMD lock, its mapcount
  * dropped under that lock too, and its deposited PTE table freed; one it covers partly is
- * split into its deposited PTE table first. Neither needs memory, so a zap never fails.
+ * split into its deposited PTE table first. A leaf of the huge zero folio (special) has a
+ * deposit but no mapcount and no reference: clearing it frees only the table. Neither needs memory, so a zap never fails.
  * MADV_DONTNEED of a private hugetlb mapping with reservations is a zap of its own
  * (pm__zap_hugetlb_resv): each page under its fault mutex, given back with its reservation
  * (mem/hugetlb_pool.c).
@@ -90,7 +91,8 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
  * Clear a whole 2 MiB leaf, and its mapcount with it under the PMD lock: the owner of a
  * private hugetlb mapping counts on that when it takes a page back from its fork children
  * (fault/hugetlb_fault.c, unmap_ref_private). Return: the leaf's folio, with the reference the
- * mapping held, or NULL if *@pmdp is no longer a leaf.
+ * mapping held (the huge zero folio: none, its leaf held none), or NULL if *@pmdp is no longer
+ * a leaf.
  */
 static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
@@ -109,7 +111,9 @@ static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	/* A hugetlb leaf carries no deposited table (fault/hugetlb_fault.c). */
 	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp);
-	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	/* The huge zero folio's leaf is special: it held no mapcount (nor reference). */
+	if (!pmd_special(pmd))
+		atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
 	pm_spin_unlock(pml);
 	if (deposit)
 		pm__pte_free_now(mm->m, deposit); /* never published: no walker can hold it */
@@ -123,7 +127,8 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 
 	if (!folio)
 		return false;
-	folio_put(folio);
+	if (!is_huge_zero_folio(folio))
+		folio_put(folio);
 	return true;
 }
 

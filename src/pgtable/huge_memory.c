@@ -10,7 +10,8 @@
  * tables on a PMD table's list are interchangeable; there is one per leaf in that table.
  *
  * Split. The leaf is replaced by its deposited table filled with 512 PTEs mapping the same
- * order-9 folio page by page, with the same protection. The folio itself is never split.
+ * order-9 folio page by page, with the same protection. The folio itself is never split. A
+ * leaf of the huge zero folio (special) becomes 512 PTEs of the 4 KiB zero page instead.
  *
  * This file sits with the page tables: it is called by the address-space layer (mprotect,
  * munmap, VMA splits, zap) and by the fault layer (COW of a shared THP, fork), and calls only
@@ -40,6 +41,27 @@ pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
 	return page_address(mm->m, pte_page);
 }
 
+/*
+ * The huge zero folio's leaf becomes 512 read-only PTEs of the 4 KiB zero page, special, as
+ * Linux's __split_huge_zero_page_pmd: no reference or mapcount moves, since the leaf held none.
+ * Context: the PMD lock held; *@pmdp is a special leaf.
+ */
+static void split_huge_zero_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t pmd)
+{
+	struct pm_machine *m = mm->m;
+	uint64_t bits = pmd.val & (_PAGE_PRESENT | _PAGE_USER | _PAGE_ACCESSED | _PAGE_SPECIAL);
+	pte_t zero = pfn_pte(page_to_pfn(m, m->zero_page), bits);
+	pm_entry_t *table;
+
+	pm_assert_locked(pm__pmd_lockptr(mm, pmdp));
+	pm_assert(pmd_special(pmd) && !pmd_write(pmd));
+	table = pm__pgtable_withdraw(mm, pmdp);
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		atomic_store_relaxed(&table[i], zero.val);
+	set_pmd(pmdp, (pmd_t){ (virt_to_pfn(m, table) << PAGE_SHIFT) | _PAGE_TABLE });
+	count_event(m, THP_SPLITS, 1); /* thp_split_pmd counts these too */
+}
+
 /**
  * split_huge_pmd_locked() - replace the 2 MiB leaf at *@pmdp by its deposited PTE table,
  * mapping the same folio page by page, with the same protection.
@@ -64,6 +86,10 @@ static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
 
 	pm_assert_locked(pm__pmd_lockptr(mm, pmdp));
 	pm_assert(pmd_leaf(pmd));
+	if (pmd_special(pmd)) {
+		split_huge_zero_pmd_locked(mm, pmdp, pmd);
+		return;
+	}
 	pm_bug_on(folio_test_hugetlb(folio)); /* never split: the VMA layer refuses the cut */
 	table = pm__pgtable_withdraw(mm, pmdp);
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {

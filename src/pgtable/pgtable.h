@@ -17,7 +17,8 @@ typedef _Atomic uint64_t pm_entry_t; /* a slot of a table at any level */
 #define _PAGE_ACCESSED (1UL << 5)
 #define _PAGE_DIRTY (1UL << 6)
 #define _PAGE_PSE (1UL << 7)	 /* pmd: a 2 MiB leaf */
-#define _PAGE_SPECIAL (1UL << 9) /* no refcounted page behind it (the zero page) */
+#define _PAGE_SPECIAL (1UL << 9) /* no counted mapping behind it: the zero page (PTE), the
+				  * huge zero folio (PMD leaf) */
 #define _PAGE_PFN_MASK 0x000ffffffffff000UL
 #define _PAGE_TABLE (_PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED)
 
@@ -75,6 +76,8 @@ static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PS
 static inline bool pmd_table(pmd_t p) { return pmd_present(p) && !(p.val & _PAGE_PSE); }
 static inline bool pmd_write(pmd_t p) { return p.val & _PAGE_RW; }
 static inline bool pmd_user(pmd_t p) { return p.val & _PAGE_USER; }
+/* A special leaf maps the huge zero folio: no reference, no mapcount (Linux 6.18 marks it so). */
+static inline bool pmd_special(pmd_t p) { return p.val & _PAGE_SPECIAL; }
 static inline unsigned long pmd_pfn(pmd_t p) { return (p.val & _PAGE_PFN_MASK) >> PAGE_SHIFT; }
 static inline bool pmd_same(pmd_t a, pmd_t b) { return a.val == b.val; }
 static inline pmd_t pmd_wrprotect(pmd_t p) { return (pmd_t){ p.val & ~_PAGE_RW }; }
@@ -95,6 +98,12 @@ static inline pmd_t mk_huge_pmd(unsigned long pfn, bool user, bool writable)
 	if (writable)
 		bits |= _PAGE_RW;
 	return pfn_pmd(pfn, bits);
+}
+
+/* The leaf that maps the huge zero folio at @pfn: read-only, clean, special (set_huge_zero_folio). */
+static inline pmd_t mk_huge_zero_pmd(unsigned long pfn, bool user)
+{
+	return pfn_pmd(pfn, _PAGE_PRESENT | _PAGE_ACCESSED | _PAGE_SPECIAL | (user ? _PAGE_USER : 0));
 }
 
 static inline unsigned pgd_index(unsigned long a) { return (a >> PGDIR_SHIFT) & 511; }

@@ -89,6 +89,7 @@ struct interp_op { /* the field order is the regression tables' initializer orde
 };
 
 #define INTERP_OP_BYTES 10
+#define INTERP_KNOB_BYTES 2 /* the knobs, first: the bits of PM_KNOB_ALL packed in order */
 #define INTERP_MAX_OPS 4096
 #define INTERP_MEM_BYTES (256UL << 20) /* machines for differential runs: never out of memory */
 

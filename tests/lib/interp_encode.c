@@ -1,18 +1,46 @@
 // SPDX-License-Identifier: MIT
 /*
- * interp_encode.c - the differential interpreter's byte encoding (interp.h): one byte of knobs,
+ * interp_encode.c - the differential interpreter's byte encoding (interp.h): two bytes of knobs,
  * then 10 bytes an operation; any byte string decodes to a valid sequence.
+ *
+ * The knobs bytes hold the bits of PM_KNOB_ALL packed in order (bit j: the j-th knob from the
+ * lowest, little-endian), so that sparse knob values fit: at most sixteen knobs.
  */
 #include "interp_internal.h"
+
+_Static_assert(__builtin_popcount(PM_KNOB_ALL) <= 8 * INTERP_KNOB_BYTES, "the knobs fit");
+
+static unsigned knobs_pack(unsigned knobs)
+{
+	unsigned all = PM_KNOB_ALL, j = 0;
+	unsigned b = 0;
+
+	for (; all; all &= all - 1, j++)
+		if (knobs & all & -all)
+			b |= 1U << j;
+	return b;
+}
+
+static unsigned knobs_unpack(unsigned b)
+{
+	unsigned all = PM_KNOB_ALL, j = 0, knobs = 0;
+
+	for (; all; all &= all - 1, j++)
+		if (b & (1U << j))
+			knobs |= all & -all;
+	return knobs;
+}
 
 size_t interp_encode(unsigned knobs, const struct interp_op *ops, size_t n, uint8_t *out,
 		     size_t cap)
 {
-	size_t len = 1;
+	size_t len = INTERP_KNOB_BYTES;
+	unsigned b = knobs_pack(knobs);
 
-	if (!cap)
+	if (cap < INTERP_KNOB_BYTES)
 		return 0;
-	out[0] = (uint8_t)knobs;
+	out[0] = (uint8_t)b;
+	out[1] = (uint8_t)(b >> 8);
 	for (size_t i = 0; i < n && len + INTERP_OP_BYTES <= cap; i++) {
 		uint8_t *p = out + len;
 
@@ -36,8 +64,9 @@ size_t interp_decode(const uint8_t *data, size_t len, unsigned *knobs, struct in
 {
 	size_t n = 0;
 
-	*knobs = len ? data[0] & PM_KNOB_ALL : 0;
-	for (size_t off = 1; off + INTERP_OP_BYTES <= len && n < max; off += INTERP_OP_BYTES) {
+	*knobs = len >= INTERP_KNOB_BYTES ? knobs_unpack(data[0] | (unsigned)data[1] << 8) :
+		 len ? knobs_unpack(data[0]) : 0;
+	for (size_t off = INTERP_KNOB_BYTES; off + INTERP_OP_BYTES <= len && n < max; off += INTERP_OP_BYTES) {
 		const uint8_t *p = data + off;
 
 		ops[n].code = (uint8_t)(p[0] % INTERP_NR_OPS);

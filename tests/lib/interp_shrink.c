@@ -72,7 +72,7 @@ void interp_report(FILE *f, unsigned knobs, struct interp_op *ops, size_t n,
 		interp_run(m, ops, k, &opts, &r2, NULL);
 		pm_machine_destroy(m);
 	}
-	cap = 1 + k * INTERP_OP_BYTES;
+	cap = INTERP_KNOB_BYTES + k * INTERP_OP_BYTES;
 	buf = malloc(cap);
 	if (!buf)
 		return;

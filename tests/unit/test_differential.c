@@ -137,6 +137,28 @@ static const struct interp_op s_thp[] = {
 	RELEASE(1, 0),				    RELEASE(2, 1),
 };
 
+/*
+ * The huge zero page (issue 29, divergence 3): references to a read-faulted THP window are
+ * zero pages that later writes do not reach; a write there copies 4 KiB and leaves the rest
+ * zero, in the child of a fork too; a R/O long-term pin unshares. The first six operations
+ * are the sequence the random walk shrank to while the interpreter still took such a
+ * reference for a THP page.
+ */
+static const struct interp_op s_huge_zero[] = {
+	MMAP(0, 0, 1024, P_RW, K_PRIV_ANON, 0, 0), MADVISE(0, 0, 1024, A_HUGEPAGE),
+	GUP(0, 2, 8, G_GET_FAST),		   WRITE(0, 413, 0x379, 22, 5),
+	FORK(0),				   GUP(1, 2, 2, G_GET),
+	READ(0, 0, 0, 8192),			   READ(1, 410, 0, 8192),
+	GUP(0, 600, 4, G_PIN_FAST | G_LONGTERM),   GUP(1, 700, 2, G_PIN),
+	WRITE(0, 601, 0, 64, 6),		   WRITE(1, 701, 0, 64, 7),
+	REF_READ(0),				   REF_READ(1),
+	REF_READ(2),				   REF_READ(3),
+	MADVISE(0, 512, 512, A_DONTNEED),	   READ(0, 600, 0, 4096),
+	CHECK(),				   RELEASE(0, 0),
+	RELEASE(1, 0),				   RELEASE(2, 1),
+	RELEASE(3, 2),
+};
+
 /* FOLL_FORCE writes a read-only private mapping through a COW copy; never a shared one. */
 static const struct interp_op s_force[] = {
 	SHMEM_CREATE(1, 4, 0),
@@ -228,6 +250,8 @@ static const struct known known[] = {
 	KNOWN("FOLL_FORCE", 0, false, s_force),
 	KNOWN("long-term R/O pin of a private file mapping", 0, false, s_longterm_private_file),
 	KNOWN("DONTFORK", 0, false, s_dontfork),
+	KNOWN("huge zero page: references, a write, fork, pins", 0, false, s_huge_zero),
+	KNOWN("the same with every knob (THPs instead)", PM_KNOB_ALL, false, s_huge_zero),
 };
 
 static bool verbose;
@@ -282,7 +306,7 @@ static void random_batch(uint64_t seed, long nseq, size_t nops, const char *what
 static void self_tests(void)
 {
 	struct interp_op ops[64], back[64];
-	uint8_t buf[1 + 64 * INTERP_OP_BYTES];
+	uint8_t buf[INTERP_KNOB_BYTES + 64 * INTERP_OP_BYTES];
 	unsigned knobs;
 	size_t len, n;
 	struct interp_result res;
@@ -329,7 +353,7 @@ static void self_tests(void)
 
 static void write_corpus(const char *dir)
 {
-	uint8_t buf[1 + 256 * INTERP_OP_BYTES];
+	uint8_t buf[INTERP_KNOB_BYTES + 256 * INTERP_OP_BYTES];
 	struct interp_op ops[256];
 	char path[4096];
 	size_t len;
@@ -398,7 +422,7 @@ static int replay_hex(const char *hex)
 
 static int replay_file(const char *path)
 {
-	static uint8_t buf[1 + INTERP_MAX_OPS * INTERP_OP_BYTES];
+	static uint8_t buf[INTERP_KNOB_BYTES + INTERP_MAX_OPS * INTERP_OP_BYTES];
 	FILE *f = fopen(path, "rb");
 	size_t len;
 

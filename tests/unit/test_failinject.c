@@ -185,6 +185,92 @@ static bool thp_verify(struct ctx *c, long r)
 }
 
 /*
+ * The huge zero page: a read fault of a THP-eligible range maps it (or falls back to 4 KiB
+ * zero pages when the folio or its deposited table cannot be had); a write into it splits it
+ * and copies 4 KiB; a R/O long-term pin unshares; fork shares it.
+ */
+static long hz_read_run(struct ctx *c)
+{
+	uint8_t buf[2 * PG];
+
+	return pm_access(c->mm, T, buf, sizeof(buf), 0);
+}
+
+static bool hz_reads_zero(struct ctx *c, unsigned long from, unsigned long n)
+{
+	uint8_t buf[PG], zero[PG] = { 0 };
+
+	for (unsigned long i = from; i < from + n; i++)
+		if (pm_access(c->mm, T + i * PG, buf, PG, 0) != (long)PG || memcmp(buf, zero, PG))
+			return fail(c, "a page of the huge zero range does not read zero");
+	return true;
+}
+
+static bool hz_read_verify(struct ctx *c, long r)
+{
+	return base_verify(c) && hz_reads_zero(c, 0, 8);
+}
+
+/* thp_setup, then a read fault maps the huge zero page at T. */
+static void hz_setup(struct ctx *c)
+{
+	uint8_t b;
+
+	thp_setup(c);
+	ASSERT_EQ(pm_access(c->mm, T + 5, &b, 1, 0), 1);
+}
+
+static bool hz_write_verify(struct ctx *c, long r)
+{
+	return thp_verify(c, r) && hz_reads_zero(c, 2, 30);
+}
+
+static long hz_pin_run(struct ctx *c)
+{
+	long r = pm_pin_user_pages_fast(c->mm, T + 8 * PG, 4, PM_FOLL_LONGTERM, c->pages);
+
+	if (r > 0) {
+		c->npinned = r;
+		c->pinned_pages = true;
+	}
+	return r;
+}
+
+static bool hz_pin_verify(struct ctx *c, long r)
+{
+	uint8_t zero[PG] = { 0 }, b = 0x66;
+
+	if (!base_verify(c) || !hz_reads_zero(c, 0, 8))
+		return false;
+	for (long i = 0; i < c->npinned; i++) {
+		if (memcmp(pm_page_address(c->pages[i]), zero, PG))
+			return fail(c, "a pinned page does not read zero");
+		if (pm_page_is_zero(c->pages[i]))
+			return fail(c, "a R/O long-term pin kept a zero page");
+		if (pm_access(c->mm, T + (8 + (unsigned long)i) * PG + 3, &b, 1, 1) != 1 ||
+		    ((uint8_t *)pm_page_address(c->pages[i]))[3] != 0x66)
+			return fail(c, "a write to the address space does not reach its pin");
+	}
+	return true;
+}
+
+static bool hz_fork_verify(struct ctx *c, long r)
+{
+	uint8_t b;
+
+	if (!base_verify(c) || !hz_reads_zero(c, 0, 4))
+		return false;
+	if (c->child && (!stamped(c->child, A, NA, 1) ||
+			 pm_access(c->child, T + 3 * PG + 1, &b, 1, 0) != 1 || b))
+		return fail(c, "the child does not see the parent's memory");
+	b = 0x11;
+	if (c->child && (pm_access(c->child, T + 3 * PG + 1, &b, 1, 1) != 1 ||
+			 !hz_reads_zero(c, 3, 1)))
+		return fail(c, "the child's write reaches the parent");
+	return true;
+}
+
+/*
  * fork of a parent with private pages, a THP, a shared mapping and a R/W pin: the child gets
  * copies (the pinned page at once), or fork fails with ENOMEM and the parent is intact.
  */
@@ -780,6 +866,12 @@ static void truncate_setup(struct ctx *c)
 static const struct scenario scenarios[] = {
 	{ "mmap + faults", NB * PG, base_setup, mmap_fault_run, mmap_fault_ok, mmap_fault_verify },
 	{ "THP fault", 2 * PG, thp_setup, thp_run, thp_ok, thp_verify },
+	{ "THP read fault (huge zero page)", 2 * PG, thp_setup, hz_read_run, thp_ok,
+	  hz_read_verify },
+	{ "write into the huge zero page", 2 * PG, hz_setup, thp_run, thp_ok, hz_write_verify },
+	{ "pin longterm R/O of the huge zero page", 4, hz_setup, hz_pin_run, pin_thp_ok,
+	  hz_pin_verify },
+	{ "fork with the huge zero page", 0, hz_setup, fork_run, fork_ok, hz_fork_verify },
 	{ "fork (private, THP, shared, pinned)", 0, fork_setup, fork_run, fork_ok, fork_verify },
 	{ "pin_user_pages W (COW + new pages)", NB, pin_setup, pin_run, pin_ok, pin_verify },
 	{ "pin_user_pages_fast R/O (unshare)", NB, pin_setup, pin_ro_fast_run, pin_ok, pin_verify },
