@@ -849,7 +849,7 @@ struct pm_vma {
 	_Atomic unsigned xcontended;	     /* read locks taken while another reader held it */
 	struct pm_vma_pcpu *_Atomic xpcpu;   /* per-CPU reader counts, once contended */
 	_Atomic unsigned long xvm_lock_seq;  /* == *xlock_seqp: write-locked */
-	_Atomic unsigned long *_Atomic xlock_seqp; /* the mm's mm_lock_seq, or a range's */
+	_Atomic unsigned long *_Atomic xlock_seqp; /* its range's lock sequence (range.c) */
 	bool uncounted;			     /* in the tree without a VMA count unit, for one change:
 					      * it merges or goes before the change ends (vma.c) */
 	_Atomic bool xdetached;		     /* out of the tree; set under the write lock */
@@ -901,16 +901,8 @@ static inline unsigned long vma_pgoff(const struct pm_vma *vma, unsigned long ad
 }
 
 /*
- * struct pm_mm - an address space.
- *
- * The first cache line is what every fast pin and every access reads; after the first pin
- * nothing writes it (the has-pinned flag is tested before it is set, and fork's
- * write_protect_seq changes only during a fork). PM_KNOB_HAS_PINNED_ALWAYS_WRITE stores the
- * flag on every pin call, which makes this line bounce between CPUs: the 2021 seed.
- */
-/*
- * The VMAs of one lock domain - the whole mm in Linux's design, one 512 GiB range in the range
- * design (mm/range.c) - and what left them: written by the domain's writer only.
+ * The VMAs of one range (mm/range.c) - the whole address space in Linux's design, 512 GiB in
+ * the range design - and what left them: written by the range's writer only.
  */
 struct pm_vma_set {
 	struct pm_vma_tree vmt;		    /* the VMAs; read under the domain's lock or RCU */
@@ -923,40 +915,73 @@ struct pm_vma_set {
 };
 
 /*
- * One range of the range design (mm/range.c): a 512 GiB slice of the address space - one PGD
- * entry - with its own lock, its own VMA set and its own lock sequence.
+ * One range of an address space (mm/range.c): a slice of it with its own lock, VMA set and
+ * lock sequence. Linux's design is the one-range case: that range's lock is mmap_lock.
  */
 struct pm_mm_range {
 	struct pm_rwsem lock;
 	/* Bumped when the range's write hold ends: the VMA write locks taken under it end too
 	 * (the range design's vma_end_write_all). */
 	_Atomic unsigned long xlock_seq;
-	/* VMA count units this range holds in reserve (range.c): written by its writer only. */
+	/* VMA count units this range holds in reserve (the range design's count, range.c):
+	 * written by its writer only. */
 	_Atomic long xcredit;
 	struct pm_vma_set set;
 } __cacheline_aligned;
 
 struct pm_mm_count; /* the range design's exact VMA count: a pool behind per-range credits */
 
+/*
+ * What differs between the two designs, chosen when the mm is made (mm/range.c); everything
+ * else - lookups, stores, gaps, lock sequences, lock_vma_under_rcu - is one code path over
+ * the mm's ranges, of which Linux's design has one.
+ *  @nr_ranges, @range_shift	how the address space is cut: range r is
+ *				[r << range_shift, (r + 1) << range_shift), the last to the top
+ *  @downgrade			mmap_write_downgrade() lets readers in (Linux's rwsem
+ *				downgrade), or keeps the write hold and ends only the VMA write
+ *				locks (faults never take a range lock there)
+ *  @lock_area			lock and place a non-fixed mmap: Linux's top-down search under
+ *				mmap_lock, or the thread's own range
+ *  @area			place a mapping with every range held (mremap's target): that
+ *				search, or the thread's range, then the whole address space
+ *  @count_*			the VMA count: the tree's entries, or per-range credits
+ */
+struct pm_mm_policy {
+	const char *name;
+	unsigned nr_ranges, range_shift;
+	bool downgrade;
+	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			  unsigned long align, bool all);
+	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);
+	int (*count_charge)(struct pm_mm *mm);
+	void (*count_force)(struct pm_mm *mm);
+	void (*count_uncharge)(struct pm_mm *mm, long n);
+	unsigned long (*count_read)(struct pm_mm *mm);
+};
+
+/*
+ * struct pm_mm - an address space.
+ *
+ * The first cache line is what every fast pin and every access reads; after the first pin
+ * nothing writes it (the has-pinned flag is tested before it is set, and fork's
+ * write_protect_seq changes only during a fork). PM_KNOB_HAS_PINNED_ALWAYS_WRITE stores the
+ * flag on every pin call, which makes this line bounce between CPUs: the 2021 seed.
+ */
 struct pm_mm {
 	struct pm_machine *m;
 	pm_entry_t *pgd;
 	_Atomic int xhas_pinned;	     /* MMF_HAS_PINNED: set before the first pin, never cleared */
 	_Atomic unsigned xwrite_protect_seq; /* odd while fork write-protects; under mmap_lock (W) */
+	const struct pm_mm_policy *policy;   /* the design; read-only */
+	struct pm_mm_range *ranges;	     /* policy->nr_ranges: the VMAs, their locks; read-only */
+	unsigned nr_ranges, range_shift;     /* the policy's, next to the pointer they index */
 	_Atomic bool xhuge_zero;	     /* MMF_HUGE_ZERO_FOLIO: holds a use of the machine's huge
 					      * zero folio (mem/folio.c); set once, cleared at teardown */
 	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
 					      * call reads it, only the destroy writes it */
 
-	struct pm_rwsem mmap_lock __cacheline_aligned;
-	/* Bumped when mmap_lock (W) is released: every VMA write-locked in that section is
-	 * unlocked at once (vma_end_write_all). Written under mmap_lock (W), read by anyone. */
-	_Atomic unsigned long xmm_lock_seq;
-	struct pm_spinlock page_table_lock; /* populating PGD/PUD entries */
-	struct pm_vma_set set;		    /* Linux's design: the VMAs, under mmap_lock (W) for
-					     * writes, mmap_lock or RCU for reads (vma_tree.h) */
-	struct pm_mm_range *ranges;	    /* the range design: PM_NR_RANGES; NULL in Linux's */
-	struct pm_mm_count *count;	    /* the range design: VMAs, counted per CPU */
+	struct pm_spinlock page_table_lock __cacheline_aligned; /* populating PGD/PUD entries */
+	struct pm_mm_count *count;	    /* the range design: VMAs, counted per range */
 	struct pm_vma_cache *vcache;
 	unsigned long mmap_base;	    /* top of the top-down search area */
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
@@ -976,26 +1001,40 @@ static inline bool pm__mm_bad(const struct pm_mm *mm)
 /* Linux's vm.max_map_count default: a call that would make more VMAs fails with -ENOMEM. */
 #define PM_MAX_MAP_COUNT 65530
 
-/* The range design: 512 GiB ranges (one PGD entry each), each with its own lock. */
+/* The range design's ranges: 512 GiB, one PGD entry each (Linux's design has one range). */
 #define PM_RANGE_SHIFT PGDIR_SHIFT
-#define PM_NR_RANGES ((PM_TASK_SIZE + PGDIR_SIZE - 1) >> PM_RANGE_SHIFT)
-
-static inline bool mm_range_design(const struct pm_mm *mm)
-{
-	return mm->ranges != NULL;
-}
 
 /* The range that holds @addr (addresses at or above PM_TASK_SIZE: the last). */
-static inline unsigned range_of(unsigned long addr)
+static inline unsigned range_of(const struct pm_mm *mm, unsigned long addr)
 {
-	unsigned long r = addr >> PM_RANGE_SHIFT;
+	unsigned long r = addr >> mm->range_shift;
 
-	return r < PM_NR_RANGES ? (unsigned)r : (unsigned)PM_NR_RANGES - 1;
+	return r < mm->nr_ranges ? (unsigned)r : mm->nr_ranges - 1;
+}
+
+static inline unsigned long range_start(const struct pm_mm *mm, unsigned r)
+{
+	return (unsigned long)r << mm->range_shift;
+}
+
+static inline unsigned long range_end(const struct pm_mm *mm, unsigned r)
+{
+	return (unsigned long)(r + 1) << mm->range_shift;
+}
+
+/*
+ * Has @mm a single range (Linux's design)? Geometry, not policy: with one range every hold
+ * is all of it, a lookup has no neighbour range to walk to, and a hold record has nothing to
+ * bound; the fast paths that ask are right for any mm of one range.
+ */
+static inline bool mm_one_range(const struct pm_mm *mm)
+{
+	return mm->nr_ranges == 1;
 }
 
 /* // mm/range.c */
-/* What this thread holds of an mm of the range design: a run of its ranges (lib/rwsem.h),
- * kept beside the other per-thread lock records for the assertions of every layer. */
+/* What this thread holds of @mm: a run of its ranges (lib/rwsem.h's per-thread records, which
+ * every layer's lock assertions read), or NULL. */
 static inline struct pm_rwsem_run *pm__range_hold(const struct pm_mm *mm)
 {
 	if (pm__rwsem_runs[0].owner == mm)
@@ -1004,7 +1043,7 @@ static inline struct pm_rwsem_run *pm__range_hold(const struct pm_mm *mm)
 		return &pm__rwsem_runs[1];
 	return NULL;
 }
-__hidden int pm__range_init(struct pm_mm *mm);
+__hidden int pm__range_init(struct pm_mm *mm, bool range_design);
 __hidden void pm__range_fini(struct pm_mm *mm);
 __hidden void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__range_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end);
@@ -1013,36 +1052,27 @@ __hidden void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, b
 __hidden bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__range_downgrade(struct pm_mm *mm);
 __hidden void pm__range_unlock(struct pm_mm *mm);
-__hidden long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long align);
-__hidden long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
-				 unsigned long align);
 __hidden long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align);
-__hidden int pm__mm_count_charge(struct pm_mm *mm);
-__hidden void pm__mm_count_force(struct pm_mm *mm);
-__hidden void pm__mm_count_uncharge(struct pm_mm *mm, long n);
-__hidden unsigned long pm__mm_count_read(struct pm_mm *mm);
+__hidden long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+				    unsigned long align);
 
-/* The number of VMAs (Linux's map_count): the tree's entries, one per VMA, in Linux's design;
- * in the range design the pool and the per-range credits (range.c), exact. */
+/* The number of VMAs (Linux's map_count): the tree's entries in Linux's design; in the range
+ * design the pool and the per-range credits (range.c), exact. */
 static inline unsigned long mm_map_count(struct pm_mm *mm)
 {
-	return mm_range_design(mm) ? pm__mm_count_read(mm) : pm__vt_count(&mm->set.vmt);
+	return mm->policy->count_read(mm);
 }
 
-/* Does this thread hold @mm's lock - mmap_lock, or in the range design some of its ranges?
- * For assertions: Linux's design can only tell that somebody holds mmap_lock for read. */
+/* Does this thread hold @mm's lock - some of its ranges, mmap_lock in Linux's design? */
 static inline bool mm_locked(struct pm_mm *mm)
 {
-	return mm->ranges ? pm__range_hold(mm) != NULL : pm_rwsem_is_locked(&mm->mmap_lock);
+	return pm__range_hold(mm) != NULL;
 }
 
 static inline bool mm_write_locked(struct pm_mm *mm)
 {
-	const struct pm_rwsem_run *h;
+	const struct pm_rwsem_run *h = pm__range_hold(mm);
 
-	if (!mm->ranges)
-		return pm_rwsem_is_write_locked(&mm->mmap_lock);
-	h = pm__range_hold(mm);
 	return h && h->write && !h->downgraded;
 }
 
@@ -1059,7 +1089,6 @@ static inline bool mm_has_pinned(struct pm_mm *mm)
  * covers many mmap+munmap pairs (docs/perf-log.md, "VMA retire batches").
  */
 #define PM_RETIRE_BATCH 256
-__hidden void pm__mm_retire_flush(struct pm_mm *mm, bool all);
 __hidden void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all);
 __hidden void pm__vma_set_free_now(struct pm_vma_set *set);
 __hidden struct pm_vma_set *pm__vma_set_here(struct pm_mm *mm);
@@ -1071,102 +1100,156 @@ __hidden bool pm__vma_start_read(struct pm_vma *vma);
 __hidden void pm__vma_end_read(struct pm_vma *vma);
 __hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr);
 
-static inline void mmap_read_lock(struct pm_mm *mm) { pm_down_read(&mm->mmap_lock); }
-static inline void mmap_write_lock(struct pm_mm *mm) { pm_down_write(&mm->mmap_lock); }
-
-/* Drop every VMA write lock taken since mmap_write_lock(): one store, whatever their number. */
-static inline void vma_end_write_all(struct pm_mm *mm)
+/*
+ * The locks of an address space, in pairs: a lock call and the unlock that ends it.
+ *	mmap_write_lock_range(mm, start, end)	a change of [start, end): the ranges it may
+ *						touch, for write (all of it in Linux's design)
+ *	mmap_write_lock_all(mm)			a whole-mm operation (fork, teardown)
+ *	  ... mmap_write_downgrade(mm)		(optional) the VMA write locks end
+ *	mmap_write_unlock(mm)
+ *	mmap_read_lock_range(mm, start, end)	a read of [start, end) (slow GUP, a fault's
+ *						fallback, MADV_DONTNEED)
+ *	mmap_read_unlock(mm)
+ * Each range's VMA write locks end when its write hold does (its lock sequence moves on: the
+ * range design's and Linux's vma_end_write_all); what left its tree goes to RCU once a batch
+ * is full. See mm/range.c.
+ */
+/*
+ * Most holds are a run of one range - every hold of Linux's design, and the range design's
+ * changes inside one range - so taking, downgrading and letting go of one range is inline;
+ * longer runs and widening are range.c's.
+ */
+static inline struct pm_rwsem_run *range_hold_one(struct pm_mm *mm, unsigned r, bool write)
 {
-	atomic_store_release(&mm->xmm_lock_seq, atomic_load_relaxed(&mm->xmm_lock_seq) + 1);
+	struct pm_rwsem_run *runs = pm__rwsem_runs, *h = runs[0].owner ? &runs[1] : &runs[0];
+
+	pm_bug_on(h->owner || runs[0].owner == mm || runs[1].owner == mm);
+	if (write)
+		pm_down_write(&mm->ranges[r].lock);
+	else
+		pm_down_read(&mm->ranges[r].lock);
+	h->owner = mm;
+	h->lo = h->hi = r;
+	h->write = write;
+	h->downgraded = false;
+	return h;
+}
+
+static inline void mmap_write_lock_range(struct pm_mm *mm, unsigned long start,
+					 unsigned long end)
+{
+	if (mm_one_range(mm))
+		range_hold_one(mm, 0, true); /* the only range: nothing can widen it */
+	else
+		pm__range_lock_change(mm, start, end);
+}
+
+static inline void mmap_write_lock_all(struct pm_mm *mm)
+{
+	if (mm_one_range(mm))
+		range_hold_one(mm, 0, true);
+	else
+		pm__range_lock_all(mm);
+}
+
+/* A change that must start again with every range held (-EAGAIN from the range design's VMA
+ * count) asks for @all. */
+static inline void mmap_write_lock_range_or_all(struct pm_mm *mm, unsigned long start,
+						unsigned long end, bool all)
+{
+	if (all)
+		mmap_write_lock_all(mm);
+	else
+		mmap_write_lock_range(mm, start, end);
+}
+
+static inline void mmap_read_lock_range(struct pm_mm *mm, unsigned long start,
+					unsigned long end)
+{
+	unsigned lo, hi;
+
+	if (mm_one_range(mm)) {
+		range_hold_one(mm, 0, false);
+		return;
+	}
+	lo = range_of(mm, start);
+	hi = range_of(mm, end > start ? end - 1 : start);
+	if (lo == hi)
+		range_hold_one(mm, lo, false);
+	else
+		pm__range_lock_read(mm, start, end);
 }
 
 /*
- * mmap_write_downgrade() - keep mmap_lock for read only: every VMA write lock of the section
- * is dropped with it (Linux's mmap_write_downgrade). The caller may still retire and flush
- * (pm__mm_retire_flush) until it releases the read hold: no other thread touches those lists
- * before the next writer, which cannot come in before then.
+ * mmap_write_downgrade() - end every VMA write lock of the section, and - where the policy
+ * says so (Linux's mmap_write_downgrade) - keep the ranges for read only. The caller may still
+ * retire VMAs until it unlocks: no other thread touches those lists before the next writer,
+ * which cannot come in before then.
  */
 static inline void mmap_write_downgrade(struct pm_mm *mm)
 {
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_mm_range *rg;
+
 	mmap_assert_write_locked(mm);
-	if (mm_range_design(mm)) {
+	pm_bug_on(!h || !h->write || h->downgraded);
+	if (h->lo != h->hi) {
 		pm__range_downgrade(mm);
 		return;
 	}
-	vma_end_write_all(mm);
-	pm_downgrade_write(&mm->mmap_lock);
+	rg = &mm->ranges[h->lo];
+	atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+	if (mm->policy->downgrade)
+		pm_downgrade_write(&rg->lock);
+	h->downgraded = true;
+}
+
+/* Let go of a run of one range; a longer one is range.c's. */
+static inline void mmap_unlock(struct pm_mm *mm)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_mm_range *rg;
+
+	pm_bug_on(!h);
+	if (h->lo != h->hi) {
+		pm__range_unlock(mm);
+		return;
+	}
+	rg = &mm->ranges[h->lo];
+	if (!h->write) {
+		h->owner = NULL;
+		pm_up_read(&rg->lock);
+		return;
+	}
+	if (unlikely(rg->set.nr_retired_vmas + rg->set.vmt.nr_retired >= PM_RETIRE_BATCH))
+		pm__vma_set_flush(mm, &rg->set, false);
+	h->owner = NULL;
+	if (h->downgraded && mm->policy->downgrade) {
+		pm_up_read(&rg->lock);
+		return;
+	}
+	if (!h->downgraded)
+		atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+	pm_up_write(&rg->lock);
 }
 
 static inline void mmap_write_unlock(struct pm_mm *mm)
 {
-	if (mm_range_design(mm)) {
-		pm__range_unlock(mm);
-		return;
-	}
-	vma_end_write_all(mm);
-	pm__mm_retire_flush(mm, false);
-	pm_up_write(&mm->mmap_lock);
+	mmap_unlock(mm);
 }
 
-/* Read holds end here in both designs (a downgraded writer's too: it flushes first). */
 static inline void mmap_read_unlock(struct pm_mm *mm)
 {
-	if (mm_range_design(mm)) {
-		pm__range_unlock(mm);
-		return;
-	}
-	pm_up_read(&mm->mmap_lock);
+	mmap_unlock(mm);
 }
 
-/*
- * The locks of a change or a read of [@start, @end): Linux's design takes mmap_lock (all of
- * it); the range design holds only the ranges the operation can touch (mm/range.c).
- * mm_lock_all() is for whole-mm operations (fork, teardown): every range, or mmap_lock (W).
- */
-static inline void mm_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	if (mm_range_design(mm))
-		pm__range_lock_change(mm, start, end);
-	else
-		mmap_write_lock(mm);
-}
-
-/* A change that must start again with every range held (-EAGAIN from the VMA count) asks
- * for @all; Linux's design never does. */
-static inline void mm_lock_change_or_all(struct pm_mm *mm, unsigned long start,
-					 unsigned long end, bool all)
-{
-	if (mm_range_design(mm) && all)
-		pm__range_lock_all(mm);
-	else
-		mm_lock_change(mm, start, end);
-}
-
-static inline void mm_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	if (mm_range_design(mm))
-		pm__range_lock_read(mm, start, end);
-	else
-		mmap_read_lock(mm);
-}
-
-static inline void mm_lock_all(struct pm_mm *mm)
-{
-	if (mm_range_design(mm))
-		pm__range_lock_all(mm);
-	else
-		mmap_write_lock(mm);
-}
-
-/*
- * The sequence that ends a write lock of @vma taken now: the mm's (Linux's design), or that of
- * the range holding the VMA's start, which its writer holds (range design).
- */
+/* The sequence that ends a write lock of @vma taken now: that of the range holding the VMA's
+ * start, which its writer holds. */
 static inline _Atomic unsigned long *vma_lock_seq_source(struct pm_vma *vma)
 {
 	struct pm_mm *mm = vma->mm;
 
-	return mm->ranges ? &mm->ranges[range_of(vma->start)].xlock_seq : &mm->xmm_lock_seq;
+	return &mm->ranges[range_of(mm, vma->start)].xlock_seq;
 }
 
 /*
@@ -1212,8 +1295,6 @@ __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
 
 /* // mm/mmap.c (for mremap.c) */
 __hidden int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end);
-__hidden long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
-				    unsigned long align);
 __hidden void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			       unsigned long end);
 __hidden void pm__vma_link_file(struct pm_vma *vma);

@@ -4,7 +4,7 @@
  * program's symbol tables for globals.
  *
  * A conflict must read as "struct pm_page[pfn 1234].xrefcount (head of an order-9 folio)" or
- * "struct pm_mm.mmap_lock.xcount", never as a bare address. The decisions:
+ * "struct pm_mm_range.lock.xcount", never as a bare address. The decisions:
  *  - The library names its objects where it makes them (lib/trace.h: the machine with its
  *    frames, descriptors, per-CPU caches and zones; mms, ranges, VMAs, page-table pages by
  *    level, shmem objects and tree nodes, VMA tree nodes, stat blocks) and says when each

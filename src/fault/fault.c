@@ -124,11 +124,11 @@ static struct pm_vma *lock_mm_and_find_vma(struct pm_mm *mm, unsigned long addr)
 								    PM_TASK_SIZE;
 	struct pm_vma *vma;
 
-	mm_lock_read(mm, addr, addr + 1);
+	mmap_read_lock_range(mm, addr, addr + 1);
 	vma = pm__find_vma(mm, addr);
-	if (!vma && mm_range_design(mm) && range_of(reach - 1) != range_of(addr)) {
+	if (!vma && range_of(mm, reach - 1) != range_of(mm, addr)) {
 		mmap_read_unlock(mm);
-		mm_lock_read(mm, addr, reach);
+		mmap_read_lock_range(mm, addr, reach);
 		vma = pm__find_vma(mm, addr);
 	}
 	return vma;
@@ -137,7 +137,7 @@ static struct pm_vma *lock_mm_and_find_vma(struct pm_mm *mm, unsigned long addr)
 /*
  * lock_mm_and_expand() - the part of Linux's lock_mm_and_find_vma() that grows a stack: @addr
  * lies below @vma, a VM_GROWSDOWN VMA found under the read hold of pm_fault(). A grow changes
- * the VMA, so it is made with the write hold of a change (mm_lock_change(): in the range
+ * the VMA, so it is made with the write hold of a change (mmap_write_lock_range(): in the range
  * design the ranges from the guard gap below @addr to the VMA's end, widened as every change
  * of VMAs is), taken after the read hold is dropped, as Linux's upgrade does when it cannot
  * trylock; the VMA is looked up again and checked, and the hold is downgraded for the fault
@@ -153,13 +153,12 @@ static struct pm_vma *lock_mm_and_expand(struct pm_mm *mm, struct pm_vma *vma,
 
 	for (;;) {
 		mmap_read_unlock(mm);
-		mm_lock_change(mm, from, end);
+		mmap_write_lock_range(mm, from, end);
 		vma = pm__find_vma(mm, addr);
 		/* The range design holds what the VMA spans now, or starts again wider. */
-		if (vma && mm_range_design(mm) && !pm__range_covers(mm, from, vma->end)) {
+		if (vma && !pm__range_covers(mm, from, vma->end)) {
 			end = vma->end;
-			mmap_write_downgrade(mm);
-			pm__mm_retire_flush(mm, false);
+			mmap_write_downgrade(mm); /* its unlock flushes what was retired */
 			continue;
 		}
 		break;
@@ -167,8 +166,7 @@ static struct pm_vma *lock_mm_and_expand(struct pm_mm *mm, struct pm_vma *vma,
 	if (vma && vma->start > addr &&
 	    (!(vma->flags & VM_GROWSDOWN) || pm__expand_downwards(mm, vma, lo)))
 		vma = NULL;
-	mmap_write_downgrade(mm);
-	pm__mm_retire_flush(mm, false); /* tree nodes the grow retired (as munmap's) */
+	mmap_write_downgrade(mm); /* the fault's unlock flushes what the grow retired */
 	return vma;
 }
 

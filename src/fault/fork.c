@@ -226,8 +226,8 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 	if (!child)
 		return NULL;
 	child->mmap_base = parent->mmap_base;
-	mm_lock_all(parent);
-	mm_lock_all(child);
+	mmap_write_lock_all(parent);
+	mmap_write_lock_all(child);
 	seq = atomic_load_relaxed(&parent->xwrite_protect_seq);
 	atomic_store_relaxed(&parent->xwrite_protect_seq, seq + 1);
 	pm_smp_mb(); /* pairs with GUP-fast's barrier before it re-reads the sequence */

@@ -346,7 +346,7 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 
 	if (!nr_pages)
 		return 0;
-	mm_lock_read(mm, start, nr_pages > (PM_TASK_SIZE - start) >> PAGE_SHIFT ?
+	mmap_read_lock_range(mm, start, nr_pages > (PM_TASK_SIZE - start) >> PAGE_SHIFT ?
 				       PM_TASK_SIZE : start + (nr_pages << PAGE_SHIFT));
 	ret = pm__gup_locked(mm, start, nr_pages, flags, pages);
 	mmap_read_unlock(mm);

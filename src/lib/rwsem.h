@@ -36,14 +36,14 @@ struct pm_rwsem {
 };
 
 /*
- * A run [lo, hi] of an array of rwsems that this thread holds (the ranges of an address space,
- * mm/range.c): at most two owners at a time (fork holds a parent's and a child's).
+ * A run [lo, hi] of an array of rwsems, all of one owner, that this thread holds: what lock
+ * assertions ask (as lockdep's held-lock records). At most two owners at a time.
  */
 struct pm_rwsem_run {
 	const void *owner;	/* NULL: the record is free */
 	unsigned lo, hi;
-	bool write;		/* write holds (downgraded ones too) */
-	bool downgraded;	/* write holds whose VMA write locks ended (mm/range.c) */
+	bool write;		/* taken for write (downgraded ones too) */
+	bool downgraded;	/* the owner downgraded it: its write side has ended */
 };
 extern __thread struct pm_rwsem_run pm__rwsem_runs[2] __hidden;
 

@@ -5,7 +5,7 @@
  * The trace build (mk/trace.mk, docs/tracer.md) compiles src/ with PM_TRACE=1 and links it
  * with the tracer's runtime (trace/), which records every access of the instrumented code. A
  * conflict between two operations must read as a field ("struct pm_page.xrefcount",
- * "struct pm_mm.mmap_lock.xcount"), never as a bare address, so the tracer keeps a registry of
+ * "struct pm_mm_range.lock.xcount"), never as a bare address, so the tracer keeps a registry of
  * typed objects: the library names each object it makes, where it makes it, and says when it
  * goes. The type is a name the tracer's field tables know (trace/fields.h); an object of
  * several elements (the descriptor array, the per-CPU caches) is an array of that type.

@@ -5,8 +5,8 @@
  * in one) and pm_mincore() (mincore(2), mm/mincore.c's rules).
  *
  * Locking: the slow GUP's argument (gup/gup.c), for a walker that takes nothing.
- *  1. Each call holds the mm's lock for read over its span (mm_lock_read(): mmap_lock in
- *     Linux's design, the span's ranges in the range design), so every VMA it finds stays as
+ *  1. Each call holds the mm's lock for read over its span (mmap_read_lock_range(): mmap_lock
+ *     in Linux's design, the span's ranges in the range design), so every VMA it finds stays as
  *     it is: no mmap, munmap, mprotect or flag-changing madvise runs on it meanwhile.
  *  2. Page tables are walked only inside VMAs found so: a table that a live VMA reaches into
  *     is never freed (pgtable.c); munmap frees tables only in the gap its removed VMAs left.
@@ -190,7 +190,7 @@ long pm_mm_maps(struct pm_mm *mm, unsigned long start, struct pm_map_info *out, 
 		return -EINVAL;
 	if (!max || start >= PM_TASK_SIZE)
 		return 0;
-	mm_lock_read(mm, start, PM_TASK_SIZE);
+	mmap_read_lock_range(mm, start, PM_TASK_SIZE);
 	for (vma = pm__find_vma(mm, start); vma && n < max; vma = pm__vma_next(mm, vma)) {
 		if (!out) {
 			n = -EFAULT;
@@ -281,7 +281,7 @@ long pm_pagemap(struct pm_mm *mm, unsigned long addr, unsigned long nr, struct p
 		return -EFAULT;
 	end = addr + (nr << PAGE_SHIFT);
 	memset(out, 0, nr * sizeof(*out)); /* holes and pages not present */
-	mm_lock_read(mm, addr, end);
+	mmap_read_lock_range(mm, addr, end);
 	for (vma = pm__find_vma(mm, addr); vma && vma->start < end; vma = pm__vma_next(mm, vma)) {
 		w.vma = vma;
 		walk_range(&w, max(vma->start, addr), min(vma->end, end));
@@ -337,7 +337,7 @@ int pm_mincore(struct pm_mm *mm, unsigned long addr, unsigned long len, unsigned
 	if (!len)
 		return 0;
 	end = ALIGN_UP(addr + len, PAGE_SIZE); /* PM_TASK_SIZE is page aligned: no wrap */
-	mm_lock_read(mm, addr, end);
+	mmap_read_lock_range(mm, addr, end);
 	/* do_mincore(), one VMA at a time: a hole ends the walk with what came before filled. */
 	for (unsigned long a = addr; a < end;) {
 		struct pm_vma *vma = pm__find_vma(mm, a);

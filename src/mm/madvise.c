@@ -234,7 +234,7 @@ static int madvise_remove(struct pm_mm *mm, unsigned long start, unsigned long e
 		unsigned long s, e, first;
 		int err = 0;
 
-		mm_lock_read(mm, tmp, end);
+		mmap_read_lock_range(mm, tmp, end);
 		vma = pm__find_vma(mm, tmp);
 		if (!vma || vma->start >= end) {
 			mmap_read_unlock(mm);
@@ -332,13 +332,13 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 		return madvise_remove(mm, start, end);
 	case PM_MADV_DONTNEED:
 	case PM_MADV_FREE:
-		mm_lock_read(mm, start, end);
+		mmap_read_lock_range(mm, start, end);
 		err = madvise_dontneed_free(mm, start, end, advice);
 		mmap_read_unlock(mm);
 		return err;
 	}
 	for (bool all = false;; all = true) {
-		mm_lock_change_or_all(mm, start, end, all);
+		mmap_write_lock_range_or_all(mm, start, end, all);
 		err = madvise_vma_flags(mm, start, end, advice);
 		mmap_write_unlock(mm);
 		/* -EAGAIN: the VMA count asks for every range (range.c). */

@@ -43,7 +43,7 @@
  * -EAGAIN is retried, NR_MAX_MIGRATE_PAGES_RETRY (10) times in all, as Linux retries it;
  * then the folio counts as not moved.
  *
- * Why it is safe. Migration holds the mm's lock for read over the range (mm_lock_read()):
+ * Why it is safe. Migration holds the mm's lock for read over the range (mmap_read_lock_range()):
  * munmap, mprotect, mremap and fork, which hold it for write (or every range), never run
  * beside it in this mm, so they never see a migration entry. What does run beside it:
  *  - GUP-fast. Its speculative reference (pm__folio_try_get, an SC RMW) and its re-read of
@@ -671,7 +671,7 @@ long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len, i
 		return -ENOMEM;
 	if (!pm__nr_free_frames_in(mm->m, target_alloc_flags(target)))
 		return -ENOSPC;
-	mm_lock_read(mm, addr, end);
+	mmap_read_lock_range(mm, addr, end);
 	/* Every byte of the range must be mapped (mbind's -ENOMEM / -EFAULT for holes). */
 	for (unsigned long a = addr; a < end; a = vma->end) {
 		vma = pm__find_vma(mm, a);
@@ -793,7 +793,7 @@ static int compact_zone(struct compact_run *c)
 	}
 	pm__zone_block_usage(m, c->zone, c->used);
 	for (unsigned i = 0; i < c->nr_mms && !err; i++) {
-		mm_lock_read(c->mms[i], 0, PM_TASK_SIZE);
+		mmap_read_lock_range(c->mms[i], 0, PM_TASK_SIZE);
 		err = compact_scan_mm(c, i);
 		mmap_read_unlock(c->mms[i]);
 	}
@@ -828,7 +828,7 @@ static int compact_zone(struct compact_run *c)
 	for (unsigned i = 0; i < c->nr_mms; i++) {
 		struct pm_mm *mm = c->mms[i];
 
-		mm_lock_read(mm, 0, PM_TASK_SIZE);
+		mmap_read_lock_range(mm, 0, PM_TASK_SIZE);
 		for (size_t k = 0; k < c->nr_pages; k++) {
 			struct compact_page *p = &c->pages[k];
 			unsigned long b = (p->pfn - z->base) >> PM_MAX_ORDER;

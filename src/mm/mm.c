@@ -3,9 +3,10 @@
  * mm.c - an address space's life: creation, teardown (telling the notifiers first, as Linux's
  * exit_mmap() does mmu_notifier_release()), and its small accessors.
  *
- * mmap_lock is a pm_rwsem (lib/rwsem.h), like the kernel's rwsem: once mmap or munmap waits,
- * new readers (faults, slow GUP) queue behind it, and waiters spin briefly before sleeping.
- * Nothing takes it recursively.
+ * An mm's locks are its ranges' (range.c; Linux's design has one, mmap_lock), each a pm_rwsem
+ * (lib/rwsem.h) like the kernel's rwsem: once mmap or munmap waits, new readers (faults, slow
+ * GUP) queue behind it, and waiters spin briefly before sleeping. Nothing takes them
+ * recursively: a thread holds one run of an mm's ranges at a time.
  */
 #include "internal.h"
 
@@ -23,9 +24,8 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 	mm->m = m;
 	mm->mmap_base = PM_MMAP_BASE;
 	pm_spin_init(&mm->page_table_lock);
-	pm_rwsem_init(&mm->mmap_lock);
-	pm__vt_init(&mm->set.vmt, m);
-	if (m->range_mm && pm__range_init(mm)) {
+	/* The design is the machine's (machine.c): its policy, chosen here once (range.c). */
+	if (pm__range_init(mm, m->range_mm)) {
 		free(mm);
 		return NULL;
 	}
@@ -91,11 +91,8 @@ static void unmap_all(struct pm_mm *mm)
 		pm__vma_unlink_file(vma);
 	}
 	/* Nobody else can reach the mm, so no lockless lookup either: free without waiting. */
-	pm__vt_destroy(&mm->set.vmt);
-	if (mm_range_design(mm)) {
-		for (unsigned r = 0; r < PM_NR_RANGES; r++)
-			pm__vt_destroy(&mm->ranges[r].set.vmt);
-	}
+	for (unsigned r = 0; r < mm->nr_ranges; r++)
+		pm__vt_destroy(&mm->ranges[r].set.vmt);
 	while (first) {
 		vma = first;
 		first = vma->retire_next;
@@ -168,13 +165,12 @@ static void mm_teardown(struct pm_mm *mm)
 	pthread_mutex_unlock(&m->lock);
 	pthread_mutex_unlock(&m->compact_lock);
 
-	mm_lock_all(mm);
+	mmap_write_lock_all(mm);
 	unmap_all(mm);
 	mmap_write_unlock(mm);
 	pm__huge_zero_folio_put(m, &mm->xhuge_zero); /* no leaf maps it here any more */
 	pm__mm_retire_free_now(mm);
 	pm__pgd_free(m, mm->pgd);
-	pm__vt_destroy(&mm->set.vmt);
 	pm__range_fini(mm);
 }
 

@@ -53,80 +53,21 @@ static unsigned long prot_to_vm(int prot)
 
 /* ---- finding a free range ---- */
 
-static bool range_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
-{
-	return addr >= PM_USER_MIN && addr <= PM_TASK_SIZE - len &&
-	       !pm__find_vma_intersection(mm, addr, addr + len);
-}
-
-/*
- * A free @hint (page aligned: pm_mmap masked it) as is, else a top-down search below mmap_base
- * for @len bytes aligned to @align, then bottom-up above it (Linux's fallback). O(log n) in the
- * number of VMAs (vma_tree.c). Context: mmap_lock (W).
- */
-static long get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
-			      unsigned long align)
-{
-	long a;
-
-	mmap_assert_write_locked(mm);
-	if (hint && range_free(mm, hint, len))
-		return (long)hint;
-	if (mm_range_design(mm))
-		return pm__range_gap_scan(mm, len, align);
-	a = pm__vt_gap_topdown(&mm->set.vmt, PM_USER_MIN, mm->mmap_base, len, align);
-	if (a < 0)
-		a = pm__vt_gap_bottomup(&mm->set.vmt, mm->mmap_base, PM_TASK_SIZE, len, align);
-	return a;
-}
-
 /*
  * lock_for_mmap() - take the locks of a new mapping of @len bytes and choose its address
- * when the caller did not fix it (@addr: the hint, page aligned, or 0). Linux's design:
- * mmap_lock (W) and the search above. The range design: a fixed mapping holds the ranges it
- * changes; a free hint is used as is; any other goes to this thread's arena, a range of its
- * own that no other thread's mmap writes, and only when that is full to a search of the whole
- * address space with every range held (range.c); with @all (a change that must start again
- * holding every range) the same search with every range held. Return: the address, or
- * -ENOMEM with nothing held.
+ * when the caller did not fix it (@addr: the hint, page aligned, or 0). A fixed mapping holds
+ * the ranges it changes (every range with @all: a change that must start again holding them
+ * all); any other goes where the mm's policy puts it (range.c: Linux's top-down search under
+ * mmap_lock, or this thread's own range). Return: the address, or -ENOMEM with nothing held.
  */
 static long lock_for_mmap(struct pm_mm *mm, unsigned long addr, unsigned long len,
 			  unsigned long align, int flags, bool all)
 {
-	long a;
-
 	if (flags & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) {
-		mm_lock_change_or_all(mm, addr, addr + len, all);
+		mmap_write_lock_range_or_all(mm, addr, addr + len, all);
 		return (long)addr;
 	}
-	if (all && mm_range_design(mm)) {
-		pm__range_lock_all(mm);
-		a = pm__range_area_all(mm, addr, len, align);
-		if (a < 0)
-			mmap_write_unlock(mm);
-		return a;
-	}
-	if (!mm_range_design(mm)) {
-		mmap_write_lock(mm);
-		a = get_unmapped_area(mm, addr, len, align);
-		if (a < 0)
-			mmap_write_unlock(mm);
-		return a;
-	}
-	if (addr >= PM_USER_MIN && addr <= PM_TASK_SIZE - len) {
-		pm__range_lock_change(mm, addr, addr + len);
-		if (range_free(mm, addr, len))
-			return (long)addr;
-		mmap_write_unlock(mm);
-	}
-	a = pm__range_arena_area(mm, len, align);
-	if (a >= 0)
-		return a;
-	pm__range_lock_all(mm);
-	a = get_unmapped_area(mm, 0, len, align);
-	if (a < 0)
-		mmap_write_unlock(mm);
-	return a;
+	return mm->policy->lock_area(mm, addr, len, align, all);
 }
 
 /* ---- munmap ---- */
@@ -216,7 +157,7 @@ static int do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 	return err;
 }
 
-/* For mremap.c, which unmaps and searches as munmap and mmap do. Context: mmap_lock (W). */
+/* For mremap.c, which unmaps as munmap does. Context: mmap_lock (W). */
 int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
 	mmap_assert_write_locked(mm);
@@ -228,13 +169,6 @@ void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 {
 	mmap_assert_locked(mm);
 	unmap_region(mm, vma, start, end);
-}
-
-long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
-			   unsigned long align)
-{
-	mmap_assert_write_locked(mm);
-	return get_unmapped_area(mm, hint, len, align);
 }
 
 int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
@@ -253,7 +187,7 @@ int pm_munmap(struct pm_mm *mm, unsigned long addr, size_t len)
 		return -EINVAL;
 	end = addr + len;
 again:
-	mm_lock_change_or_all(mm, addr, end, all);
+	mmap_write_lock_range_or_all(mm, addr, end, all);
 	vma = munmap_detach(mm, addr, end, &err);
 	if (!vma) {
 		mmap_write_unlock(mm);
@@ -270,7 +204,6 @@ again:
 	 */
 	mmap_write_downgrade(mm);
 	unmap_region(mm, vma, addr, end);
-	pm__mm_retire_flush(mm, false); /* the range design flushes each range as it unlocks */
 	mmap_read_unlock(mm);
 	return 0;
 }
@@ -511,7 +444,7 @@ again:
 	 */
 	if (late == -ENOMEM && hugetlb && (uflags & PM_MAP_FIXED)) {
 		credit = hugetlb_resv_credit(mm, addr, addr + len);
-		if (credit && mm_range_design(mm) && !all) {
+		if (credit && !pm__range_covers(mm, 0, PM_TASK_SIZE)) {
 			credit = 0;
 			ret = -EAGAIN;
 			goto fail;
@@ -706,7 +639,7 @@ int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 		return -EINVAL;
 
 again:
-	mm_lock_change_or_all(mm, start, end, all);
+	mmap_write_lock_range_or_all(mm, start, end, all);
 	vma = pm__find_vma(mm, start);
 	/* PROT_GROWSDOWN extends the change down to the start of the VMA it meets, which must
 	 * grow down (-ENOMEM where none is); x86 has no VM_GROWSUP, so PROT_GROWSUP is -EINVAL

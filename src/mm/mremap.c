@@ -60,11 +60,12 @@
  *    PMD tables are only allocated here, never freed before the section that emptied them
  *    frees them through RCU (munmap's way), so a walk never reaches freed memory.
  *
- * Locks: Linux's design, mmap_lock (W). The range design holds, as one run, the ranges from
- * the lowest to the highest address the call can touch (old and target ranges both, widened to
- * their edge VMAs: pm__range_lock_change()); a target the call must choose needs a search, and
- * so every range (the design's freedom in a non-fixed address covers mremap's: its arena
- * first), and a VMA count that asks for every range does too: the call starts again holding
+ * Locks: the call holds for write, as one run, the ranges from the lowest to the highest
+ * address it can touch (old and target ranges both, widened to their edge VMAs:
+ * mmap_write_lock_range(); mmap_lock (W) in Linux's design, which has one range). A target the
+ * call must choose needs a search, and so every range (pm__get_unmapped_area(); the range
+ * design's freedom in a non-fixed address covers mremap's: its arena first), and a VMA count
+ * that asks for every range does too: both answer -EAGAIN, and the call starts again holding
  * them all, resuming where it was (what is done stays done: a shrunk tail, a moved VMA).
  *
  * pinmm has no mmu notifier that hears of invalidations (pm_mm_notifier has only ->release):
@@ -81,7 +82,7 @@ struct vrm {
 	unsigned long addr, old_len, new_len, new_addr;
 	unsigned flags;
 	enum mremap_type type;
-	bool all;		/* range design: every range held */
+	bool all;		/* every range held (asked for by -EAGAIN) */
 	unsigned long vm_flags;	/* the VMA's: VM_LOCKED's growth is populated after */
 	/* the several-VMA move: where it is */
 	unsigned long cursor, target, last_end, first;
@@ -119,11 +120,7 @@ static long mremap_area(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma, uns
 		align = PMD_SIZE;
 	else if (!vma->file && !hint && !(len & ~PMD_MASK))
 		align = PMD_SIZE; /* anonymous lengths of whole 2 MiB: THP alignment */
-	if (!mm_range_design(mm))
-		return pm__get_unmapped_area(mm, hint, len, align);
-	if (!v->all)
-		return -EAGAIN; /* a search needs every range held */
-	return pm__range_area_all(mm, hint, len, align);
+	return pm__get_unmapped_area(mm, hint, len, align); /* -EAGAIN: hold every range */
 }
 
 /* ---- moving page-table entries ---- */
@@ -614,10 +611,10 @@ long pm_mremap(struct pm_mm *mm, unsigned long addr, unsigned long old_len,
 		return -EFAULT; /* no VMA there */
 	for (;;) {
 		vrm_span(&v, &lo, &hi);
-		mm_lock_change_or_all(mm, lo, hi, v.all);
+		mmap_write_lock_range_or_all(mm, lo, hi, v.all);
 		res = do_mremap_locked(mm, &v);
 		mmap_write_unlock(mm);
-		if (res != -EAGAIN || v.all || !mm_range_design(mm))
+		if (res != -EAGAIN || v.all)
 			break;
 		v.all = true; /* a search or the VMA count asks for every range */
 	}

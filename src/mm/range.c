@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
- * range.c - the range design: an address space whose operations on non-overlapping ranges
- * share nothing (RadixVM's goal, Clements et al., EuroSys 2013), beside Linux's design.
+ * range.c - the ranges of an address space, and the two policies (struct pm_mm_policy) that
+ * make them Linux's design - one range, whose lock is mmap_lock, downgraded for munmap's zap,
+ * a top-down search, the tree's entries as the VMA count - or the range design: an address
+ * space whose operations on non-overlapping ranges share nothing (RadixVM's goal, Clements et
+ * al., EuroSys 2013). Everything below holds for both; with one range, every change holds
+ * all of it, which is Linux's mmap_lock. Nothing outside this file and the mm's creation asks
+ * which design is in force (tests/scripts/layers.sh).
  *
  * Linux serialises every mmap, munmap, mprotect and madvise of an mm on mmap_lock, even with
- * per-VMA locks. Here the address space is cut into PM_NR_RANGES ranges of 512 GiB, one PGD
+ * per-VMA locks. Here the address space is cut into NR_RANGES ranges of 512 GiB, one PGD
  * entry each (so one PUD table each), and each range has its own lock (a pm_rwsem), its own
  * VMA tree (vma_tree.c, RCU-readable as in Linux's design), its own lists of retired and
  * reusable VMAs, and its own lock sequence for the per-VMA locks (vma_lock.c). A VMA that
@@ -26,7 +31,7 @@
  *    widens to every range those two span, dropping and retaking in address order when it
  *    must: a change of 4 KiB in the middle of one range takes that one lock.
  *  - mmap without MAP_FIXED: this thread's arena - one range of the top half, chosen once per
- *    thread - searched top-down with only that range held (pm__range_arena_area()). Threads
+ *    thread - searched top-down with only that range held (arena_area()). Threads
  *    mapping at once write disjoint ranges, disjoint trees, disjoint page tables down from the
  *    PGD entry. A full arena (or a length beyond one) falls back to a search of the whole
  *    address space, every range held, that finds any gap big enough (pm__range_gap_scan()).
@@ -86,8 +91,14 @@
  */
 #include "internal.h"
 
+/* The range design: 512 GiB ranges, one PGD entry each. Linux's design is one range, the
+ * whole user address space. */
+#define RANGE_SHIFT PM_RANGE_SHIFT
+#define LINUX_RANGE_SHIFT 47
+_Static_assert(PM_TASK_SIZE <= 1UL << LINUX_RANGE_SHIFT, "one range covers the user space");
+#define NR_RANGES ((PM_TASK_SIZE + PGDIR_SIZE - 1) >> RANGE_SHIFT)
 /* Arenas: the top half of the ranges, one per thread, counted down from the top. */
-#define NR_ARENAS (PM_NR_RANGES / 2)
+#define NR_ARENAS (NR_RANGES / 2)
 
 struct pm_mm_count {
 	struct pm_spinlock lock;
@@ -101,42 +112,42 @@ struct pm_mm_count {
 static __thread int arena = -1;
 static _Atomic unsigned next_arena;
 
-static unsigned long range_start(unsigned r)
-{
-	return (unsigned long)r << PM_RANGE_SHIFT;
-}
-
-static unsigned long range_end(unsigned r)
-{
-	return (unsigned long)(r + 1) << PM_RANGE_SHIFT;
-}
-
 bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
 	struct pm_rwsem_run *h = pm__range_hold(mm);
 
-	return h && h->lo <= range_of(start) && range_of(end - 1) <= h->hi;
+	return h && h->lo <= range_of(mm, start) && range_of(mm, end - 1) <= h->hi;
 }
 
 /* ---- creation ---- */
 
-int pm__range_init(struct pm_mm *mm)
+static const struct pm_mm_policy linux_policy, range_policy;
+
+/* The ranges of a new @mm, by its design's policy. Return: 0 or -ENOMEM (nothing kept). */
+int pm__range_init(struct pm_mm *mm, bool range_design)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_mm_count *c;
 
+	mm->policy = range_design ? &range_policy : &linux_policy;
+	mm->nr_ranges = mm->policy->nr_ranges;
+	mm->range_shift = mm->policy->range_shift;
 	if (posix_memalign((void **)&mm->ranges, PM_CACHELINE,
-			   PM_NR_RANGES * sizeof(*mm->ranges))) {
+			   mm->nr_ranges * sizeof(*mm->ranges))) {
 		mm->ranges = NULL;
 		return -ENOMEM;
 	}
-	memset(mm->ranges, 0, PM_NR_RANGES * sizeof(*mm->ranges));
-	for (unsigned r = 0; r < PM_NR_RANGES; r++) {
+	memset(mm->ranges, 0, mm->nr_ranges * sizeof(*mm->ranges));
+	pm__trace_object(mm->ranges, mm->nr_ranges * sizeof(*mm->ranges), "pm_mm_range");
+	for (unsigned r = 0; r < mm->nr_ranges; r++) {
 		pm_rwsem_init(&mm->ranges[r].lock);
 		pm__vt_init(&mm->ranges[r].set.vmt, m);
 		atomic_store_relaxed(&mm->ranges[r].xlock_seq, 1);
 	}
+	if (!range_design)
+		return 0;
 	if (posix_memalign((void **)&c, PM_CACHELINE, sizeof(*c))) {
+		pm__trace_object_gone(mm->ranges);
 		free(mm->ranges);
 		mm->ranges = NULL;
 		return -ENOMEM;
@@ -145,7 +156,6 @@ int pm__range_init(struct pm_mm *mm)
 	c->pool = PM_MAX_MAP_COUNT;
 	atomic_store_relaxed(&c->xdebt, false);
 	mm->count = c;
-	pm__trace_object(mm->ranges, PM_NR_RANGES * sizeof(*mm->ranges), "pm_mm_range");
 	pm__trace_object(c, sizeof(*c), "pm_mm_count");
 	return 0;
 }
@@ -155,10 +165,11 @@ void pm__range_fini(struct pm_mm *mm)
 {
 	if (!mm->ranges)
 		return;
-	for (unsigned r = 0; r < PM_NR_RANGES; r++)
+	for (unsigned r = 0; r < mm->nr_ranges; r++)
 		pm__vt_destroy(&mm->ranges[r].set.vmt);
 	pm__trace_object_gone(mm->ranges);
-	pm__trace_object_gone(mm->count);
+	if (mm->count)
+		pm__trace_object_gone(mm->count);
 	free(mm->ranges);
 	free(mm->count);
 	mm->ranges = NULL;
@@ -170,17 +181,24 @@ void pm__range_fini(struct pm_mm *mm)
 /* Take ranges [@lo, @hi] of @mm in address order. Context: this thread holds none of @mm. */
 void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, bool write)
 {
-	struct pm_rwsem_run *h = pm__range_hold(NULL);
+	struct pm_rwsem_run *runs = pm__rwsem_runs, *h = runs[0].owner ? &runs[1] : &runs[0];
+	struct pm_mm_range *rg = mm->ranges;
 
-	pm_bug_on(pm__range_hold(mm)); /* one run of ranges per mm at a time: no recursion */
-	pm_bug_on(!h || lo > hi || hi >= PM_NR_RANGES);
-	for (unsigned r = lo; r <= hi; r++) {
-		if (write)
-			pm_down_write(&mm->ranges[r].lock);
-		else
-			pm_down_read(&mm->ranges[r].lock);
+	/* One run of ranges per mm at a time (no recursion), in a free record. */
+	pm_bug_on(runs[0].owner == mm || runs[1].owner == mm || h->owner || lo > hi ||
+		  hi >= mm->nr_ranges);
+	if (write) {
+		for (unsigned r = lo; r <= hi; r++)
+			pm_down_write(&rg[r].lock);
+	} else {
+		for (unsigned r = lo; r <= hi; r++)
+			pm_down_read(&rg[r].lock);
 	}
-	*h = (struct pm_rwsem_run){ .owner = mm, .lo = lo, .hi = hi, .write = write };
+	h->owner = mm;
+	h->lo = lo;
+	h->hi = hi;
+	h->write = write;
+	h->downgraded = false;
 }
 
 /*
@@ -191,30 +209,41 @@ void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, bool write
 void pm__range_unlock(struct pm_mm *mm)
 {
 	struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_mm_range *rg = mm->ranges;
+	unsigned lo, hi;
 
 	pm_bug_on(!h);
-	for (unsigned r = h->lo; r <= h->hi; r++) {
-		struct pm_mm_range *rg = &mm->ranges[r];
-
-		if (h->write && rg->set.nr_retired_vmas + rg->set.vmt.nr_retired >= PM_RETIRE_BATCH)
-			pm__vma_set_flush(mm, &rg->set, false);
-		if (h->write) {
+	lo = h->lo;
+	hi = h->hi;
+	if (!h->write) {
+		for (unsigned r = lo; r <= hi; r++)
+			pm_up_read(&rg[r].lock);
+		h->owner = NULL;
+		return;
+	}
+	for (unsigned r = lo; r <= hi; r++)
+		if (rg[r].set.nr_retired_vmas + rg[r].set.vmt.nr_retired >= PM_RETIRE_BATCH)
+			pm__vma_set_flush(mm, &rg[r].set, false);
+	if (h->downgraded && mm->policy->downgrade) {
+		for (unsigned r = lo; r <= hi; r++)
+			pm_up_read(&rg[r].lock);
+	} else {
+		for (unsigned r = lo; r <= hi; r++) {
 			if (!h->downgraded)
-				atomic_store_release(&rg->xlock_seq,
-						     atomic_load_relaxed(&rg->xlock_seq) + 1);
-			pm_up_write(&rg->lock);
-		} else {
-			pm_up_read(&rg->lock);
+				atomic_store_release(&rg[r].xlock_seq,
+						     atomic_load_relaxed(&rg[r].xlock_seq) + 1);
+			pm_up_write(&rg[r].lock);
 		}
 	}
 	h->owner = NULL;
 }
 
 /*
- * The range design's mmap_write_downgrade(): every VMA write lock ends, so faults on the
- * VMAs next door go on during the zap, as Linux's downgrade lets them. The ranges themselves
- * stay held for write: in this design faults never take them, and a downgrade to read would
- * cost two more atomics for the benefit of a slow GUP in the same range only.
+ * mmap_write_downgrade(): every VMA write lock ends, so faults on the VMAs next door go on
+ * during the zap. Linux's design then holds mmap_lock for read (its slow GUP and fault
+ * fallbacks come in too); the range design keeps its ranges for write: there faults never
+ * take them, and a downgrade would cost two more atomics for the benefit of a slow GUP in the
+ * same range only.
  */
 void pm__range_downgrade(struct pm_mm *mm)
 {
@@ -225,6 +254,8 @@ void pm__range_downgrade(struct pm_mm *mm)
 		struct pm_mm_range *rg = &mm->ranges[r];
 
 		atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
+		if (mm->policy->downgrade)
+			pm_downgrade_write(&rg->lock);
 	}
 	h->downgraded = true;
 }
@@ -233,7 +264,7 @@ void pm__range_downgrade(struct pm_mm *mm)
 static struct pm_vma *vma_at(struct pm_mm *mm, unsigned long addr)
 {
 	mmap_assert_locked(mm);
-	return pm__vt_lookup(&mm->ranges[range_of(addr)].set.vmt, addr);
+	return pm__vt_lookup(&mm->ranges[range_of(mm, addr)].set.vmt, addr);
 }
 
 /*
@@ -255,11 +286,11 @@ static bool change_covered(struct pm_mm *mm, unsigned long start, unsigned long 
 	 * at the trees' roots say whether there is one, without a search (arenas never map
 	 * there). */
 	if (start && pm__vt_span(&mm->ranges[h->lo].set.vmt, &first, &last) &&
-	    first == range_start(h->lo) && (vma = vma_at(mm, start - 1)))
-		*lo = min(*lo, range_of(vma->start));
+	    first == range_start(mm, h->lo) && (vma = vma_at(mm, start - 1)))
+		*lo = min(*lo, range_of(mm, vma->start));
 	if (end < PM_TASK_SIZE && pm__vt_span(&mm->ranges[h->hi].set.vmt, &first, &last) &&
-	    last == range_end(h->hi) && (vma = vma_at(mm, end)))
-		*hi = max(*hi, range_of(vma->end - 1));
+	    last == range_end(mm, h->hi) && (vma = vma_at(mm, end)))
+		*hi = max(*hi, range_of(mm, vma->end - 1));
 	return *lo == h->lo && *hi == h->hi;
 }
 
@@ -271,12 +302,12 @@ static bool change_covered(struct pm_mm *mm, unsigned long start, unsigned long 
  */
 void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	unsigned lo = range_of(start ? start - 1 : 0), hi = range_of(end), nlo, nhi;
+	unsigned lo = range_of(mm, start ? start - 1 : 0), hi = range_of(mm, end), nlo, nhi;
 
 	for (;;) {
 		pm__range_lock_slots(mm, lo, hi, true);
-		if (change_covered(mm, start, end, &nlo, &nhi))
-			return;
+		if ((!lo && hi == mm->nr_ranges - 1) || change_covered(mm, start, end, &nlo, &nhi))
+			return; /* every range held (Linux's design, or a change across all) */
 		pm__range_unlock(mm);
 		lo = nlo;
 		hi = nhi;
@@ -286,12 +317,13 @@ void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long 
 /* Hold for read the ranges of [@start, @end): the VMAs with an entry there stay as they are. */
 void pm__range_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	pm__range_lock_slots(mm, range_of(start), range_of(end > start ? end - 1 : start), false);
+	pm__range_lock_slots(mm, range_of(mm, start), range_of(mm, end > start ? end - 1 : start),
+			     false);
 }
 
 void pm__range_lock_all(struct pm_mm *mm)
 {
-	pm__range_lock_slots(mm, 0, PM_NR_RANGES - 1, true);
+	pm__range_lock_slots(mm, 0, mm->nr_ranges - 1, true);
 }
 
 /* ---- choosing an address ---- */
@@ -300,20 +332,28 @@ static unsigned this_arena(void)
 {
 	if (unlikely(arena < 0))
 		arena = (int)(atomic_add_relaxed(&next_arena, 1) % NR_ARENAS);
-	return PM_NR_RANGES - 1 - (unsigned)arena;
+	return NR_RANGES - 1 - (unsigned)arena;
+}
+
+/* Is [@addr, @addr + @len) inside the user address space and free? Context: its ranges held. */
+static bool area_free(struct pm_mm *mm, unsigned long addr, unsigned long len)
+{
+	mmap_assert_locked(mm);
+	return addr >= PM_USER_MIN && addr <= PM_TASK_SIZE - len &&
+	       !pm__find_vma_intersection(mm, addr, addr + len);
 }
 
 /*
- * pm__range_arena_area() - a free, @align-aligned range of @len bytes in this thread's arena,
- * top-down, with the ranges a mapping there changes held for write (as
- * pm__range_lock_change()). Return: the address, or -ENOMEM with nothing held: the arena is
- * full, or another thread took the place while the run was widened.
+ * arena_area() - a free, @align-aligned range of @len bytes in this thread's arena, top-down,
+ * with the ranges a mapping there changes held for write (as pm__range_lock_change()).
+ * Return: the address, or -ENOMEM with nothing held: the arena is full, or another thread
+ * took the place while the run was widened.
  */
-long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long align)
+static long arena_area(struct pm_mm *mm, unsigned long len, unsigned long align)
 {
 	unsigned r = this_arena(), lo, hi;
-	unsigned long start = range_start(r) + PAGE_SIZE;
-	unsigned long end = min(range_end(r) - PAGE_SIZE, mm->mmap_base); /* Linux's stack gap */
+	unsigned long start = range_start(mm, r) + PAGE_SIZE;
+	unsigned long end = min(range_end(mm, r) - PAGE_SIZE, mm->mmap_base); /* Linux's stack gap */
 	long a;
 
 	if (len > end - start)
@@ -336,21 +376,19 @@ long pm__range_arena_area(struct pm_mm *mm, unsigned long len, unsigned long ali
 }
 
 /*
- * pm__range_area_all() - pm__range_arena_area() for a change that holds every range already:
- * a free hint (page aligned, or 0) as is, else this thread's arena, else the whole address
- * space.
+ * area_all() - arena_area() for a change that holds every range already: a free hint (page
+ * aligned, or 0) as is, else this thread's arena, else the whole address space.
  */
-long pm__range_area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
+static long area_all(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			unsigned long align)
 {
 	unsigned r = this_arena();
-	unsigned long start = range_start(r) + PAGE_SIZE;
-	unsigned long end = min(range_end(r) - PAGE_SIZE, mm->mmap_base);
+	unsigned long start = range_start(mm, r) + PAGE_SIZE;
+	unsigned long end = min(range_end(mm, r) - PAGE_SIZE, mm->mmap_base);
 	long a = -ENOMEM;
 
 	mmap_assert_write_locked(mm);
-	if (hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len &&
-	    !pm__find_vma_intersection(mm, hint, hint + len))
+	if (area_free(mm, hint, len))
 		return (long)hint;
 	if (len <= end - start)
 		a = pm__vt_gap_topdown(&mm->ranges[r].set.vmt, start, end, len, align);
@@ -381,7 +419,7 @@ static long gap_fit(unsigned long lo, unsigned long hi, unsigned long len, unsig
  */
 long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align)
 {
-	unsigned long arenas = range_start(PM_NR_RANGES - NR_ARENAS), lo = PM_USER_MIN;
+	unsigned long arenas = range_start(mm, NR_RANGES - NR_ARENAS), lo = PM_USER_MIN;
 	long below = -ENOMEM, lowest = -ENOMEM;
 	struct pm_vma *vma;
 
@@ -411,7 +449,7 @@ long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align
  *	used + pool + sum over ranges of credit == PM_MAX_MAP_COUNT
  *
  * A credit is never negative; the pool is, by as many VMAs as live past the limit (a change
- * that failed half-way keeps a piece it meant to unmap: pm__mm_count_force()). Then the
+ * that failed half-way keeps a piece it meant to unmap: range_count_force()). Then the
  * credits are not free units, only the sum is: xdebt sends every charge to the pool's lock,
  * where the credits it can reach pay the debt first, and the rest is as at the limit below.
  *
@@ -447,7 +485,7 @@ static _Atomic long *credit_here(struct pm_mm *mm)
 
 /* One more VMA. Return: 0, -ENOMEM (max_map_count reached), or -EAGAIN (start again holding
  * every range: free units wait in ranges this thread does not hold). */
-int pm__mm_count_charge(struct pm_mm *mm)
+static int range_count_charge(struct pm_mm *mm)
 {
 	struct pm_mm_count *c = mm->count;
 	_Atomic long *credit = credit_here(mm);
@@ -471,7 +509,7 @@ int pm__mm_count_charge(struct pm_mm *mm)
 	}
 	/* Near the limit, or in debt: the credits of the ranges we hold, then the others'. */
 	h = pm__range_hold(mm);
-	for (unsigned r = 0; r < PM_NR_RANGES; r++) {
+	for (unsigned r = 0; r < mm->nr_ranges; r++) {
 		_Atomic long *x = &mm->ranges[r].xcredit;
 
 		if (r >= h->lo && r <= h->hi) {
@@ -496,7 +534,7 @@ int pm__mm_count_charge(struct pm_mm *mm)
  * (pm__vma_settle()): this range's credit, else the pool, which may go below zero. It never
  * waits for another range's credit: the count stays exact, only the limit is passed.
  */
-void pm__mm_count_force(struct pm_mm *mm)
+static void range_count_force(struct pm_mm *mm)
 {
 	struct pm_mm_count *c = mm->count;
 	_Atomic long *credit = credit_here(mm);
@@ -513,7 +551,7 @@ void pm__mm_count_force(struct pm_mm *mm)
 }
 
 /* @n VMAs fewer: credited to the range held, and past a few batches back to the pool. */
-void pm__mm_count_uncharge(struct pm_mm *mm, long n)
+static void range_count_uncharge(struct pm_mm *mm, long n)
 {
 	struct pm_mm_count *c = mm->count;
 	_Atomic long *credit = credit_here(mm);
@@ -531,7 +569,7 @@ void pm__mm_count_uncharge(struct pm_mm *mm, long n)
 }
 
 /* The exact count when every range is held or the mm is quiescent; otherwise a snapshot. */
-unsigned long pm__mm_count_read(struct pm_mm *mm)
+static unsigned long range_count_read(struct pm_mm *mm)
 {
 	struct pm_mm_count *c = mm->count;
 	long free;
@@ -539,7 +577,135 @@ unsigned long pm__mm_count_read(struct pm_mm *mm)
 	pm_spin_lock(&c->lock);
 	free = c->pool;
 	pm_spin_unlock(&c->lock);
-	for (unsigned r = 0; r < PM_NR_RANGES; r++)
+	for (unsigned r = 0; r < mm->nr_ranges; r++)
 		free += atomic_load_relaxed(&mm->ranges[r].xcredit);
 	return (unsigned long)(PM_MAX_MAP_COUNT - free);
 }
+
+/* ---- the two policies ---- */
+
+/*
+ * Linux's get_unmapped_area with mmap_lock held: a free hint (page aligned: pm_mmap masked it)
+ * as is, else the top-down search below mmap_base, then bottom-up above it. O(log n) in the
+ * VMAs (vma_tree.c). Inline in linux_lock_area(), every non-fixed mmap's path; mremap's search
+ * calls it through the policy table.
+ */
+static __always_inline long linux_area(struct pm_mm *mm, unsigned long hint,
+				       unsigned long len, unsigned long align)
+{
+	struct pm_vma_tree *vmt = &mm->ranges[0].set.vmt;
+	long a;
+
+	if (hint && area_free(mm, hint, len))
+		return (long)hint;
+	a = pm__vt_gap_topdown(vmt, PM_USER_MIN, mm->mmap_base, len, align);
+	if (a < 0)
+		a = pm__vt_gap_bottomup(vmt, mm->mmap_base, PM_TASK_SIZE, len, align);
+	return a;
+}
+
+static long linux_lock_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			    unsigned long align, bool all)
+{
+	long a;
+
+	mmap_write_lock_all(mm);
+	a = linux_area(mm, hint, len, align);
+	if (a < 0)
+		mmap_write_unlock(mm);
+	return a;
+}
+
+/*
+ * The range design: a free hint holding only its ranges, else this thread's arena, else the
+ * whole address space with every range held; with @all (a change that must start again
+ * holding every range) the same with every range held from the start.
+ */
+static long range_lock_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			    unsigned long align, bool all)
+{
+	long a;
+
+	if (all) {
+		pm__range_lock_all(mm);
+		a = area_all(mm, hint, len, align);
+		goto out;
+	}
+	if (hint >= PM_USER_MIN && hint <= PM_TASK_SIZE - len) {
+		pm__range_lock_change(mm, hint, hint + len);
+		if (area_free(mm, hint, len))
+			return (long)hint;
+		pm__range_unlock(mm);
+	}
+	a = arena_area(mm, len, align);
+	if (a >= 0)
+		return a;
+	pm__range_lock_all(mm);
+	a = pm__range_gap_scan(mm, len, align);
+out:
+	if (a < 0)
+		pm__range_unlock(mm);
+	return a;
+}
+
+/*
+ * pm__get_unmapped_area() - a place for @len bytes, chosen as the mm's policy chooses with
+ * every range held (a free page-aligned @hint as is, else the search: Linux's get_unmapped_area
+ * under mmap_lock). Context: ranges held for write. Return: the address, -ENOMEM, or -EAGAIN
+ * when this thread holds fewer than every range (start again holding them all).
+ */
+long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsigned long len,
+			   unsigned long align)
+{
+	const struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	mmap_assert_write_locked(mm);
+	if (h->lo || h->hi != mm->nr_ranges - 1)
+		return -EAGAIN;
+	return mm->policy->area(mm, hint, len, align);
+}
+
+/* Linux's max_map_count: the tree's entries, one per VMA; nothing to charge ahead. */
+static unsigned long linux_count_read(struct pm_mm *mm)
+{
+	return pm__vt_count(&mm->ranges[0].set.vmt);
+}
+
+static int linux_count_charge(struct pm_mm *mm)
+{
+	return linux_count_read(mm) < PM_MAX_MAP_COUNT ? 0 : -ENOMEM;
+}
+
+static void linux_count_force(struct pm_mm *mm)
+{
+}
+
+static void linux_count_uncharge(struct pm_mm *mm, long n)
+{
+}
+
+static const struct pm_mm_policy linux_policy = {
+	.name = "linux",
+	.nr_ranges = 1,
+	.range_shift = LINUX_RANGE_SHIFT,
+	.downgrade = true,
+	.lock_area = linux_lock_area,
+	.area = linux_area,
+	.count_charge = linux_count_charge,
+	.count_force = linux_count_force,
+	.count_uncharge = linux_count_uncharge,
+	.count_read = linux_count_read,
+};
+
+static const struct pm_mm_policy range_policy = {
+	.name = "range",
+	.nr_ranges = NR_RANGES,
+	.range_shift = RANGE_SHIFT,
+	.downgrade = false,
+	.lock_area = range_lock_area,
+	.area = area_all,
+	.count_charge = range_count_charge,
+	.count_force = range_count_force,
+	.count_uncharge = range_count_uncharge,
+	.count_read = range_count_read,
+};

@@ -16,24 +16,23 @@
  * object's i_mmap list, which truncation walks without mmap_lock; its start, end and pgoff
  * therefore change only under the object's i_mmap lock too, and it leaves the list
  * (pm__vma_unlink_file) after its mappings are zapped and before its page tables can be
- * freed. A VMA that left the tree is freed
- * a grace period after mmap_lock is released (pm__vma_retire), since a lockless lookup may
- * still hold it; retired VMAs and tree nodes go to RCU in batches (pm__mm_retire_flush).
+ * freed. A VMA that left the tree is freed a grace period after mmap_lock is released
+ * (pm__vma_retire), since a lockless lookup may still hold it; retired VMAs and tree nodes go
+ * to RCU in batches (pm__vma_set_flush).
  */
 #include "internal.h"
 
 /*
- * The two designs. Linux's keeps one tree under mmap_lock. The range design (range.c) keeps a
- * tree per 512 GiB range: a VMA has an entry, clipped to the range, in every range it spans,
- * and a lookup starts in the range of its address. Lookups that may cross ranges stop at the
- * last range this thread holds (a thread that holds none is pm_machine_check() on a quiescent
- * mm: it may look everywhere).
+ * The ranges (range.c): a tree per range - one in Linux's design, under mmap_lock - and a VMA
+ * has an entry, clipped to the range, in every range it spans; a lookup starts in the range
+ * of its address. Lookups that may cross ranges stop at the last range this thread holds (a
+ * thread that holds none is pm_machine_check() on a quiescent mm: it may look everywhere).
  */
 static unsigned ranges_end(struct pm_mm *mm)
 {
 	struct pm_rwsem_run *h = pm__range_hold(mm);
 
-	return h ? h->hi : PM_NR_RANGES - 1;
+	return h ? h->hi : mm->nr_ranges - 1;
 }
 
 static unsigned ranges_start(struct pm_mm *mm)
@@ -43,23 +42,36 @@ static unsigned ranges_start(struct pm_mm *mm)
 	return h ? h->lo : 0;
 }
 
-/* The first VMA that ends above @addr (it may start above @addr too), or NULL. */
+/*
+ * The first VMA that ends above @addr, from the range of @addr up to the end of the run held.
+ * Range 0 needs no hold record (it is at or below the run's end), nor does a miss in the last
+ * range.
+ */
+static __noinline struct pm_vma *find_vma_ranges(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_vma *vma = NULL;
+	unsigned r = range_of(mm, addr), hi;
+
+	if (!r) {
+		vma = pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+		if (vma || r == mm->nr_ranges - 1)
+			return vma;
+		r++;
+	}
+	for (hi = ranges_end(mm); !vma && r <= hi; r++)
+		vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+	return vma;
+}
+
+/* The first VMA that ends above @addr (it may start above @addr too), or NULL. One range:
+ * its tree is the whole answer. */
 struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
-	unsigned r, hi;
-
-	if (!mm_range_design(mm))
-		return pm__vt_find(&mm->set.vmt, addr, NULL, NULL);
 	if (addr >= PM_TASK_SIZE)
 		return NULL;
-	hi = ranges_end(mm);
-	for (r = range_of(addr); r <= hi; r++) {
-		struct pm_vma *vma = pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
-
-		if (vma)
-			return vma;
-	}
-	return NULL;
+	if (mm_one_range(mm))
+		return pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+	return find_vma_ranges(mm, addr);
 }
 
 struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned long start,
@@ -75,23 +87,36 @@ struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma)
 	return pm__find_vma(mm, vma->end);
 }
 
-/* The last VMA that starts below @addr, or NULL. */
+/* The last VMA that starts below @addr, from the range of @addr - 1 down to the start of the
+ * run held. The last range is never below the run's start, so that lookup needs no hold
+ * record, nor a miss in range 0. */
+static __noinline struct pm_vma *find_vma_prev_ranges(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_vma *vma = NULL;
+	unsigned r = range_of(mm, addr - 1), lo;
+
+	if (r == mm->nr_ranges - 1) {
+		vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+		if (vma || !r)
+			return vma;
+		r--;
+	}
+	for (lo = ranges_start(mm); !vma && r + 1 > lo; r--) {
+		vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+		if (!r)
+			break;
+	}
+	return vma;
+}
+
+/* The last VMA that starts below @addr, or NULL. One range: its tree is the whole answer. */
 static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
 {
-	unsigned lo;
-
-	if (!mm_range_design(mm))
-		return pm__vt_prev(&mm->set.vmt, addr, NULL, NULL);
 	if (!addr)
 		return NULL;
-	lo = ranges_start(mm);
-	for (unsigned r = range_of(addr - 1) + 1; r-- > lo;) {
-		struct pm_vma *vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
-
-		if (vma)
-			return vma;
-	}
-	return NULL;
+	if (mm_one_range(mm))
+		return pm__vt_prev(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+	return find_vma_prev_ranges(mm, addr);
 }
 
 struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma)
@@ -109,69 +134,67 @@ void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end
 			unsigned long *floor, unsigned long *ceiling)
 {
 	struct pm_vma *prev = find_vma_prev(mm, start), *next = pm__find_vma(mm, end);
+	const struct pm_rwsem_run *h = pm__range_hold(mm);
+	unsigned long lo, hi;
 
 	mmap_assert_locked(mm);
-	*floor = prev ? prev->end : 0;
-	*ceiling = next ? next->start : 0;
-	if (mm_range_design(mm)) {
-		struct pm_rwsem_run *h = pm__range_hold(mm);
-		unsigned long lo = (unsigned long)h->lo << PM_RANGE_SHIFT;
-		unsigned long hi = (unsigned long)(h->hi + 1) << PM_RANGE_SHIFT;
-
-		*floor = max(*floor, lo);
-		if (!*ceiling || *ceiling > hi)
-			*ceiling = hi;
-	}
+	lo = range_start(mm, h->lo);
+	hi = range_end(mm, h->hi);
+	*floor = max(prev ? prev->end : 0, lo);
+	*ceiling = next && next->start < hi ? next->start : hi;
 }
 
-/*
- * Make [@start, @end) map to @vma (NULL: to nothing) in the VMA trees. The range design stores
- * a clipped entry in each range the span meets, and fills every tree's node pool first, so
- * that either all of them change or - on -ENOMEM - none.
- */
-static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
-		      struct pm_vma *vma)
+/* vmas_store() across ranges: every tree's node pool is filled first, so that either all of
+ * them change or - on -ENOMEM - none; then a clipped entry goes into each. */
+static __noinline int vmas_store_ranges(struct pm_mm *mm, unsigned long start,
+					unsigned long end, struct pm_vma *vma)
 {
-	unsigned lo, hi;
+	unsigned lo = range_of(mm, start), hi = range_of(mm, end - 1);
 
-	if (!mm_range_design(mm))
-		return pm__vt_store(&mm->set.vmt, start, end, vma);
-	lo = range_of(start);
-	hi = range_of(end - 1);
-	pm_assert(pm__range_covers(mm, start, end));
-	for (unsigned r = lo; r <= hi && lo != hi; r++)
+	for (unsigned r = lo; r <= hi; r++)
 		if (pm__vt_prepare(&mm->ranges[r].set.vmt))
 			return -ENOMEM;
 	for (unsigned r = lo; r <= hi; r++) {
-		unsigned long s = max(start, (unsigned long)r << PM_RANGE_SHIFT);
-		unsigned long e = min(end, (unsigned long)(r + 1) << PM_RANGE_SHIFT);
-		int err = pm__vt_store(&mm->ranges[r].set.vmt, s, e, vma);
+		unsigned long s = max(start, range_start(mm, r));
+		unsigned long e = min(end, range_end(mm, r));
 
-		pm_bug_on(err && lo != hi); /* prepared: cannot fail */
-		if (err)
-			return err;
+		pm_bug_on(pm__vt_store(&mm->ranges[r].set.vmt, s, e, vma)); /* prepared */
 	}
 	return 0;
 }
 
 /*
- * max_map_count. Linux's design counts the tree's entries; the range design charges the
- * per-range credits of range.c ("the VMA count"), exact at the limit. A VMA that is in the tree uncharged
+ * Make [@start, @end) map to @vma (NULL: to nothing) in the VMA trees: an entry, clipped to the
+ * range, in each range the span meets - most spans meet one.
+ */
+static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
+		      struct pm_vma *vma)
+{
+	unsigned r = range_of(mm, start);
+
+	pm_assert(pm__range_covers(mm, start, end));
+	if (likely(r == range_of(mm, end - 1)))
+		return pm__vt_store(&mm->ranges[r].set.vmt, start, end, vma);
+	return vmas_store_ranges(mm, start, end, vma);
+}
+
+/*
+ * max_map_count, kept as the mm's policy says (range.c): Linux's design counts the tree's
+ * entries; the range design charges per-range credits, exact at the limit. A VMA in the tree
+ * uncharged
  * (vma->uncounted: it came in at the limit because it merges, or is the piece of a split that
  * its munmap takes out again) is not uncharged when it merges or goes. None is left when the
  * change ends: one that stays after all is charged then (pm__vma_settle).
  */
 static int vma_count_charge(struct pm_mm *mm)
 {
-	if (!mm_range_design(mm))
-		return mm_map_count(mm) < PM_MAX_MAP_COUNT ? 0 : -ENOMEM;
-	return pm__mm_count_charge(mm);
+	return mm->policy->count_charge(mm);
 }
 
 static void vma_count_uncharge(struct pm_mm *mm, long n)
 {
-	if (mm_range_design(mm) && n)
-		pm__mm_count_uncharge(mm, n);
+	if (n)
+		mm->policy->count_uncharge(mm, n);
 }
 
 /*
@@ -185,8 +208,7 @@ void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma)
 	if (!vma->uncounted)
 		return;
 	vma->uncounted = false;
-	if (mm_range_design(mm))
-		pm__mm_count_force(mm);
+	mm->policy->count_force(mm);
 }
 
 static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);

@@ -9,8 +9,9 @@
  *
  * The lock. xvm_refcnt counts readers and has two flag bits: WRITER (a writer is draining
  * readers) and WAITER (it sleeps on the word). A VMA is write-locked while its xvm_lock_seq
- * equals the mm's xmm_lock_seq; mmap_write_unlock() bumps xmm_lock_seq, which unlocks every VMA
- * write-locked in that section at once, so the writer pays no atomic per VMA to unlock.
+ * equals the lock sequence of its range (mm/range.c: the whole mm's in Linux's design, its
+ * mm_lock_seq); mmap_write_unlock() bumps the sequence of each range it held, which unlocks
+ * every VMA write-locked in that section at once, so the writer pays no atomic per VMA.
  *
  *	reader (vma_start_read)			writer (vma_start_write, mmap_lock W held)
  *	-----------------------			------------------------------------------
@@ -34,8 +35,8 @@
  * release after making them.
  *
  * Why a VMA found under RCU is safe to lock: VMAs that leave the tree are reused or freed only a
- * grace period later (pm__mm_retire_flush() at mmap_write_unlock), and lock_vma_under_rcu() takes the read
- * lock inside the read section. After locking it checks what the lockless lookup could not:
+ * grace period later (pm__vma_set_flush() at mmap_write_unlock), and lock_vma_under_rcu()
+ * takes the read lock inside the read section. After locking it checks what the lockless lookup could not:
  * that the VMA still covers the address (a split may have shrunk it) and is still attached (a
  * munmap may have removed it: VMA_LOCK_MISS, look again). Everything the fault then reads of
  * the VMA - bounds, flags, file - is stable until vma_end_read(), because changing it takes the
@@ -90,8 +91,8 @@ static _Atomic long *this_slot(struct pm_vma_pcpu *pc)
 }
 
 /*
- * Is @vma write-locked? Its lock sequence against the sequence it was locked under: the mm's
- * in Linux's design, the range's in the range design (a VMA never locked: no source yet).
+ * Is @vma write-locked? Its lock sequence against the sequence of the range it was locked
+ * under (a VMA never locked: no source yet).
  */
 static bool vma_write_locked(struct pm_vma *vma)
 {
@@ -268,8 +269,7 @@ struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr)
 
 	pm_rcu_read_lock();
 	for (;;) {
-		vma = pm__vt_lookup(mm->ranges ? &mm->ranges[range_of(addr)].set.vmt : &mm->set.vmt,
-				    addr);
+		vma = pm__vt_lookup(&mm->ranges[range_of(mm, addr)].set.vmt, addr);
 		if (!vma || !pm__vma_start_read(vma))
 			break;
 		if (unlikely(addr < vma->start || addr >= vma->end)) {
@@ -330,13 +330,13 @@ static void vmas_reclaim_cb(struct pm_rcu_head *head)
 
 
 /*
- * The cache a set's VMAs come back to: the mm's, or - in the range design - the range's own,
- * made at its first flush, so that a thread's VMAs circulate on its own CPU instead of
- * migrating to whichever thread empties the mm's cache next (without memory: the mm's).
+ * The cache a set's VMAs come back to: the range's own, made at its first flush, so that a
+ * thread's VMAs circulate on its own CPU instead of migrating to whichever thread empties a
+ * shared cache next (without memory: the mm's).
  */
 static struct pm_vma_cache *set_cache(struct pm_mm *mm, struct pm_vma_set *set)
 {
-	if (!set->vcache && set != &mm->set) {
+	if (!set->vcache) {
 		set->vcache = calloc(1, sizeof(*set->vcache));
 		if (set->vcache)
 			atomic_store_relaxed(&set->vcache->xrefs, 1);
@@ -369,24 +369,14 @@ void pm__vma_set_flush(struct pm_mm *mm, struct pm_vma_set *set, bool all)
 	}
 }
 
-/* Linux's design: the mm's one set. (The range design flushes each range as it unlocks it.) */
-void pm__mm_retire_flush(struct pm_mm *mm, bool all)
-{
-	if (!mm_range_design(mm))
-		pm__vma_set_flush(mm, &mm->set, all);
-}
-
 /*
  * pm__vma_set_here() - the set this thread's change of @mm retires VMAs to and reuses them
- * from: the mm's (Linux's design), or the lowest range it holds (range design).
+ * from: that of the lowest range it holds (Linux's design: the one).
  */
 struct pm_vma_set *pm__vma_set_here(struct pm_mm *mm)
 {
-	struct pm_rwsem_run *h;
+	struct pm_rwsem_run *h = pm__range_hold(mm);
 
-	if (!mm_range_design(mm))
-		return &mm->set;
-	h = pm__range_hold(mm);
 	pm_bug_on(!h);
 	return &mm->ranges[h->lo].set;
 }
@@ -432,11 +422,8 @@ void pm__vma_set_free_now(struct pm_vma_set *set)
  * going away and nobody can look it up any more. */
 void pm__mm_retire_free_now(struct pm_mm *mm)
 {
-	if (mm_range_design(mm)) {
-		for (unsigned r = 0; r < PM_NR_RANGES; r++)
-			pm__vma_set_free_now(&mm->ranges[r].set);
-	}
-	pm__vma_set_free_now(&mm->set);
+	for (unsigned r = 0; r < mm->nr_ranges; r++)
+		pm__vma_set_free_now(&mm->ranges[r].set);
 	vma_cache_put(mm->vcache);
 	mm->vcache = NULL;
 }

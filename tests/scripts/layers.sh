@@ -15,6 +15,11 @@
 #     ("Context: ... lock/held/PTL/RCU", "Caller holds ..."; not "Context: any") asserts one
 #     in its body (*assert*_locked( or *assert*_held(), as Linux puts lockdep_assert_held()
 #     beside every "caller holds".
+#  3. One address space, two policies: no file branches on the design but the policy table
+#     (mm/range.c) and the mm's creation (mm/mm.c, from the machine's flag, mem/machine.c).
+#     Outside those, no line names the machine's flag (range_mm), a policy table
+#     (linux_policy, range_policy), a policy's name, or compares the number of ranges - but
+#     mm_one_range() in internal.h, the geometry query of the one-range fast paths.
 #   O   build directory holding src/*/*.o (run.sh sets it; default build/asan)
 set -u
 O=${O:-build/asan}
@@ -95,6 +100,19 @@ if [ -s "$tmp/unasserted" ]; then
 	sed 's/^/#   no assertion: /' "$tmp/unasserted"
 else
 	ok 0 "every function whose caller holds a lock asserts it ($(cat "$tmp/asserted") functions)"
+fi
+
+# One address space, two policies.
+grep -rnE '(->|\.)range_mm|(linux|range)_policy|policy->name|nr_ranges *(==|!=|>|<)|mm_range_design' \
+	"$SRC" --include=*.c --include=*.h |
+	grep -vE '^[^:]*/(mm/range\.c|mm/mm\.c|mem/machine\.c):' |
+	grep -vE '^[^:]*/internal\.h:[0-9]+:	return mm->nr_ranges == 1;$' |
+	grep -vE '^[^:]*:[0-9]+: *(/?\*|//)' >"$tmp/design" || true
+if [ -s "$tmp/design" ]; then
+	ok 1 "no branch on the design outside the policy table and the mm's creation"
+	sed 's/^/#   /' "$tmp/design"
+else
+	ok 0 "no branch on the design outside the policy table and the mm's creation"
 fi
 
 tap_done

@@ -568,7 +568,7 @@ int main(void)
 	test_library_labels(0, "faults in one PTE table", "struct pm_page[pfn ",
 			    "ptl (a PTE table)");
 	test_library_labels(PM_KNOB_NO_PER_VMA_LOCK, "faults under mmap_lock",
-			    "struct pm_mm.mmap_lock", "xcount");
+			    "struct pm_mm_range.lock", "xcount");
 	test_rcu_stand_in();
 	free(obj);
 	return done_testing();

@@ -113,7 +113,7 @@ static void test_pte_table(void)
 	ASSERT_TRUE(a > 0);
 	is_int(pmt_poke(mm, a + HP, 'p'), 1, "the second huge page is faulted in");
 	/* What a VMA placed across a PTE table used to find. */
-	mm_lock_all(mm); /* either design: the whole address space */
+	mmap_write_lock_all(mm); /* either design: the whole address space */
 	pmdp = pm__pmd_alloc(mm, a);
 	ASSERT_TRUE(pmdp != NULL);
 	ASSERT_EQ(pm__pte_alloc(mm, pmdp), 0);

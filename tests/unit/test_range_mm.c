@@ -103,9 +103,12 @@ static void test_arenas(void)
 	for (int i = 0; i < 3; i++)
 		pthread_join(th[i], NULL);
 	ok(p[0].addr > 0 && p[1].addr > 0 && p[2].addr > 0, "three threads map");
-	ok(range_of(p[0].addr) != range_of(p[1].addr) && range_of(p[1].addr) != range_of(p[2].addr) &&
-	   range_of(p[0].addr) != range_of(p[2].addr) && range_of(mine) != range_of(p[0].addr) &&
-	   range_of(mine) != range_of(p[1].addr) && range_of(mine) != range_of(p[2].addr),
+	ok(range_of(mm, p[0].addr) != range_of(mm, p[1].addr) &&
+	   range_of(mm, p[1].addr) != range_of(mm, p[2].addr) &&
+	   range_of(mm, p[0].addr) != range_of(mm, p[2].addr) &&
+	   range_of(mm, mine) != range_of(mm, p[0].addr) &&
+	   range_of(mm, mine) != range_of(mm, p[1].addr) &&
+	   range_of(mm, mine) != range_of(mm, p[2].addr),
 	   "each thread maps in a range of its own");
 	for (int i = 0; i < 3; i++) {
 		is_int(pmt_put_tag(mm, p[i].addr, 64, 10 + i, 0), 64, "thread %d's mapping works", i);
@@ -214,7 +217,7 @@ static void test_independent(void)
 	bool done[3];
 
 	is_int(pmt_map_fixed(mm, other, 4 * PG, RW), other, "a VMA in another range");
-	pm__range_lock_slots(mm, range_of(held), range_of(held), true);
+	pm__range_lock_slots(mm, range_of(mm, held), range_of(mm, held), true);
 	for (int i = 0; i < 3; i++)
 		pthread_create(&th[i], NULL, op_thread, &o[i]);
 	done[0] = wait_done(&o[0], 5000);

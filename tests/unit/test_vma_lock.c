@@ -90,7 +90,7 @@ static void test_writer_elsewhere(unsigned knobs, bool lock_that_vma)
 	pthread_t th;
 	bool during;
 
-	mm_lock_all(mm); /* mmap_lock (W), or every range */
+	mmap_write_lock_all(mm); /* mmap_lock (W), or every range */
 	if (lock_that_vma)
 		pm__vma_start_write(pm__find_vma(mm, a));
 	pthread_create(&th, NULL, fault_thread, &f);
