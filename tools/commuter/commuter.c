@@ -1588,14 +1588,14 @@ static int run_seed(const char *which)
 	}
 	if (!strcmp(which, "2008")) {
 		struct seed_case sc = { "pin_fast", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED,
-					0, "mmap_lock" };
+					0, "pm_mm_range.lock" };
 
 		printf("2008: slow against fast GUP of different pages, Linux's design\n");
 		return seed_pair(&sc, PM_KNOB_NO_GUP_FAST, 0);
 	}
 	if (!strcmp(which, "2023")) {
 		struct seed_case sc = { "fault:anon", "fault:anon", PL_SAME_VMA, BK_ANON,
-					IN_FAULTED, 0, "mmap_lock" };
+					IN_FAULTED, 0, "pm_mm_range.lock" };
 		struct seed_case sc2 = { "fault:anon", "fault:anon", PL_SAME_VMA, BK_ANON,
 					 IN_FAULTED, 0, "vm_refcnt" };
 
