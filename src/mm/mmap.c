@@ -341,7 +341,7 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	unsigned long credit = 0;
 	struct pm_shmem *ufile;
 	struct pm_vma *vma = NULL;
-	bool hugetlb, all = false;
+	bool hugetlb, deferred, all = false;
 	long ret;
 	int late;
 
@@ -422,7 +422,10 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 	if (late && fixed && !(uflags & PM_MAP_FIXED_NOREPLACE))
 		return late;
 	ufile = file;
-	if (!late)
+	/* FIXED_NOREPLACE prepares only once it knows the place is free: Linux checks before
+	 * hugetlbfs reserves, and an object's shared reservations stay with it after a failure. */
+	deferred = !late && (uflags & PM_MAP_FIXED_NOREPLACE);
+	if (!late && !deferred)
 		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv, 0);
 	else
 		file = NULL; /* no reference taken */
@@ -435,6 +438,11 @@ again:
 	    pm__find_vma_intersection(mm, (unsigned long)ret, (unsigned long)ret + len)) {
 		ret = -EEXIST;
 		goto fail;
+	}
+	if (deferred) {
+		deferred = false;
+		file = ufile;
+		late = mmap_prepare(mm, &file, &pgoff, vm_flags, len, offset, anon, &hresv, 0);
 	}
 	/*
 	 * The pool could not cover a hugetlb MAP_FIXED mapping: Linux reserves only once the old

@@ -130,10 +130,42 @@ static void one_design(unsigned flags, const char *dn)
 	pmt_hend(m, free0, 4, dn);
 }
 
+/*
+ * Found by make oracle: a shared MAP_FIXED_NOREPLACE mmap of a hugetlb object over a mapping
+ * fails with -EEXIST in both, but pinmm had reserved the object's page first, and an object's
+ * shared reservations stay with it: HugePages_Rsvd 1 where Linux, which checks before
+ * hugetlbfs reserves, has 0.
+ */
+static void noreplace(unsigned flags, const char *dn)
+{
+	struct pm_machine *m = machine(flags);
+	size_t free0 = pmt_free_pages(m), resv = 9;
+	struct pm_mm *mm = pm_mm_create(m);
+	struct pm_shmem *f = pm_shmem_create_hugetlb(m, 2 * HP);
+	unsigned long a = 0x200000000000UL;
+
+	ASSERT_TRUE(mm && f);
+	ASSERT_EQ(pm_mmap(mm, a, 4 * HP, PM_PROT_NONE, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS |
+			  PM_MAP_FIXED | PM_MAP_NORESERVE, NULL, 0), (long)a);
+	is_int(pm_mmap(mm, a + 2 * HP, HP, RW, PM_MAP_SHARED | PM_MAP_FIXED_NOREPLACE, f, 0),
+	       -EEXIST, "%s: a shared hugetlb FIXED_NOREPLACE mmap over a mapping: -EEXIST", dn);
+	pm_hugetlb_reserved(m, &resv);
+	is_int(resv, 0, "%s: ... and it reserved nothing", dn);
+	is_int(pm_mmap(mm, a + 2 * HP, HP, RW, PM_MAP_SHARED | PM_MAP_FIXED, f, 0),
+	       (long)(a + 2 * HP), "%s: the same with MAP_FIXED", dn);
+	pm_hugetlb_reserved(m, &resv);
+	is_int(resv, 1, "%s: ... reserves its page", dn);
+	pm_shmem_put(f);
+	pm_mm_destroy(mm);
+	pmt_hend(m, free0, 4, dn);
+}
+
 int main(void)
 {
 	plan_no_plan();
 	for (unsigned i = 0; i < 2; i++)
 		one_design(designs[i].flags, designs[i].name);
+	for (unsigned i = 0; i < 2; i++)
+		noreplace(designs[i].flags, designs[i].name);
 	return done_testing();
 }
