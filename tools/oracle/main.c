@@ -8,6 +8,7 @@
  *   ORACLE_MM            linux (default), range, or both (sequences alternate)
  *   ORACLE_KNOWN         the allow-list (tools/oracle/known.txt)
  *   ORACLE_OUT           where found tests go (build/oracle)
+ *   ORACLE_STRICT        0: divergences off the allow-list are reported, not failed (CI)
  *
  * The parent process probes, saves the host settings it changes, forks the driver, and
  * restores them however the driver ends (exit, crash, signal). The driver runs sequences of
@@ -15,7 +16,10 @@
  * first operation reserves the window (PROT_NONE, MAP_FIXED | MAP_NORESERVE) on both sides.
  * A divergence ends its sequence; one not on the allow-list is shrunk by delta debugging to
  * a minimal sequence that still gives the same divergence (operation and field) and printed
- * as a ready C test. Exit status: 0, or 1 when a divergence not on the allow-list was found.
+ * as a ready C test. Exit status: 0, or 1 when a divergence not on the allow-list was found
+ * (with ORACLE_STRICT=0: 0, the divergences reported all the same - for CI, whose host kernel
+ * may not be the allow-list's, and whose hugetlb pool counts are not the same from run to run:
+ * HugePages_Rsvd can still hold what an earlier sequence's io_uring pins left).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -618,6 +622,8 @@ struct found {
 
 static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir)
 {
+	const char *st = getenv("ORACLE_STRICT");
+	const bool strict = !st || strcmp(st, "0");
 	static struct op ops[SEQ_LEN];
 	static struct run_out o;
 	static struct found found[MAX_FOUND];
@@ -736,9 +742,14 @@ static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir
 				       known[i].pat, known[i].hits, known[i].why);
 		for (int i = 0; i < nfound; i++)
 			printf("oracle: NOT ALLOWED %s: %ld sequences\n", found[i].sig, found[i].count);
-		printf("oracle: %s\n", unknown ? "FAILED: divergences not on the allow-list" : "ok");
+		if (unknown && !strict)
+			printf("oracle: divergences not on the allow-list, reported above and in %s; "
+			       "not failing (ORACLE_STRICT=0)\n", outdir);
+		else
+			printf("oracle: %s\n",
+			       unknown ? "FAILED: divergences not on the allow-list" : "ok");
 	}
-	return unknown ? 1 : 0;
+	return unknown && strict ? 1 : 0;
 }
 
 static pid_t driver_pid;
