@@ -30,57 +30,69 @@
  */
 #include "internal.h"
 
-static int madvise_vma_flags(struct pm_mm *mm, unsigned long start, unsigned long end,
-			     int advice)
+/*
+ * madvise_walk_vmas() - @visit each VMA's part [s, e) of [@start, @end) in address order, as
+ * Linux's madvise_walk_vmas(): the first error ends the walk; a hole anywhere in the range is
+ * -ENOMEM once every VMA after it was visited too. @visit may change the VMA tree: the next
+ * VMA is looked up from the end of the part just visited. Context: the mm's lock held.
+ */
+static int madvise_walk_vmas(struct pm_mm *mm, unsigned long start, unsigned long end, int advice,
+			     int (*visit)(struct pm_mm *mm, struct pm_vma *vma, unsigned long s,
+					  unsigned long e, int advice))
 {
 	unsigned long tmp = start;
 	bool hole = false;
-	int err = 0;
 
+	mmap_assert_locked(mm);
 	while (tmp < end) {
 		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long newflags, s;
+		unsigned long e;
+		int err;
 
-		if (!vma || vma->start >= end) {
-			hole = true;
-			break;
-		}
+		if (!vma || vma->start >= end)
+			return -ENOMEM;
 		if (vma->start > tmp)
 			hole = true;
-		s = max(vma->start, tmp);
-		tmp = min(vma->end, end);
-		newflags = vma->flags;
-		switch (advice) {
-		case PM_MADV_HUGEPAGE:
-			newflags = (newflags & ~VM_NOHUGEPAGE) | VM_HUGEPAGE;
-			break;
-		case PM_MADV_NOHUGEPAGE:
-			newflags = (newflags & ~VM_HUGEPAGE) | VM_NOHUGEPAGE;
-			break;
-		case PM_MADV_DONTFORK:
-			newflags |= VM_DONTCOPY;
-			break;
-		case PM_MADV_DOFORK:
-			newflags &= ~VM_DONTCOPY;
-			break;
-		case PM_MADV_WIPEONFORK:
-			/* Private anonymous memory only: a hugetlb mapping has an object. */
-			if (vma->file || (vma->flags & VM_SHARED))
-				return -EINVAL;
-			newflags |= VM_WIPEONFORK;
-			break;
-		case PM_MADV_KEEPONFORK:
-			newflags &= ~VM_WIPEONFORK;
-			break;
-		}
-		/* As mprotect: merge first, split only what must (Linux's madvise_update_vma). */
-		if (newflags != vma->flags) {
-			err = pm__vma_modify(mm, vma, s, tmp, newflags);
-			if (err)
-				return err;
-		}
+		e = min(vma->end, end);
+		err = visit(mm, vma, max(vma->start, tmp), e, advice);
+		if (err)
+			return err;
+		tmp = e;
 	}
 	return hole ? -ENOMEM : 0;
+}
+
+/* The advice that only changes VMA flags, for [@s, @e) of @vma. */
+static int madvise_vma_flags(struct pm_mm *mm, struct pm_vma *vma, unsigned long s,
+			     unsigned long e, int advice)
+{
+	unsigned long newflags = vma->flags;
+
+	switch (advice) {
+	case PM_MADV_HUGEPAGE:
+		newflags = (newflags & ~VM_NOHUGEPAGE) | VM_HUGEPAGE;
+		break;
+	case PM_MADV_NOHUGEPAGE:
+		newflags = (newflags & ~VM_HUGEPAGE) | VM_NOHUGEPAGE;
+		break;
+	case PM_MADV_DONTFORK:
+		newflags |= VM_DONTCOPY;
+		break;
+	case PM_MADV_DOFORK:
+		newflags &= ~VM_DONTCOPY;
+		break;
+	case PM_MADV_WIPEONFORK:
+		/* Private anonymous memory only: a hugetlb mapping has an object. */
+		if (vma->file || (vma->flags & VM_SHARED))
+			return -EINVAL;
+		newflags |= VM_WIPEONFORK;
+		break;
+	case PM_MADV_KEEPONFORK:
+		newflags &= ~VM_WIPEONFORK;
+		break;
+	}
+	/* As mprotect: merge first, split only what must (Linux's madvise_update_vma). */
+	return newflags != vma->flags ? pm__vma_modify(mm, vma, s, e, newflags) : 0;
 }
 
 /* Linux's madvise_dontneed_free_valid_vma(): no VM_LOCKED (pinmm has no
@@ -167,54 +179,34 @@ static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned l
 	}
 }
 
-/* MADV_DONTNEED and MADV_FREE. Context: the mm's lock held for read. */
-static int madvise_dontneed_free(struct pm_mm *mm, unsigned long start, unsigned long end,
-				 int advice)
+/* MADV_DONTNEED and MADV_FREE, for [@s, @e) of @vma. Context: the mm's lock held for read. */
+static int madvise_dontneed_free(struct pm_mm *mm, struct pm_vma *vma, unsigned long s,
+				 unsigned long e, int advice)
 {
-	unsigned long tmp = start;
-	bool hole = false;
-
-	mmap_assert_locked(mm);
-	while (tmp < end) {
-		struct pm_vma *vma = pm__find_vma(mm, tmp);
-		unsigned long s, e;
-
-		if (!vma || vma->start >= end) {
-			hole = true;
-			break;
-		}
-		if (vma->start > tmp)
-			hole = true;
-		s = max(vma->start, tmp);
-		e = min(vma->end, end);
-		if (!dontneed_free_valid_vma(vma, advice))
+	if (!dontneed_free_valid_vma(vma, advice))
+		return -EINVAL;
+	if (advice == PM_MADV_FREE) {
+		/* MADV_FREE works only on private anonymous memory. */
+		if (!vma_is_anonymous(vma))
 			return -EINVAL;
-		if (advice == PM_MADV_FREE) {
-			/* MADV_FREE works only on private anonymous memory. */
-			if (!vma_is_anonymous(vma))
-				return -EINVAL;
-			madvise_free_range(mm, s, e);
-			tmp = e;
-			continue;
-		}
-		if (is_vm_hugetlb_page(vma)) {
-			/* Linux: an aligned start, and the end rounded down to a 2 MiB page. */
-			if (s & ~PMD_MASK)
-				return -EINVAL;
-			tmp = e;
-			e &= PMD_MASK;
-			/* The owner's pages go back to the pool with their reservations
-			 * (6.9+), each under its fault mutex (mm/zap.c). */
-			if (s < e && vma->hresv)
-				pm__zap_hugetlb_resv(mm, vma, s, e);
-			else if (s < e)
-				pm__zap_range(mm, s, e);
-			continue;
-		}
-		pm__zap_range(mm, s, e);
-		tmp = e;
+		madvise_free_range(mm, s, e);
+		return 0;
 	}
-	return hole ? -ENOMEM : 0;
+	if (is_vm_hugetlb_page(vma)) {
+		/* Linux: an aligned start, and the end rounded down to a 2 MiB page. */
+		if (s & ~PMD_MASK)
+			return -EINVAL;
+		e &= PMD_MASK;
+		/* The owner's pages go back to the pool with their reservations (6.9+), each
+		 * under its fault mutex (mm/zap.c). */
+		if (s < e && vma->hresv)
+			pm__zap_hugetlb_resv(mm, vma, s, e);
+		else if (s < e)
+			pm__zap_range(mm, s, e);
+		return 0;
+	}
+	pm__zap_range(mm, s, e);
+	return 0;
 }
 
 /*
@@ -333,13 +325,13 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 	case PM_MADV_DONTNEED:
 	case PM_MADV_FREE:
 		mmap_read_lock_range(mm, start, end);
-		err = madvise_dontneed_free(mm, start, end, advice);
+		err = madvise_walk_vmas(mm, start, end, advice, madvise_dontneed_free);
 		mmap_read_unlock(mm);
 		return err;
 	}
 	for (bool all = false;; all = true) {
 		mmap_write_lock_range_or_all(mm, start, end, all);
-		err = madvise_vma_flags(mm, start, end, advice);
+		err = madvise_walk_vmas(mm, start, end, advice, madvise_vma_flags);
 		mmap_write_unlock(mm);
 		/* -EAGAIN: the VMA count asks for every range (range.c). */
 		if (err != -EAGAIN || all)

@@ -158,22 +158,56 @@ struct pmt_group {
  * Run @groups in order, or only the one "-t NAME" names, each under alarm(@alarm_s) when that
  * is not 0 (a hang fails there, not at the runner's timeout); return done_testing().
  */
-static inline int pmt_run_groups(int argc, char **argv, const struct pmt_group *groups,
-				 size_t n, unsigned alarm_s)
+static inline void pmt__run_groups_once(const char *only, const char *prefix,
+					const struct pmt_group *groups, size_t n, unsigned alarm_s)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (only && strcmp(only, groups[i].name))
+			continue;
+		diag("%s%s", prefix, groups[i].name);
+		alarm(alarm_s);
+		groups[i].fn();
+		alarm(0);
+	}
+}
+
+static inline const char *pmt__only(int argc, char **argv)
 {
 	const char *only = NULL;
 
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "-t"))
 			only = argv[i + 1];
+	return only;
+}
+
+static inline int pmt_run_groups(int argc, char **argv, const struct pmt_group *groups,
+				 size_t n, unsigned alarm_s)
+{
+	const char *only = pmt__only(argc, argv);
+
 	plan_no_plan();
-	for (size_t i = 0; i < n; i++) {
-		if (only && strcmp(only, groups[i].name))
-			continue;
-		diag("%s", groups[i].name);
-		alarm(alarm_s);
-		groups[i].fn();
-		alarm(0);
+	pmt__run_groups_once(only, "", groups, n, alarm_s);
+	return done_testing();
+}
+
+/* The two designs, for a program that runs each group in both whatever the environment says. */
+static const struct {
+	unsigned flags; /* PM_MACHINE_LINUX_MM or PM_MACHINE_RANGE_MM */
+	const char *name;
+} pmt_designs[] = { { PM_MACHINE_LINUX_MM, "linux" }, { PM_MACHINE_RANGE_MM, "range" } };
+
+/* pmt_run_groups() in each design in turn, *@cur the index in pmt_designs of the one running. */
+static inline int pmt_run_groups_designs(int argc, char **argv, const struct pmt_group *groups,
+					 size_t n, unsigned alarm_s, unsigned *cur)
+{
+	const char *only = pmt__only(argc, argv);
+	char prefix[16];
+
+	plan_no_plan();
+	for (*cur = 0; *cur < sizeof(pmt_designs) / sizeof(pmt_designs[0]); (*cur)++) {
+		snprintf(prefix, sizeof(prefix), "%s: ", pmt_designs[*cur].name);
+		pmt__run_groups_once(only, prefix, groups, n, alarm_s);
 	}
 	return done_testing();
 }

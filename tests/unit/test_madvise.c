@@ -45,18 +45,14 @@
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 #define SHANON (PM_MAP_SHARED | PM_MAP_ANONYMOUS)
 
-static const struct {
-	unsigned flags;
-	const char *name;
-} designs[] = { { PM_MACHINE_LINUX_MM, "linux" }, { PM_MACHINE_RANGE_MM, "range" } };
 
 static unsigned cur; /* the design of the group running */
-#define DN (designs[cur].name)
+#define DN (pmt_designs[cur].name)
 
 static struct pm_machine *machine(size_t mib, size_t nr_huge)
 {
 	struct pm_config cfg = { .mem_bytes = mib * MiB, .nr_hugepages = nr_huge,
-				 .flags = designs[cur].flags };
+				 .flags = pmt_designs[cur].flags };
 	struct pm_machine *m = pm_machine_create(&cfg);
 
 	ASSERT_TRUE(m != NULL);
@@ -621,10 +617,7 @@ static void test_remove(void)
 	pmt_hend(m, free0, 4, "remove");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+static const struct pmt_group groups[] = {
 	{ "populate", test_populate }, { "popfail", test_populate_failinject },
 	{ "wipe", test_wipeonfork },   { "free", test_free },
 	{ "remove", test_remove },
@@ -632,21 +625,6 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (cur = 0; cur < sizeof(designs) / sizeof(designs[0]); cur++) {
-		for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
-			if (only && strcmp(only, groups[i].name))
-				continue;
-			diag("%s: %s", designs[cur].name, groups[i].name);
-			alarm(60);
-			groups[i].fn();
-			alarm(0);
-		}
-	}
-	return done_testing();
+	return pmt_run_groups_designs(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 60,
+				      &cur);
 }

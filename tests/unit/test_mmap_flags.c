@@ -41,18 +41,14 @@
 #define GAP (256 * PG) /* stack_guard_gap */
 #define X_PROT_GROWSDOWN 0x01000000
 
-static const struct {
-	unsigned flags;
-	const char *name;
-} designs[] = { { PM_MACHINE_LINUX_MM, "linux" }, { PM_MACHINE_RANGE_MM, "range" } };
 
 static unsigned cur;
-#define DN (designs[cur].name)
+#define DN (pmt_designs[cur].name)
 
 static struct pm_machine *machine(size_t mib, size_t nr_huge)
 {
 	struct pm_config cfg = { .mem_bytes = mib * MiB, .nr_hugepages = nr_huge,
-				 .flags = designs[cur].flags };
+				 .flags = pmt_designs[cur].flags };
 	struct pm_machine *m = pm_machine_create(&cfg);
 
 	ASSERT_TRUE(m != NULL);
@@ -345,10 +341,7 @@ static void test_race(void)
 	pmt_end(m, free0, &pmt_end_returned, "race");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+static const struct pmt_group groups[] = {
 	{ "locked", test_locked },
 	{ "grows", test_growsdown },
 	{ "race", test_race },
@@ -356,21 +349,6 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (cur = 0; cur < sizeof(designs) / sizeof(designs[0]); cur++) {
-		for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
-			if (only && strcmp(only, groups[i].name))
-				continue;
-			diag("%s: %s", designs[cur].name, groups[i].name);
-			alarm(60);
-			groups[i].fn();
-			alarm(0);
-		}
-	}
-	return done_testing();
+	return pmt_run_groups_designs(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 60,
+				      &cur);
 }

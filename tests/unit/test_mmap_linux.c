@@ -52,17 +52,13 @@
 #define X_MAP_HUGE_2MB (21 << 26)
 #define X_MAP_HUGE_BIT31 (int)0x80000000U
 
-static const struct {
-	unsigned flags;
-	const char *name;
-} designs[] = { { PM_MACHINE_LINUX_MM, "linux" }, { PM_MACHINE_RANGE_MM, "range" } };
 
 static unsigned cur; /* the design of the group running */
 
 static struct pm_machine *machine(size_t nr_huge)
 {
 	struct pm_config cfg = { .mem_bytes = 64 * MiB, .nr_hugepages = nr_huge,
-				 .flags = designs[cur].flags };
+				 .flags = pmt_designs[cur].flags };
 	struct pm_machine *m = pm_machine_create(&cfg);
 
 	ASSERT_TRUE(m != NULL);
@@ -77,7 +73,7 @@ static void end(struct pm_machine *m, size_t free0, size_t nr_huge, const char *
 		pm_rcu_barrier();
 		pm_hugetlb_pool(m, &total, &free);
 		ok(total == nr_huge && free == nr_huge,
-		   "%s/%s: the pool is whole again (%zu of %zu free)", designs[cur].name, what,
+		   "%s/%s: the pool is whole again (%zu of %zu free)", pmt_designs[cur].name, what,
 		   free, total);
 	}
 	pmt_end(m, free0, &pmt_end_returned, what);
@@ -89,7 +85,7 @@ static bool vma_at(struct pm_mm *mm, unsigned long addr, struct pm_map_info *mi)
 	return pm_mm_maps(mm, addr, mi, 1) == 1 && mi->start <= addr;
 }
 
-#define D designs[cur].name
+#define D pmt_designs[cur].name
 
 /* ---- lengths ---- */
 
@@ -403,10 +399,7 @@ static void test_hint(void)
 	end(m, free0, 1, "hint");
 }
 
-static const struct {
-	const char *name;
-	void (*fn)(void);
-} groups[] = {
+static const struct pmt_group groups[] = {
 	{ "lengths", test_lengths }, { "order", test_order },	      { "ignored", test_ignored },
 	{ "validate", test_validate }, { "exec", test_exec },	      { "flags", test_flags },
 	{ "noreserve", test_noreserve }, { "hint", test_hint },
@@ -414,21 +407,6 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	const char *only = NULL;
-
-	for (int i = 1; i + 1 < argc; i++)
-		if (!strcmp(argv[i], "-t"))
-			only = argv[i + 1];
-	plan_no_plan();
-	for (cur = 0; cur < sizeof(designs) / sizeof(designs[0]); cur++) {
-		for (unsigned i = 0; i < sizeof(groups) / sizeof(groups[0]); i++) {
-			if (only && strcmp(only, groups[i].name))
-				continue;
-			diag("%s: %s", designs[cur].name, groups[i].name);
-			alarm(60);
-			groups[i].fn();
-			alarm(0);
-		}
-	}
-	return done_testing();
+	return pmt_run_groups_designs(argc, argv, groups, sizeof(groups) / sizeof(groups[0]), 60,
+				      &cur);
 }
