@@ -183,6 +183,7 @@ static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned l
 static int madvise_dontneed_free(struct pm_mm *mm, struct pm_vma *vma, unsigned long s,
 				 unsigned long e, int advice)
 {
+	mmap_assert_locked(mm);
 	if (!dontneed_free_valid_vma(vma, advice))
 		return -EINVAL;
 	if (advice == PM_MADV_FREE) {
