@@ -42,7 +42,8 @@ TRACE_TEST_OPS := $(TRACE_O)/tests/trace/trace_ops.o
 
 trace: $(TRACE_LIBA)
 
-$(TRACE_DEPS): scripts/deps.sh
+# After the library's own check: two apt-get runs at once fail on dpkg's lock (make -j).
+$(TRACE_DEPS): scripts/deps.sh | $(DEPS_STAMP)
 	@sh scripts/deps.sh trace
 	@mkdir -p $(@D) && touch $@
 

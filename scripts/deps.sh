@@ -25,7 +25,11 @@ fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "deps: installing$missing"
 	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null && exit 0
+	# One install at a time: parallel makes may each find something missing, and apt-get
+	# refuses to run beside another (its lock). flock is util-linux's, on every Debian.
+	lock=""
+	command -v flock >/dev/null 2>&1 && lock="flock /run/lock/pinmm-deps.lock"
+	$lock sh -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $missing >/dev/null" && exit 0
 	echo "deps: apt-get failed" >&2
 	exit 1
 fi
