@@ -701,6 +701,60 @@ static struct pm_machine *machines[2];
 static size_t machine_free0[2];
 static long machine_seqs[2];
 
+/*
+ * The host servers are forked from this process, which holds the pinmm machines' memory
+ * (hundreds of MiB, host THP). Inherited, it made every fork copy its page tables, every
+ * later pinmm store a COW fault with a TLB shootdown, and every smaps read of a server walk
+ * it. No server touches it: the mapping of the machine's frames, the one a machine's
+ * creation adds that is at least its memory's size, is MADV_DONTFORK.
+ * The library leaves that choice to its user (a host fork may be a snapshot).
+ */
+struct span {
+	unsigned long lo, hi;
+};
+
+static int read_spans(struct span *sp, int max)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+
+	if (!f)
+		return 0;
+	while (n < max && fgets(line, sizeof(line), f))
+		if (sscanf(line, "%lx-%lx", &sp[n].lo, &sp[n].hi) == 2)
+			n++;
+	fclose(f);
+	return n;
+}
+
+static void dontfork_new_spans(const struct span *old, int nold, unsigned long min)
+{
+	struct span now[512];
+	int n = read_spans(now, 512);
+
+	for (int i = 0; i < n; i++) {
+		bool seen = false;
+
+		for (int j = 0; j < nold && !seen; j++)
+			seen = now[i].lo >= old[j].lo && now[i].hi <= old[j].hi;
+		/* the machine's frames only: a malloc arena the server uses may be new too */
+		if (!seen && now[i].hi - now[i].lo >= min)
+			madvise((void *)now[i].lo, now[i].hi - now[i].lo, MADV_DONTFORK);
+	}
+}
+
+static struct pm_machine *machine_create_nofork(const struct pm_config *cfg)
+{
+	static struct span old[512];
+	int nold = read_spans(old, 512);
+	struct pm_machine *m = pm_machine_create(cfg);
+
+	if (m)
+		dontfork_new_spans(old, nold, cfg->mem_bytes);
+	return m;
+}
+
 static int mslot(unsigned design)
 {
 	return design == PM_MACHINE_RANGE_MM;
@@ -717,7 +771,7 @@ struct pstate *pm_seq_start(unsigned design, const struct caps *c)
 	if (!p)
 		return NULL;
 	if (!machines[k]) {
-		machines[k] = pm_machine_create(&cfg);
+		machines[k] = machine_create_nofork(&cfg);
 		if (!machines[k]) {
 			free(p);
 			return NULL;
