@@ -9,6 +9,7 @@
  *   ORACLE_KNOWN         the allow-list (tools/oracle/known.txt)
  *   ORACLE_OUT           where found tests go (build/oracle)
  *   ORACLE_STRICT        0: divergences off the allow-list are reported, not failed (CI)
+ *   ORACLE_JOBS          drivers run side by side (default: 1.5 per CPU, at most 8)
  *
  * The parent process probes, saves the host settings it changes, forks the driver, and
  * restores them however the driver ends (exit, crash, signal). The driver runs sequences of
@@ -620,25 +621,41 @@ struct found {
 	long count;
 };
 
-static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir)
+/*
+ * What one driver found, in memory the drivers share with the parent, which sums and
+ * prints them once all have ended. Each driver writes only its own.
+ */
+struct tally {
+	long seqs, compared, aborted, unknown, hits[64];
+	double shrink_time;
+	int nfound;
+	struct found found[MAX_FOUND];
+	char abort_why[256];
+};
+
+/*
+ * Driver @idx of @ndrv runs the sequences whose number is idx modulo ndrv (the numbers, and
+ * with them the sequences, are the seed's whatever the count). Only driver 0 runs hugetlb:
+ * the host's pool is one for all processes and is compared after every operation.
+ */
+static int driver(int idx, int ndrv, uint64_t seed, double seconds, int mm_mode, const char *outdir,
+		  struct tally *t)
 {
-	const char *st = getenv("ORACLE_STRICT");
-	const bool strict = !st || strcmp(st, "0");
 	static struct op ops[SEQ_LEN];
 	static struct run_out o;
-	static struct found found[MAX_FOUND];
-	int nfound = 0, unknown = 0;
-	long seqs = 0, compared = 0, aborted = 0, allowed_n = 0, addr_free = 0;
-	double t0 = now(), tend = t0 + seconds, shrink_time = 0;
-	char abort_why[256] = "";
+	struct found *found = t->found;
+	long local = 0;
+	double t0 = now(), tend = t0 + seconds;
 
-	(void)addr_free;
+	if (idx > 0)
+		caps.hugetlb = false;
 	mkdir("build", 0755);
 	mkdir(outdir, 0755);
 	while (now() < tend) {
-		uint64_t r = seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(seqs + 1));
-		unsigned design = mm_mode == 1 || (mm_mode == 2 && (seqs & 1)) ? PM_MACHINE_RANGE_MM
-									      : PM_MACHINE_LINUX_MM;
+		long seqno = local * ndrv + idx;
+		uint64_t r = seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(seqno + 1));
+		unsigned design = mm_mode == 1 || (mm_mode == 2 && (local & 1)) ? PM_MACHINE_RANGE_MM
+									       : PM_MACHINE_LINUX_MM;
 		struct gen_ctx g = { .rng = &r, .caps = &caps, .nproc = 1, .alive = { true } };
 		struct known *k;
 		int at;
@@ -650,19 +667,19 @@ static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir
 		for (int i = 1; i < SEQ_LEN; i++)
 			op_generate(&g, &ops[i]);
 		at = run_seq(ops, SEQ_LEN, design, &o);
-		seqs++;
-		compared += o.compared;
+		local++;
+		t->seqs++;
+		t->compared += o.compared;
 		if (o.aborted) {
-			aborted++;
-			snprintf(abort_why, sizeof(abort_why), "%s", o.why);
+			t->aborted++;
+			snprintf(t->abort_why, sizeof(t->abort_why), "%s", o.why);
 			continue;
 		}
 		if (at < 0)
 			continue;
 		k = allowed(o.sig);
 		if (k) {
-			k->hits++;
-			allowed_n++;
+			t->hits[k - known]++;
 			continue;
 		}
 		{
@@ -671,24 +688,24 @@ static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir
 			double ts = now();
 			FILE *f;
 
-			for (i = 0; i < nfound && strcmp(found[i].sig, o.sig); i++)
+			for (i = 0; i < t->nfound && strcmp(found[i].sig, o.sig); i++)
 				;
-			if (i < nfound) {
+			if (i < t->nfound) {
 				found[i].count++;
 				continue;
 			}
-			unknown++;
-			if (nfound < MAX_FOUND) {
-				snprintf(found[nfound].sig, sizeof(found[nfound].sig), "%s", o.sig);
-				found[nfound++].count = 1;
+			t->unknown++;
+			if (t->nfound < MAX_FOUND) {
+				snprintf(found[t->nfound].sig, sizeof(found[t->nfound].sig), "%s", o.sig);
+				found[t->nfound++].count = 1;
 			}
 			printf("\noracle: DIVERGENCE %s at op %d of sequence %ld (seed %#llx, design %s)\n"
-			       "  %s\n", o.sig, at, seqs - 1, (unsigned long long)seed,
+			       "  %s\n", o.sig, at, seqno, (unsigned long long)seed,
 			       design == PM_MACHINE_RANGE_MM ? "range" : "linux", o.detail);
 			/* shrinking has its own budget, within the run's time where it can */
 			check_each = true;
 			n = shrink(ops, n, design, o.sig, tend - now() > 20 ? 20 : tend - now() > 5 ? tend - now() : 5);
-			shrink_time += now() - ts;
+			t->shrink_time += now() - ts;
 			run_seq(ops, n, design, &o);
 			check_each = false;
 			printf("  shrunk to %d operations:\n", n);
@@ -699,9 +716,9 @@ static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir
 				printf("    %2d %s -> Linux %ld, pinmm %ld\n", j, line, o.hres[j].ret, o.pres[j].ret);
 			}
 			printf("  then: %s\n", o.detail);
-			snprintf(name, sizeof(name), "%03d", nfound);
+			snprintf(name, sizeof(name), "%d%02d", idx, t->nfound);
 			snprintf(origin, sizeof(origin), "seed %#llx, sequence %ld", (unsigned long long)seed,
-				 seqs - 1);
+				 seqno);
 			snprintf(path, sizeof(path), "%s/test_oracle_%s.c", outdir, name);
 			f = fopen(path, "w");
 			if (f) {
@@ -717,47 +734,71 @@ static int driver(uint64_t seed, double seconds, int mm_mode, const char *outdir
 
 		if (pm_run_end(why, sizeof(why))) {
 			printf("oracle: DIVERGENCE end/leak: %s\n", why);
-			unknown++;
+			t->unknown++;
 		}
 	}
-	{
-		double el = now() - t0 - shrink_time;
+	return 0;
+}
 
-		struct rusage ru, rc;
-		double cpu;
+/* The run's figures, summed over the drivers; the exit status. */
+static int summary(const struct tally *t, int ndrv, double t0, const char *outdir)
+{
+	const char *st = getenv("ORACLE_STRICT");
+	const bool strict = !st || strcmp(st, "0");
+	long seqs = 0, compared = 0, aborted = 0, unknown = 0;
+	double shrink = 0, el, cpu;
+	const char *abort_why = "-";
+	struct rusage rc;
 
-		getrusage(RUSAGE_SELF, &ru);
-		getrusage(RUSAGE_CHILDREN, &rc);
-		cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + rc.ru_utime.tv_sec + rc.ru_stime.tv_sec) +
-		      (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec + rc.ru_utime.tv_usec +
-			       rc.ru_stime.tv_usec) / 1e6;
-		printf("\noracle: %ld sequences, %ld operations compared in %.1f s (%.0f ops/s, "
-		       "shrinking excluded; %.0f ops per CPU second, both sides), %ld sequences cut short "
-		       "(last: %s)\n", seqs, compared, now() - t0, el > 0 ? (double)compared / el : 0.0,
-		       cpu > 0 ? (double)compared / cpu : 0.0, aborted, aborted ? abort_why : "-");
-		for (int i = 0; i < nknown; i++)
-			if (known[i].hits)
-				printf("oracle: %s %-40s %ld sequences: %s\n",
-				       strcmp(known[i].status, "open") ? "allowed" : "open (reported, not fixed)",
-				       known[i].pat, known[i].hits, known[i].why);
-		for (int i = 0; i < nfound; i++)
-			printf("oracle: NOT ALLOWED %s: %ld sequences\n", found[i].sig, found[i].count);
-		if (unknown && !strict)
-			printf("oracle: divergences not on the allow-list, reported above and in %s; "
-			       "not failing (ORACLE_STRICT=0)\n", outdir);
-		else
-			printf("oracle: %s\n",
-			       unknown ? "FAILED: divergences not on the allow-list" : "ok");
+	for (int d = 0; d < ndrv; d++) {
+		seqs += t[d].seqs;
+		compared += t[d].compared;
+		aborted += t[d].aborted;
+		unknown += t[d].unknown;
+		if (t[d].shrink_time > shrink)
+			shrink = t[d].shrink_time;
+		if (t[d].aborted)
+			abort_why = t[d].abort_why;
 	}
+	el = now() - t0 - shrink;
+	getrusage(RUSAGE_CHILDREN, &rc);
+	cpu = (double)(rc.ru_utime.tv_sec + rc.ru_stime.tv_sec) +
+	      (double)(rc.ru_utime.tv_usec + rc.ru_stime.tv_usec) / 1e6;
+	printf("\noracle: %ld sequences, %ld operations compared in %.1f s by %d driver%s (%.0f ops/s, "
+	       "shrinking excluded; %.0f ops per CPU second, both sides), %ld sequences cut short "
+	       "(last: %s)\n", seqs, compared, now() - t0, ndrv, ndrv > 1 ? "s" : "",
+	       el > 0 ? (double)compared / el : 0.0, cpu > 0 ? (double)compared / cpu : 0.0, aborted,
+	       abort_why);
+	for (int i = 0; i < nknown; i++) {
+		long hits = 0;
+
+		for (int d = 0; d < ndrv; d++)
+			hits += t[d].hits[i];
+		if (hits)
+			printf("oracle: %s %-40s %ld sequences: %s\n",
+			       strcmp(known[i].status, "open") ? "allowed" : "open (reported, not fixed)",
+			       known[i].pat, hits, known[i].why);
+	}
+	for (int d = 0; d < ndrv; d++)
+		for (int i = 0; i < t[d].nfound; i++)
+			printf("oracle: NOT ALLOWED %s: %ld sequences\n", t[d].found[i].sig,
+			       t[d].found[i].count);
+	if (unknown && !strict)
+		printf("oracle: divergences not on the allow-list, reported above and in %s; "
+		       "not failing (ORACLE_STRICT=0)\n", outdir);
+	else
+		printf("oracle: %s\n", unknown ? "FAILED: divergences not on the allow-list" : "ok");
 	return unknown && strict ? 1 : 0;
 }
 
-static pid_t driver_pid;
+#define MAX_DRIVERS 8
+static pid_t driver_pid[MAX_DRIVERS];
 
 static void forward(int sig)
 {
-	if (driver_pid > 0)
-		kill(driver_pid, sig);
+	for (int d = 0; d < MAX_DRIVERS; d++)
+		if (driver_pid[d] > 0)
+			kill(driver_pid[d], sig);
 }
 
 static void print_skips(const char *host_why)
@@ -792,11 +833,24 @@ int main(void)
 	const char *kn = getenv("ORACLE_KNOWN"), *out = getenv("ORACLE_OUT");
 	double seconds = s ? atof(s) : 60;
 	uint64_t seed = sd ? strtoull(sd, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
-	int mm_mode = 0, status = 0;
+	const char *jobs = getenv("ORACLE_JOBS");
+	const char *outdir = out ? out : "build/oracle";
+	int mm_mode = 0, died = 0, ndrv;
+	struct tally *tally;
+	double t0;
 	char host_why[2048], set_msg[1024];
 	void *w;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* A driver and its server take turns, so one CPU keeps about one and a half busy. */
+	ndrv = jobs ? atoi(jobs) : ((int)sysconf(_SC_NPROCESSORS_ONLN) * 3 + 1) / 2;
+	if (ndrv < 1 || ndrv > MAX_DRIVERS) {
+		if (jobs) {
+			fprintf(stderr, "oracle: ORACLE_JOBS must be 1 to %d\n", MAX_DRIVERS);
+			return 2;
+		}
+		ndrv = ndrv < 1 ? 1 : MAX_DRIVERS;
+	}
 	if (!seed)
 		seed = 1;
 	if (mmv && !strcmp(mmv, "range"))
@@ -835,32 +889,62 @@ int main(void)
 	}
 	cmp_flags = PM_PAGE_PRESENT | PM_PAGE_EXCLUSIVE |
 		    (caps.kpage ? PM_PAGE_ANON | PM_PAGE_ZERO | PM_PAGE_THP | PM_PAGE_HUGETLB : 0);
-	printf("oracle: Linux host as the oracle, seed %#llx, %.0f s, design %s, window %#lx+%#lx\n",
+	printf("oracle: Linux host as the oracle, seed %#llx, %.0f s, design %s, window %#lx+%#lx, "
+	       "%d driver%s%s\n",
 	       (unsigned long long)seed, seconds, mm_mode == 0 ? "linux" : mm_mode == 1 ? "range" : "both",
-	       WIN_BASE, WIN_SIZE);
+	       WIN_BASE, WIN_SIZE, ndrv, ndrv > 1 ? "s" : "",
+	       ndrv > 1 && caps.hugetlb ? " (hugetlb in driver 0 only)" : "");
 	print_skips(host_why);
 	load_known(kn ? kn : "tools/oracle/known.txt");
 	signal(SIGINT, forward);
 	signal(SIGTERM, forward);
 	signal(SIGHUP, forward);
-	driver_pid = fork();
-	if (driver_pid == 0) {
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		signal(SIGHUP, SIG_DFL);
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		_exit(driver(seed, seconds, mm_mode, out ? out : "build/oracle"));
-	}
-	while (driver_pid > 0 && waitpid(driver_pid, &status, 0) < 0 && errno == EINTR)
-		;
-	host_settings_restore();
-	if (driver_pid < 0) {
-		printf("oracle: skipped: cannot fork (%s)\n", strerror(errno));
+	tally = mmap(NULL, sizeof(*tally) * (size_t)ndrv, PROT_READ | PROT_WRITE,
+		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (tally == MAP_FAILED) {
+		printf("oracle: skipped: no shared memory for the drivers (%s)\n", strerror(errno));
+		host_settings_restore();
 		return 0;
 	}
-	if (WIFSIGNALED(status)) {
-		printf("oracle: the driver died of signal %d; settings restored\n", WTERMSIG(status));
+	memset(tally, 0, sizeof(*tally) * (size_t)ndrv);
+	t0 = now();
+	for (int d = 0; d < ndrv; d++) {
+		driver_pid[d] = fork();
+		if (driver_pid[d] == 0) {
+			signal(SIGINT, SIG_DFL);
+			signal(SIGTERM, SIG_DFL);
+			signal(SIGHUP, SIG_DFL);
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			_exit(driver(d, ndrv, seed, seconds, mm_mode, outdir, &tally[d]));
+		}
+		if (driver_pid[d] < 0) {
+			printf("oracle: cannot fork driver %d (%s)\n", d, strerror(errno));
+			forward(SIGTERM);
+			died = -1;
+			break;
+		}
+	}
+	for (int d = 0; d < ndrv; d++) {
+		int status = 0;
+
+		if (driver_pid[d] <= 0)
+			continue;
+		while (waitpid(driver_pid[d], &status, 0) < 0 && errno == EINTR)
+			;
+		driver_pid[d] = 0;
+		if (WIFSIGNALED(status)) {
+			printf("oracle: driver %d died of signal %d\n", d, WTERMSIG(status));
+			died = 1;
+		} else if (WEXITSTATUS(status)) {
+			died = 1;
+		}
+	}
+	host_settings_restore();
+	if (died < 0)
+		return 0;
+	if (died) {
+		printf("oracle: a driver died; settings restored\n");
 		return 1;
 	}
-	return WEXITSTATUS(status);
+	return summary(tally, ndrv, t0, outdir);
 }
