@@ -950,6 +950,7 @@ struct pm_mm_policy {
 	const char *name;
 	unsigned nr_ranges, range_shift;
 	bool downgrade;
+	bool gup_vma_lock;	/* slow GUP tries the VMA's own lock first (gup/gup.c) */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
 	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);

@@ -14,7 +14,9 @@
  * its pincount, and the machine's own reference keeps it whatever is released.
  *
  * The slow path (follow_page under the page-table locks, faulting what is missing) holds
- * mmap_lock for read for the whole call, as get_user_pages_unlocked does. A request that must
+ * mmap_lock for read for the whole call, as get_user_pages_unlocked does. The range design
+ * first walks the VMA at the start under that VMA's own read lock (gup_vma_locked), as its
+ * faults do, and takes the range's lock only for what lies beyond it or needs a retry. A request that must
  * write (FOLL_WRITE) faults with FAULT_FLAG_WRITE, which breaks COW; a read-only pin of an
  * anonymous page that is not exclusive faults with FAULT_FLAG_UNSHARE first (gup_must_unshare).
  * So does a read-only long-term pin of a zero page, 4 KiB or huge, in a COW mapping: the huge
@@ -274,31 +276,36 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 	return 1;
 }
 
-/**
- * pm__gup_locked() - __get_user_pages: the slow walk, faulting as it goes.
- * @flags: FOLL_* including FOLL_GET or FOLL_PIN when @pages is given.
- *
- * Context: the mm's lock held over the span, any mode (mmap_lock; in the range design its
- * ranges). Return: pages taken (or faulted in, without @pages), or -errno when none was.
+/*
+ * The walk of __get_user_pages over [start, start + nr_pages), faulting as it goes. With
+ * @locked_vma (held by its read lock, FAULT_FLAG_VMA_LOCK for faults), the walk stays in that
+ * VMA: a page past its end, or a fault that asks for a retry, ends it with *@retry set and
+ * the pages taken so far; the caller goes on under the mm's lock.
  */
-long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-		    unsigned flags, struct pm_page **pages)
+static long gup_walk(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+		     unsigned flags, struct pm_page **pages, struct pm_vma *locked_vma,
+		     bool *retry)
 {
-	struct pm_vma *vma = NULL;
+	struct pm_vma *vma = locked_vma;
 	unsigned long i = 0;
 	long err = 0;
 
-	mmap_assert_locked(mm);
 	while (i < nr_pages) {
 		unsigned long addr = start + (i << PAGE_SHIFT);
 		long ret;
 
+		if (locked_vma && addr >= vma->end) {
+			*retry = true;
+			break;
+		}
 		if (!vma || addr >= vma->end) {
 			vma = pm__find_vma(mm, addr);
 			if (!vma || vma->start > addr) {
 				err = (flags & FOLL_MADV_POPULATE) ? -ENOMEM : -EFAULT;
 				break;
 			}
+		}
+		if (vma != locked_vma || i == 0) {
 			err = check_vma_flags(vma, flags);
 			if (err && (flags & FOLL_MADV_POPULATE))
 				err = -EINVAL; /* madvise's answer for a mapping it cannot populate */
@@ -322,7 +329,13 @@ long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_page
 				fflags = FAULT_FLAG_UNSHARE;
 			else
 				fflags = (flags & FOLL_WRITE) ? FAULT_FLAG_WRITE : 0;
+			if (locked_vma)
+				fflags |= FAULT_FLAG_VMA_LOCK;
 			fault = pm__handle_mm_fault(mm, vma, addr, fflags);
+			if (locked_vma && (fault & VM_FAULT_RETRY)) {
+				*retry = true;
+				break;
+			}
 			if (fault) {
 				err = vm_fault_to_errno(fault);
 				break;
@@ -336,23 +349,82 @@ long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_page
 }
 
 /**
- * pm__gup_slow() - pm__gup_locked() under the mm's lock for read (taken and dropped here).
+ * pm__gup_locked() - __get_user_pages: the slow walk, faulting as it goes.
+ * @flags: FOLL_* including FOLL_GET or FOLL_PIN when @pages is given.
+ *
+ * Context: the mm's lock held over the span, any mode (mmap_lock; in the range design its
+ * ranges). Return: pages taken (or faulted in, without @pages), or -errno when none was.
+ */
+long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+		    unsigned flags, struct pm_page **pages)
+{
+	bool retry = false;
+
+	mmap_assert_locked(mm);
+	return gup_walk(mm, start, nr_pages, flags, pages, NULL, &retry);
+}
+
+/*
+ * The range design's first try (policy->gup_vma_lock): the VMA covering @start under its own
+ * read lock, found without the range's lock, as a fault finds it (pm_fault). Two slow pins of
+ * different VMAs of one range then write nothing in common: the range lock's reader count is
+ * one word. Return: pages taken, or -errno (the walk's answer, as under the mm's lock: the
+ * VMA cannot change while its lock is held, and a fault that needs more asks for a retry);
+ * *@rest is set when the walk left the VMA or a fault asked for a retry, and the caller goes
+ * on from the page after those taken, under the mm's lock.
+ */
+static long gup_vma_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			   unsigned flags, struct pm_page **pages, bool *rest)
+{
+	struct pm_vma *vma;
+	long ret;
+
+	*rest = true;
+	if (knob(mm->m, PM_KNOB_NO_PER_VMA_LOCK))
+		return 0;
+	vma = pm__lock_vma_under_rcu(mm, start);
+	if (!vma)
+		return 0;
+	*rest = false;
+	ret = gup_walk(mm, start, nr_pages, flags, pages, vma, rest);
+	pm__vma_end_read(vma);
+	return ret;
+}
+
+/**
+ * pm__gup_slow() - pm__gup_locked() under the mm's lock for read (taken and dropped here),
+ * after the VMA lock's try where the policy has one. The answer is the same either way.
  * Return: pages taken, or -errno when none was.
  */
 long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages, unsigned flags,
 		  struct pm_page **pages)
 {
-	long ret;
+	bool rest = true;
+	long done = 0, ret;
 
 	if (!nr_pages)
 		return 0;
-	mmap_read_lock_range(mm, start, nr_pages > (PM_TASK_SIZE - start) >> PAGE_SHIFT ?
-				       PM_TASK_SIZE : start + (nr_pages << PAGE_SHIFT));
-	ret = pm__gup_locked(mm, start, nr_pages, flags, pages);
-	mmap_read_unlock(mm);
-	if (ret > 0 && pages)
-		count_event(mm->m, GUP_SLOW_PAGES, (unsigned long)ret);
-	return ret;
+	if (mm->policy->gup_vma_lock) {
+		done = gup_vma_locked(mm, start, nr_pages, flags, pages, &rest);
+		if (done < 0 || (unsigned long)done == nr_pages)
+			rest = false;
+	}
+	if (rest) {
+		unsigned long s = start + ((unsigned long)done << PAGE_SHIFT);
+		unsigned long n = nr_pages - (unsigned long)done;
+
+		mmap_read_lock_range(mm, s, n > (PM_TASK_SIZE - s) >> PAGE_SHIFT ?
+					    PM_TASK_SIZE : s + (n << PAGE_SHIFT));
+		ret = pm__gup_locked(mm, s, n, flags, pages ? pages + done : NULL);
+		mmap_read_unlock(mm);
+		if (ret > 0)
+			done += ret;
+		else if (!done)
+			done = ret;
+	}
+	if (done > 0 && pages)
+		count_event(mm->m, GUP_SLOW_PAGES, (unsigned long)done);
+	return done;
 }
 
 /*

@@ -702,6 +702,7 @@ static const struct pm_mm_policy range_policy = {
 	.nr_ranges = NR_RANGES,
 	.range_shift = RANGE_SHIFT,
 	.downgrade = false,
+	.gup_vma_lock = true,
 	.lock_area = range_lock_area,
 	.area = area_all,
 	.count_charge = range_count_charge,
