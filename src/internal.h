@@ -951,6 +951,7 @@ struct pm_mm_policy {
 	unsigned nr_ranges, range_shift;
 	bool downgrade;
 	bool gup_vma_lock;	/* slow GUP tries the VMA's own lock first (gup/gup.c) */
+	bool upper_cas;		/* PGD/PUD entries published by CAS (pgtable/pgtable.c) */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
 	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);
@@ -982,6 +983,8 @@ struct pm_mm {
 					      * call reads it, only the destroy writes it */
 
 	struct pm_spinlock page_table_lock __cacheline_aligned; /* populating PGD/PUD entries */
+	bool upper_cas;			    /* PGD/PUD entries published by CAS, not under
+					     * page_table_lock (policy->upper_cas; pgtable.c) */
 	struct pm_mm_count *count;	    /* the range design: VMAs, counted per range */
 	struct pm_vma_cache *vcache;
 	unsigned long mmap_base;	    /* top of the top-down search area */

@@ -65,9 +65,9 @@
  * Page tables. A range is one PGD entry, so the PUD, PMD and PTE tables under it belong to
  * that range alone; a munmap frees tables only inside the ranges it holds (pm__vma_gap_bounds
  * clips the gap), so it never frees a table that a change elsewhere is filling. The PGD page
- * itself is shared, but each range writes only its own entry, populating it under the mm's
- * page_table_lock as in Linux's design - once in the range's life, or after a munmap emptied
- * the whole range.
+ * itself is shared, but each range writes only its own entry, once in the range's life or
+ * after a munmap emptied the whole range: by compare-and-swap from empty (policy upper_cas),
+ * where Linux's design takes the mm's page_table_lock.
  *
  * To summarize:
  *  1. A VMA changes only under the write locks of every range it spans; holding one of them,
@@ -130,6 +130,7 @@ int pm__range_init(struct pm_mm *mm, bool range_design)
 	struct pm_mm_count *c;
 
 	mm->policy = range_design ? &range_policy : &linux_policy;
+	mm->upper_cas = mm->policy->upper_cas;
 	mm->nr_ranges = mm->policy->nr_ranges;
 	mm->range_shift = mm->policy->range_shift;
 	if (posix_memalign((void **)&mm->ranges, PM_CACHELINE,
@@ -703,6 +704,7 @@ static const struct pm_mm_policy range_policy = {
 	.range_shift = RANGE_SHIFT,
 	.downgrade = false,
 	.gup_vma_lock = true,
+	.upper_cas = true,
 	.lock_area = range_lock_area,
 	.area = area_all,
 	.count_charge = range_count_charge,

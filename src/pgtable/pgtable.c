@@ -8,7 +8,7 @@
  * entry is either such a table pointer or a 2 MiB leaf (PSE) mapping an order-9 folio.
  *
  * Locks (Linux's split page-table locks). mm->page_table_lock serialises populating PGD and PUD
- * entries. Each PMD table page's descriptor holds that table's PMD lock, which serialises
+ * entries (the range design publishes them by compare-and-swap instead: populate_upper). Each PMD table page's descriptor holds that table's PMD lock, which serialises
  * installing or clearing entries in it (a PTE table, a THP leaf, a split). Each PTE table
  * page's descriptor holds its PTL, which serialises changes to its 512 PTEs.
  *
@@ -144,20 +144,36 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
 	return &pmd[pmd_index(addr)];
 }
 
-/* Populate @slot (a PGD or PUD entry) with a new table of @level if it is empty. */
+/*
+ * Populate @slot (a PGD or PUD entry) with a new table of @level if it is empty. Linux's way
+ * re-checks and stores under mm->page_table_lock. With mm->upper_cas (the range design) the
+ * store is a compare-and-swap from empty instead, so the first faults of two ranges share no
+ * lock word: the only other writer of these slots is free_upper(), which runs with every
+ * VMA of the table's span gone and the span's ranges held for write, so no populate runs
+ * there then, and a CAS from empty can neither overwrite a table nor be overwritten by one.
+ * The CAS is SC: it publishes the zeroed table as the release store does.
+ */
 static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
 {
 	pm_entry_t *table = next_table(mm->m, slot), *new;
+	uint64_t val, empty = 0;
 
 	if (table)
 		return table;
 	new = table_alloc(mm->m, level);
 	if (!new)
 		return NULL;
+	val = (virt_to_pfn(mm->m, new) << PAGE_SHIFT) | _PAGE_TABLE;
+	if (mm->upper_cas) {
+		if (atomic_cas_strong_mb(slot, &empty, val))
+			return new;
+		table_free_now(mm->m, new);
+		return next_table(mm->m, slot);
+	}
 	pm_spin_lock(&mm->page_table_lock);
 	table = next_table(mm->m, slot);
 	if (!table) {
-		atomic_store_release(slot, (virt_to_pfn(mm->m, new) << PAGE_SHIFT) | _PAGE_TABLE);
+		atomic_store_release(slot, val);
 		table = new;
 		new = NULL;
 	}
