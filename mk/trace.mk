@@ -10,6 +10,9 @@
 #	__real_pthread_mutex_lock).
 #   make check-trace
 #	the tracer's own tests (tests/trace/), TAP on stdout.
+#   make check-trace-suite
+#	every unit and stress test against the trace build (build/trace-suite: src/ instrumented,
+#	with assertions), in both designs; CI runs it where clang is installed.
 #   `make check` runs check-trace when clang is installed and says it skipped it otherwise.
 #
 # Needs clang (Debian's clang package: 14 on Debian 12) and addr2line (binutils); `sh
@@ -38,7 +41,21 @@ TRACE_TEST := $(TRACE_O)/tests/trace/test_trace
 # The test's operations are instrumented like src/; its harness is not.
 TRACE_TEST_OPS := $(TRACE_O)/tests/trace/trace_ops.o
 
-.PHONY: trace check-trace check-trace-if-clang
+# The trace suite: every unit and stress test linked with the library compiled as the trace
+# build compiles it (instrumented; every atomic and every memset/memcpy goes through
+# trace/runtime.c), with assertions (PM_DEBUG=2). Tests and tests/lib are not instrumented:
+# they are the harness. It proves the runtime performs what it records: a wrong order, a
+# lost RMW or a wrapped call that misbehaves fails the tests, as a broken library would.
+TSUITE_O := build/trace-suite
+TSUITE_CPPFLAGS := $(subst -DPM_DEBUG=$(TRACE_DEBUG),-DPM_DEBUG=2,$(TRACE_CPPFLAGS))
+TSUITE_LIB_OBJS := $(LIB_SRCS:%.c=$(TSUITE_O)/%.o)
+TSUITE_RT_OBJS := $(TRACE_RT_SRCS:%.c=$(TSUITE_O)/%.o)
+TSUITE_LIBA := $(TSUITE_O)/libpinmm-trace.a
+TSUITE_TEST_LIB_OBJS := $(TEST_LIB_SRCS:%.c=$(TSUITE_O)/%.o)
+TSUITE_BINS := $(UNIT_SRCS:%.c=$(TSUITE_O)/%) $(STRESS_SRCS:%.c=$(TSUITE_O)/%) \
+	$(patsubst tools/%.c,$(TSUITE_O)/pinmm-%,$(TOOL_SRCS))
+
+.PHONY: trace check-trace check-trace-if-clang check-trace-suite check-trace-suite-if-clang
 
 trace: $(TRACE_LIBA)
 
@@ -73,6 +90,52 @@ check-trace: $(TRACE_TEST)
 	p=$$(grep -c '^ok ' $(TRACE_O)/test_trace.log); f=$$(grep -c '^not ok ' $(TRACE_O)/test_trace.log); \
 	echo "check-trace: $$p passed, $$f failed (log: $(TRACE_O)/test_trace.log)"; \
 	[ $$rc -eq 0 ] && [ $$f -eq 0 ]
+
+$(TSUITE_O)/src/%.o: src/%.c | $(TRACE_DEPS)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TSUITE_CPPFLAGS) $(TRACE_CFLAGS) $(TRACE_INSTR) -c $< -o $@
+
+$(TSUITE_O)/trace/%.o: trace/%.c | $(TRACE_DEPS)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TSUITE_CPPFLAGS) $(TRACE_CFLAGS) -c $< -o $@
+
+$(TSUITE_LIBA): $(TSUITE_LIB_OBJS) $(TSUITE_RT_OBJS)
+	rm -f $@ && $(AR) rcs $@ $^
+
+$(TSUITE_O)/tests/lib/%.o: tests/lib/%.c | $(TRACE_DEPS)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TSUITE_CPPFLAGS) -Itests $(TRACE_CFLAGS) -c $< -o $@
+
+$(TSUITE_O)/tests/%: tests/%.c $(TSUITE_TEST_LIB_OBJS) $(TSUITE_LIBA)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TSUITE_CPPFLAGS) -Itests $(TRACE_CFLAGS) $< $(TSUITE_TEST_LIB_OBJS) \
+		$(TSUITE_LIBA) -o $@ $(TRACE_LDFLAGS) $(TRACE_LIBS)
+
+# The tools some tests run (test_gup_test runs pinmm-gup-test from the tests' build).
+$(TSUITE_O)/tools/lib/cli.o: tools/lib/cli.c tools/lib/cli.h | $(TRACE_DEPS)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TSUITE_CPPFLAGS) -Itools/lib $(TRACE_CFLAGS) -c $< -o $@
+
+$(TSUITE_O)/pinmm-%: tools/%.c $(TSUITE_O)/tools/lib/cli.o $(TSUITE_LIBA)
+	@mkdir -p $(@D)
+	$(TRACE_CC) $(TSUITE_CPPFLAGS) -Itools/lib $(TRACE_CFLAGS) $< $(TSUITE_O)/tools/lib/cli.o \
+		$(TSUITE_LIBA) -o $@ $(TRACE_LDFLAGS) $(TRACE_LIBS)
+
+# Both designs; the tests' own design cases run in each.
+check-trace-suite: $(TSUITE_BINS)
+	@echo "check-trace-suite: Linux's design"
+	@O=$(TSUITE_O) SAN= SCRIPTS=0 sh tests/run.sh
+	@echo "check-trace-suite: the range design"
+	@PINMM_RANGE_MM=1 O=$(TSUITE_O) SAN= SCRIPTS=0 sh tests/run.sh
+
+-include $(wildcard $(TSUITE_LIB_OBJS:.o=.d) $(TSUITE_RT_OBJS:.o=.d) $(TSUITE_TEST_LIB_OBJS:.o=.d))
+
+check-trace-suite-if-clang:
+	@if command -v $(TRACE_CC) >/dev/null 2>&1; then \
+		$(MAKE) --no-print-directory check-trace-suite; \
+	else \
+		echo "check-trace-suite: skipped: $(TRACE_CC) not found (the trace build needs it: sh scripts/deps.sh trace)"; \
+	fi
 
 check-trace-if-clang:
 	@if command -v $(TRACE_CC) >/dev/null 2>&1; then \

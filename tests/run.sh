@@ -5,7 +5,8 @@
 #   TIER   check (default): unit tests, short stress runs, bench smoke
 #          stress: stress tests for PM_STRESS_SECONDS (default 60) each
 #          torture: torture tests for TORTURE_MINUTES (default 10)
-#   Shell tests in tests/scripts/*.sh run in the check tier too, with O and SAN exported.
+#   Shell tests in tests/scripts/*.sh run in the check tier too, with O and SAN exported
+#          (SCRIPTS=0: not; they check the default build's programs, not O's tests).
 #   T      per-binary timeout in seconds (default 300; multiplied under tsan)
 # Prints one line per binary and a final "N passed, N failed" (tests, not binaries).
 set -u
@@ -28,7 +29,7 @@ case "$TIER" in
 check)
 	export PM_STRESS_SECONDS=${PM_STRESS_SECONDS:-2}
 	bins="$(ls "$O"/tests/unit/* "$O"/tests/stress/* 2>/dev/null | grep -v '\.d$' | grep -v '\.o$')"
-	bins="$bins $(ls tests/scripts/*.sh 2>/dev/null)"
+	[ "${SCRIPTS:-1}" = 0 ] || bins="$bins $(ls tests/scripts/*.sh 2>/dev/null)"
 	;;
 stress)
 	export PM_STRESS_SECONDS=${PM_STRESS_SECONDS:-60}
