@@ -25,6 +25,7 @@ enum report_metric {
 	METRIC_ROUND_USEC,	/* round_usec_median; lower is better */
 	METRIC_RELEASE_USEC,	/* unreg_usec_median; lower is better */
 	METRIC_AREA_SEC,	/* area_sec_median; lower is better */
+	METRIC_FREE_BLOCKS,	/* free_block_pct: free 2 MiB blocks, % of all; higher is better */
 };
 
 struct report_config {
@@ -81,7 +82,7 @@ struct report {
 
 /* report_experiments.c: every experiment, in the table's order; a static assertion there
  * keeps the count right. */
-#define REPORT_NR_EXPERIMENTS 14
+#define REPORT_NR_EXPERIMENTS 16
 extern struct report_experiment report_experiments[];
 
 /* report_fmt.c: figures out of the results */

@@ -162,6 +162,30 @@ struct report_experiment report_experiments[] = {
 			     1.0 } },
 		.evidence = "vma_lock_share,churn_pairs",
 	},
+	{
+		.id = "longterm_frag",
+		.title = "long-term pins scattered over the movable zone, then compaction (5.13)",
+		.cfg = {
+			[CFG_BEFORE] = { "longterm_frag", NULL, "before" },
+			[CFG_AFTER] = { "longterm_frag", NULL, "after" },
+		},
+		.views = { { "longterm_frag", "FOLL_LONGTERM pins leave ZONE_MOVABLE first",
+			     METRIC_FREE_BLOCKS } },
+		.evidence = "free_block_pct_d1,free_block_pct_d4,free_block_pct_d16,"
+			    "free_block_pct_d64",
+	},
+	{
+		.id = "migrate_gup",
+		.title = "GUP-fast pins of a range another thread migrates (no stale frame)",
+		.scale = true,
+		.cfg = {
+			[CFG_AFTER] = { "migrate_gup" },
+			[CFG_RANGE] = { "migrate_gup", NULL, NULL, NULL, "range" },
+		},
+		.views = { { "migrate_gup", "(pins checked against the mapping)", METRIC_OPS } },
+		.evidence = "migrations_per_sec,folios_moved_per_sec,refused_pinned_per_sec,"
+			    "gup_fast_fallbacks_per_sec",
+	},
 	FAULT_CLASSIC(page_fault1, "will-it-scale page_fault1: anonymous faults"),
 	FAULT_CLASSIC(page_fault2, "will-it-scale page_fault2: private file faults (COW)"),
 	FAULT_CLASSIC(page_fault3, "will-it-scale page_fault3: shared file faults"),

@@ -21,6 +21,7 @@ bool report_value(const struct report_experiment *e, enum report_cfg c, unsigned
 		[METRIC_ROUND_USEC] = "round_usec_median",
 		[METRIC_RELEASE_USEC] = "unreg_usec_median",
 		[METRIC_AREA_SEC] = "area_sec_median",
+		[METRIC_FREE_BLOCKS] = "free_block_pct",
 	};
 	const struct bench_result *r = &e->res[c][point];
 
@@ -49,7 +50,7 @@ enum report_cfg report_after(const struct report_view *v)
 
 static bool lower_is_better(enum report_metric m)
 {
-	return m != METRIC_OPS;
+	return m != METRIC_OPS && m != METRIC_FREE_BLOCKS;
 }
 
 bool report_ratio(const struct report_experiment *e, const struct report_view *v, double *r)
@@ -85,6 +86,7 @@ const char *report_metric_unit(enum report_metric m)
 	case METRIC_ROUND_USEC: return "usec/round";
 	case METRIC_RELEASE_USEC: return "usec/release";
 	case METRIC_AREA_SEC: return "s/area";
+	case METRIC_FREE_BLOCKS: return "% blocks free";
 	}
 	return "";
 }
@@ -100,6 +102,8 @@ const char *report_format(enum report_metric m, double v, char *buf, size_t len)
 			snprintf(buf, len, "%.1fk/s", v / 1e3);
 		else
 			snprintf(buf, len, "%.0f/s", v);
+	} else if (m == METRIC_FREE_BLOCKS) {
+		snprintf(buf, len, "%.0f%%", v);
 	} else if (m == METRIC_AREA_SEC) {
 		snprintf(buf, len, v < 1 ? "%.1f ms" : "%.2f s", v < 1 ? v * 1e3 : v);
 	} else if (v >= 1000) {

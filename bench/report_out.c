@@ -7,7 +7,8 @@
  *   report.txt		the table as printed
  *   report.md		the table, then per experiment every run's figures, metrics and notes
  *   <id>.png		ops/s against tasks (before, after, linear, host) for the scaling
- *			experiments; register/deregister medians per configuration otherwise
+ *			experiments; free blocks against pin density (longterm_frag); register/
+ *			deregister medians per configuration otherwise
  *   <id>.gp, <id>.dat	the gnuplot script and data behind each plot
  *   logs/		every run's stderr
  *
@@ -442,6 +443,56 @@ static bool write_rounds_plot(const struct report *rep, const struct report_expe
 	return rows > 0;
 }
 
+/* An experiment whose runs report free_block_pct_dN for several N (longterm_frag): the share
+ * of free 2 MiB blocks against the pinned pages per movable block, before and after. Returns
+ * false when there is nothing to plot. */
+static bool write_density_plot(const struct report *rep, const struct report_experiment *e,
+			       FILE *gp)
+{
+	static const unsigned dens[] = { 1, 2, 4, 8, 16, 32, 64, 128, 256, 512 };
+	FILE *dat = open_out(rep, e->id, ".dat");
+	unsigned rows = 0;
+
+	if (!dat)
+		return false;
+	fprintf(dat, "# pinned_pages_per_block before_pct after_pct\n");
+	for (size_t i = 0; i < sizeof(dens) / sizeof(dens[0]); i++) {
+		char key[32];
+		double v[2] = { -1, -1 };
+
+		snprintf(key, sizeof(key), "free_block_pct_d%u", dens[i]);
+		for (int k = 0; k < 2; k++) {
+			int c = k ? CFG_AFTER : CFG_BEFORE;
+
+			if (e->ran[c][0] && !e->res[c][0].status)
+				v[k] = bench_result_metric_d(&e->res[c][0], key);
+		}
+		if (v[0] < 0 && v[1] < 0)
+			continue;
+		fprintf(dat, "%u ", dens[i]);
+		for (int k = 0; k < 2; k++)
+			fprintf(dat, v[k] < 0 ? "NaN " : "%.1f ", v[k]);
+		fprintf(dat, "\n");
+		rows++;
+	}
+	fclose(dat);
+	fprintf(gp, "set logscale x 2\nset xlabel 'long-term pinned pages per movable 2 MiB block'\n"
+		"set ylabel '2 MiB blocks free after compaction (%% of all)'\nset yrange [0:100]\n"
+		"set key bottom left\n");
+	fprintf(gp, "plot \"%s.dat\" using 1:2 with linespoints title \"before: pinned in place\", "
+		"\"\" using 1:3 with linespoints title \"after: moved out first\"\n", e->id);
+	return rows > 0;
+}
+
+static bool has_density(const struct report_experiment *e)
+{
+	for (int c = 0; c < NR_CFG; c++)
+		if (e->ran[c][0] && !e->res[c][0].status &&
+		    bench_result_metric(&e->res[c][0], "free_block_pct_d1"))
+			return true;
+	return false;
+}
+
 static int run_gnuplot(const struct report *rep, const char *script)
 {
 	pid_t pid = fork();
@@ -483,6 +534,8 @@ static void write_plots(const struct report *rep)
 			write_scaling_plot(rep, e, gp);
 			any = cfg_has_ops(e, CFG_BEFORE) || cfg_has_ops(e, CFG_AFTER) ||
 			      cfg_has_ops(e, CFG_HOST);
+		} else if (has_density(e)) {
+			any = write_density_plot(rep, e, gp);
 		} else {
 			any = write_rounds_plot(rep, e, gp);
 		}

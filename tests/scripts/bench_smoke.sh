@@ -121,6 +121,10 @@ run_case page_fault2 --size "$small" --mode processes
 run_case mmap1 --size "$small" --mm range
 run_case page_fault1 --size "$small" --mm range
 run_case gup_fast --mm range
+run_case migrate_gup
+run_case migrate_gup --mm range
+run_case longterm_frag -t 1
+run_case longterm_frag -t 1 --knobs before
 run_case host_pin_fast
 run_case host_gup_fast
 run_case host_gup_fast --variant nochurn --mode processes
@@ -154,6 +158,7 @@ ok $? "-t 2049: tasks cannot exceed 2048"
 "$BENCH" list >"$tmp/list" 2>&1
 missing=0
 for c in pin_fast gup_fast mr_reg shmem_fault page_fault1 page_fault2 page_fault3 mmap1 mmap2 \
+	migrate_gup longterm_frag \
 	host_pin_fast host_gup_fast host_mr_reg host_shmem_fault host_page_fault1 \
 	host_page_fault2 host_page_fault3 host_mmap1 host_mmap2; do
 	grep -q "^$c " "$tmp/list" || missing=$((missing + 1))
