@@ -131,7 +131,7 @@ struct bench_case {
 #define BENCH_CASE_LIST(X) \
 	X(pin_fast) X(gup_fast) X(mr_reg) X(shmem_fault) \
 	X(page_fault1) X(page_fault2) X(page_fault3) X(mmap1) X(mmap2) X(fault_churn) \
-	X(migrate_gup) X(longterm_frag) \
+	X(migrate_gup) X(longterm_frag) X(pin_hot) \
 	X(host_pin_fast) X(host_gup_fast) X(host_mr_reg) X(host_shmem_fault) \
 	X(host_page_fault1) X(host_page_fault2) X(host_page_fault3) X(host_mmap1) X(host_mmap2)
 

@@ -82,7 +82,7 @@ struct report {
 
 /* report_experiments.c: every experiment, in the table's order; a static assertion there
  * keeps the count right. */
-#define REPORT_NR_EXPERIMENTS 16
+#define REPORT_NR_EXPERIMENTS 18
 extern struct report_experiment report_experiments[];
 
 /* report_fmt.c: figures out of the results */

@@ -186,6 +186,27 @@ struct report_experiment report_experiments[] = {
 		.evidence = "migrations_per_sec,folios_moved_per_sec,refused_pinned_per_sec,"
 			    "gup_fast_fallbacks_per_sec",
 	},
+	{
+		.id = "pin_hot_same",
+		.title = "pins of one page of one shared THP from every thread",
+		.scale = true,
+		.cfg = {
+			[CFG_AFTER] = { "pin_hot", "same" },
+			[CFG_RANGE] = { "pin_hot", "same", NULL, NULL, "range" },
+		},
+		.views = { { "pin_hot same", "(every pin writes the folio's counts)", METRIC_OPS } },
+	},
+	{
+		.id = "pin_hot_spread",
+		.title = "pins of a page each of one shared THP from every thread",
+		.scale = true,
+		.cfg = {
+			[CFG_AFTER] = { "pin_hot", "spread" },
+			[CFG_RANGE] = { "pin_hot", "spread", NULL, NULL, "range" },
+		},
+		.views = { { "pin_hot spread", "(every pin writes the folio's counts)",
+			     METRIC_OPS } },
+	},
 	FAULT_CLASSIC(page_fault1, "will-it-scale page_fault1: anonymous faults"),
 	FAULT_CLASSIC(page_fault2, "will-it-scale page_fault2: private file faults (COW)"),
 	FAULT_CLASSIC(page_fault3, "will-it-scale page_fault3: shared file faults"),

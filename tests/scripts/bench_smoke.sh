@@ -125,6 +125,8 @@ run_case migrate_gup
 run_case migrate_gup --mm range
 run_case longterm_frag -t 1
 run_case longterm_frag -t 1 --knobs before
+run_case pin_hot
+run_case pin_hot --variant spread --mm range
 run_case host_pin_fast
 run_case host_gup_fast
 run_case host_gup_fast --variant nochurn --mode processes
@@ -158,7 +160,7 @@ ok $? "-t 2049: tasks cannot exceed 2048"
 "$BENCH" list >"$tmp/list" 2>&1
 missing=0
 for c in pin_fast gup_fast mr_reg shmem_fault page_fault1 page_fault2 page_fault3 mmap1 mmap2 \
-	migrate_gup longterm_frag \
+	migrate_gup longterm_frag pin_hot \
 	host_pin_fast host_gup_fast host_mr_reg host_shmem_fault host_page_fault1 \
 	host_page_fault2 host_page_fault3 host_mmap1 host_mmap2; do
 	grep -q "^$c " "$tmp/list" || missing=$((missing + 1))
