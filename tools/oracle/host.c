@@ -490,7 +490,28 @@ static long meminfo_field(const char *buf, const char *key)
 	return p ? strtol(p + strlen(key), NULL, 10) : -1;
 }
 
+/*
+ * Reservations the host holds for nobody when the run starts: a kernel that leaked some (Linux
+ * 6.18's hugetlb accounting can, see docs/linux-differences.md) keeps them in HugePages_Rsvd.
+ * The pool is made that much larger, and host_pool() takes them out of both counts, so the run
+ * sees a pool of POOL_PAGES with nothing reserved, as pinmm's.
+ */
+static long rsvd_leak;
+
+static int host_pool_raw(long *free_, long *rsvd);
+
 int host_pool(long *free_, long *rsvd)
+{
+	int err = host_pool_raw(free_, rsvd);
+
+	if (!err) {
+		*free_ -= rsvd_leak;
+		*rsvd -= rsvd_leak;
+	}
+	return err;
+}
+
+static int host_pool_raw(long *free_, long *rsvd)
 {
 	static int fd = -1;
 	char buf[8192];
@@ -608,11 +629,21 @@ static bool debugfs_mounted;
 /* Called in the parent, before the driver is forked; host_settings_restore() undoes it. */
 int host_settings_save_and_set(const struct caps *c, char *msg, size_t n)
 {
-	char pool[16], cur[64];
+	char pool[24], cur[64];
 	size_t used = 0;
 
-	snprintf(pool, sizeof(pool), "%d", POOL_PAGES);
+	{
+		long f, r;
+
+		if (host_pool_raw(&f, &r) == 0 && r > 0 && r < POOL_PAGES)
+			rsvd_leak = r;
+	}
+	snprintf(pool, sizeof(pool), "%ld", POOL_PAGES + rsvd_leak);
 	msg[0] = 0;
+	if (rsvd_leak)
+		used += (size_t)snprintf(msg, n, "the host holds %ld hugetlb reservation%s for no "
+					 "process: the pool is %ld pages, compared less %ld", rsvd_leak,
+					 rsvd_leak > 1 ? "s" : "", POOL_PAGES + rsvd_leak, rsvd_leak);
 	if (access("/sys/kernel/debug/fault_around_bytes", F_OK) &&
 	    mount("none", "/sys/kernel/debug", "debugfs", 0, NULL) == 0)
 		debugfs_mounted = true;
