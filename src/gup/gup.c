@@ -258,7 +258,17 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		if (!pte_present(pte))
 			return FOLLOW_FAULT;
 		page = pfn_to_page(m, pte_pfn(pte));
-		if (!pte_special(pte) && pm__gup_pte_grab(pmdp, pmd, ptep, pte, page, flags)) {
+		if (pte_special(pte)) {
+			/* The 4 KiB zero page: never freed, never counted (try_grab_folio). */
+			if (write && !can_follow_write(vma, flags, page))
+				return FOLLOW_FAULT;
+			if (pm__gup_must_unshare(vma, flags, page))
+				return FOLLOW_UNSHARE;
+			if (pages)
+				pages[0] = page;
+			return 1;
+		}
+		if (pm__gup_pte_grab(pmdp, pmd, ptep, pte, page, flags)) {
 			if (write && !pte_write(pte) && !can_follow_write(vma, flags, page)) {
 				pm__gup_pte_ungrab(page, flags);
 				return FOLLOW_FAULT;
@@ -275,7 +285,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 				pages[0] = page;
 			return 1;
 		}
-		/* The zero page, a folio being freed, or a changed entry: the PTL decides. */
+		/* A folio being freed or at its limit, or a changed entry: the PTL decides. */
 	}
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep)
