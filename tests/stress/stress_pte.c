@@ -101,7 +101,8 @@ static void pin_write(struct worker *w, unsigned long idx, uint64_t v, bool fast
 		fail(c, "refcount under a pin", idx,
 		     (uint64_t)pm_folio_ref_count(pm_page_folio(page)),
 		     PM_GUP_PIN_COUNTING_BIAS + 1);
-	p[0] = v;
+	/* Relaxed: another worker may read it through a read pin meanwhile (as DMA would). */
+	__atomic_store_n(&p[0], v, __ATOMIC_RELAXED);
 	c->last[idx] = v;
 	pm_unpin_user_pages_dirty_lock(&page, 1, true);
 	check_word(c, idx, "read after a pinned write");
@@ -195,7 +196,7 @@ static void *worker_main(void *arg)
 				break; /* unmapped or read-only meanwhile */
 			if (!pm_page_is_zero(page))
 				w->pins++; /* the 4 KiB zero page is never counted */
-			got = *(uint64_t *)pm_page_address(page);
+			got = __atomic_load_n((uint64_t *)pm_page_address(page), __ATOMIC_RELAXED);
 			if (got != 0 && got >> 32 != j)
 				fail(c, "a foreign read pin", j, got, (uint64_t)j << 32);
 			if (!pm_page_is_zero(page) && !pm_folio_maybe_dma_pinned(pm_page_folio(page)))
