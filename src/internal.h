@@ -952,6 +952,7 @@ struct pm_mm_policy {
 	bool downgrade;
 	bool gup_vma_lock;	/* slow GUP tries the VMA's own lock first (gup/gup.c) */
 	bool upper_cas;		/* PGD/PUD entries published by CAS (pgtable/pgtable.c) */
+	bool pte_cas;		/* PTE installs compare-and-swap, not under the PTL (fault/anon.c) */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
 	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);

@@ -3,9 +3,75 @@
  * anon.c - anonymous faults: the zero page, fresh 4 KiB pages, and 2 MiB THPs at PMD level.
  *
  * A read fault maps the machine's zero page (a special, never refcounted, read-only PTE); a
- * write fault allocates and zeroes a page with no lock held, then installs it under the PTL if
- * the PTE is still empty. New anonymous pages are AnonExclusive: this address space is their
- * only user.
+ * write fault allocates and zeroes a page with no lock held, then installs it if the PTE is
+ * still empty: under the PTL in Linux's design, by compare-and-swap in the range design (below).
+ * New anonymous pages are AnonExclusive: this address space is their only user.
+ *
+ * Lockless PTE installs (the range design; PM_KNOB_PTE_TABLE_LOCK restores the PTL). Faults on
+ * different pages of one PTE table share no lock: an install into an empty PTE is one CAS
+ * none -> entry (pgtable/pte_cas.h), made after the page is allocated, zeroed, flagged and
+ * given its mapcount, all while it is private; a lost CAS frees the page and returns
+ * VM_FAULT_AGAIN, as the PTL path does on a non-empty entry. Slow GUP's PTE step (gup/gup.c)
+ * reads a present entry without the PTL and takes its reference as GUP-fast does: a
+ * speculative try-grab, a full barrier, both entries read again, undone and retried under the
+ * PTL on a mismatch (the zero page and refcount-limit cases go to the PTL path as well). The
+ * table stays: the walker holds the VMA's read lock or mmap_lock, and tables a live VMA
+ * reaches are only freed by munmap after the VMA is gone (pgtable/pgtable.c). The invariant
+ * every other writer relies on:
+ *
+ *	A lockless writer only ever turns an EMPTY PTE into a present one. Nobody writes a PTE
+ *	without its PTL but such a CAS; every PTL holder that writes an entry first reads it
+ *	under the PTL and writes only where it read a non-empty one, or holds a lock that
+ *	excludes faults in that VMA.
+ *
+ * So a PTL holder's read-then-store of a non-empty entry (zap's plain store, COW's exchange,
+ * mprotect, MADV_FREE, migration's unmap and its restore, which write only over a present or
+ * migration entry they read under the PTL) never overwrites a lockless install: the CAS cannot
+ * succeed on a non-empty entry, and its own write can only change an entry it read non-empty.
+ * Each writer:
+ *  - zap (munmap, MADV_DONTNEED; mmap read lock or the VMA read lock): skips empty entries;
+ *    clears a present one it read. A fault that installs after zap passed its entry is a fault
+ *    after the DONTNEED, as with the PTL. munmap and teardown zap after the VMA is detached
+ *    under the write lock, so no fault can install behind them.
+ *  - mprotect, mremap's moves, fork's copy and write-protect: hold the VMA write lock or
+ *    mmap_lock for write, which excludes every fault in the VMA (and mremap's and fork's
+ *    destinations have no other user); faults in other VMAs touch other entries.
+ *  - COW, do_wp_page's reuse, unshare: replace a present entry they re-read under the PTL.
+ *  - migration (mm/migrate.c): unmap exchanges a present entry for a migration entry under the
+ *    PTL; a lockless install needs an empty entry, so it never overwrites a migration entry,
+ *    and the fault on one waits for it (fault.c). The restore writes only where it re-reads
+ *    its own migration entry; if a zap emptied it and a fault filled it meanwhile, the restore
+ *    leaves it alone, as before. A speculative slow-GUP grab racing the unmap is GUP-fast's
+ *    race: the unmap's exchange and its pin check against our grab, barrier and re-read -
+ *    one of us sees the other (gup/gup_fast.c, (B)); a transient reference fails the
+ *    migration as any would.
+ *  - rmap and mapcount: an anonymous page's mapcount is 1 before the CAS publishes it, so a
+ *    zap or migration that finds the entry finds its count; pm_machine_check runs quiescent.
+ *  - shmem (fault/shmem.c) keeps the PTL: its re-check of truncation and of the cache
+ *    (commit 0ee05f0's ordering against truncate's zap) is made under it, and only shmem
+ *    faults install into a shmem VMA's entries, so the two protocols never meet on an entry.
+ *
+ *	fault A (page a)			fault B (page b, same table)
+ *	----------------			----------------------------
+ *	allocate, zero, flags, mapcount 1	allocate, zero, flags, mapcount 1
+ *	CAS pte[a]: none -> A (full barrier)	CAS pte[b]: none -> B   (no shared write)
+ *
+ *	fault (page a)				MADV_DONTNEED (PTL, mmap read lock)
+ *	--------------				-----------------------------------
+ *	allocate ...				read pte[a]: none -> skip
+ *	CAS pte[a]: none -> A			  (the fault follows the DONTNEED)
+ *	   -- or, A installed first --
+ *						read pte[a]: A; clear it; put A
+ *						  (the DONTNEED follows the fault)
+ *
+ *	slow pin (page a, no PTL)		migration of page a (PTL)
+ *	-------------------------		-------------------------
+ *	read pte[a] = A				xchg pte[a]: A -> migration entry (mb)
+ *	try-grab A's folio			read pins: none? migrate : restore A
+ *	full barrier; re-read pte[a]: still A?
+ *	  yes: keep it (migration saw the pin,	  (it saw the pin: restored A, failed)
+ *	  or has not exchanged yet)
+ *	  no: ungrab, retry under the PTL
  *
  * THP policy is Linux's "madvise" mode: only VMAs marked PM_MADV_HUGEPAGE, and only where the
  * 2 MiB-aligned window around the fault lies inside the VMA. A write fault there allocates a
@@ -48,6 +114,7 @@
  * reader can hold.
  */
 #include "internal.h"
+#include "pgtable/pte_cas.h"
 
 bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)
 {
@@ -62,15 +129,25 @@ vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 				 unsigned long addr, unsigned fault_flags)
 {
 	struct pm_machine *m = mm->m;
-	struct pm_spinlock *ptl;
+	bool lockless = pte_lockless(mm);
+	struct pm_spinlock *ptl = NULL;
 	struct pm_folio *folio;
 	pm_entry_t *ptep;
+	pmd_t pmd;
 	pte_t entry;
 
 	assert_fault_locked(vma);
 	if (!(fault_flags & FAULT_FLAG_WRITE)) {
 		entry = mk_pte(page_to_pfn(m, m->zero_page), vma_is_accessible(vma), false, false);
 		entry.val |= _PAGE_SPECIAL;
+		if (lockless) {
+			/* Lost to another install: that one stands, as under the PTL. */
+			ptep = pte_offset_nolock(mm, pmdp, addr, &pmd);
+			if (!ptep)
+				return VM_FAULT_AGAIN;
+			pte_install_cas(ptep, entry);
+			return 0;
+		}
 		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 		if (!ptep)
 			return VM_FAULT_AGAIN;
@@ -87,10 +164,24 @@ vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 	entry = mk_pte(page_to_pfn(m, &folio->page), vma_is_accessible(vma), vma->flags & VM_WRITE,
 		       true);
 
-	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	if (lockless)
+		ptep = pte_offset_nolock(mm, pmdp, addr, &pmd);
+	else
+		ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep) {
 		folio_put(folio);
 		return VM_FAULT_AGAIN;
+	}
+	if (lockless) {
+		/* The folio is private until the CAS publishes it with its mapcount. */
+		atomic_store_relaxed(&folio->page.xmapcount, 1);
+		if (!pte_install_cas(ptep, entry)) {
+			/* Someone mapped it meanwhile (maybe the zero page): look again. */
+			atomic_store_relaxed(&folio->page.xmapcount, 0);
+			folio_put(folio);
+			return VM_FAULT_AGAIN;
+		}
+		return 0; /* the folio's reference now belongs to this mapping */
 	}
 	if (!pte_none(ptep_get(ptep))) {
 		/* Someone mapped it meanwhile (maybe the zero page): look again. */

@@ -28,6 +28,8 @@
  * the unconditional store of the code before that patch.
  */
 #include "internal.h"
+#include "gup/gup_pte.h"
+#include "pgtable/pte_cas.h"
 
 /* ---- taking and dropping references ---- */
 
@@ -247,6 +249,44 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		return n;
 	}
 
+	if (grab && pte_lockless(mm)) {
+		/* The range design: no PTL for a present entry (fault/anon.c's top comment). */
+		ptep = pte_offset_nolock(mm, pmdp, addr, &pmd);
+		if (!ptep)
+			return follow_page(mm, vma, addr, nr, flags, pages);
+		pte = ptep_get(ptep);
+		if (!pte_present(pte))
+			return FOLLOW_FAULT;
+		page = pfn_to_page(m, pte_pfn(pte));
+		if (pte_special(pte)) {
+			/* The 4 KiB zero page: never freed, never counted (try_grab_folio). */
+			if (write && !can_follow_write(vma, flags, page))
+				return FOLLOW_FAULT;
+			if (pm__gup_must_unshare(vma, flags, page))
+				return FOLLOW_UNSHARE;
+			if (pages)
+				pages[0] = page;
+			return 1;
+		}
+		if (pm__gup_pte_grab(pmdp, pmd, ptep, pte, page, flags)) {
+			if (write && !pte_write(pte) && !can_follow_write(vma, flags, page)) {
+				pm__gup_pte_ungrab(page, flags);
+				return FOLLOW_FAULT;
+			}
+			if (!pte_write(pte) && pm__gup_must_unshare(vma, flags, page)) {
+				pm__gup_pte_ungrab(page, flags);
+				return FOLLOW_UNSHARE;
+			}
+			if (flags & FOLL_PIN)
+				count_event(m, NR_FOLL_PIN_ACQUIRED, 1);
+			if (write)
+				pm__folio_mark_dirty(page_folio(page));
+			if (pages)
+				pages[0] = page;
+			return 1;
+		}
+		/* A folio being freed or at its limit, or a changed entry: the PTL decides. */
+	}
 	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
 	if (!ptep)
 		return follow_page(mm, vma, addr, nr, flags, pages);

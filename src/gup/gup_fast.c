@@ -137,6 +137,7 @@
  *     to the slow path, which unshares first.
  */
 #include "internal.h"
+#include "gup/gup_pte.h"
 
 /*
  * grab_refs() - add @amount references to @folio unless its count is zero: the speculative
@@ -215,6 +216,25 @@ static void ungrab_folio(struct pm_folio *folio, int refs, unsigned flags)
 	} else {
 		folio_put_refs(folio, refs * GUP_PIN_COUNTING_BIAS);
 	}
+}
+
+bool pm__gup_pte_grab(pm_entry_t *pmdp, pmd_t pmd, pm_entry_t *ptep, pte_t pte,
+		      struct pm_page *page, unsigned flags)
+{
+	struct pm_folio *folio = try_grab_folio_fast(page, 1, flags);
+
+	if (!folio)
+		return false;
+	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) || !pte_same(ptep_get_mb(ptep), pte))) {
+		ungrab_folio(folio, 1, flags);
+		return false;
+	}
+	return true;
+}
+
+void pm__gup_pte_ungrab(struct pm_page *page, unsigned flags)
+{
+	ungrab_folio(page_folio(page), 1, flags);
 }
 
 /* Walk one PTE table's entries for [addr, end). Return: pages taken; stops at the first miss. */

@@ -57,8 +57,9 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 		    folio_test_anon(page_folio(pfn_to_page(m, pte_pfn(pte)))))
 			continue;
 		/*
-		 * A plain store: PTEs change only under their PTL, which we hold, so the value just
-		 * read is the one we clear. GUP-fast pairs with the put that follows, a sequentially
+		 * A plain store: a non-empty PTE changes only under its PTL, which we hold (the
+		 * range design's lockless installs only fill empty ones: fault/anon.c), so the
+		 * value just read is the one we clear. GUP-fast pairs with the put that follows, a sequentially
 		 * consistent RMW sequenced after this store (gup_fast.c, (B)).
 		 */
 		pte_clear(ptep);

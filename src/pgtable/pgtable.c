@@ -10,7 +10,9 @@
  * Locks (Linux's split page-table locks). mm->page_table_lock serialises populating PGD and PUD
  * entries (the range design publishes them by compare-and-swap instead: populate_upper). Each PMD table page's descriptor holds that table's PMD lock, which serialises
  * installing or clearing entries in it (a PTE table, a THP leaf, a split). Each PTE table
- * page's descriptor holds its PTL, which serialises changes to its 512 PTEs.
+ * page's descriptor holds its PTL, which serialises changes to its 512 PTEs - but, in the
+ * range design, a fault's install into an empty PTE, a compare-and-swap without it
+ * (pgtable/pte_cas.h; the argument is at the top of fault/anon.c).
  *
  * Why lockless walkers are safe (GUP-fast, pm_access, shmem truncation's zaps):
  *  1. Publication. A table is zeroed while private, then stored into its parent with a release

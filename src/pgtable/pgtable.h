@@ -32,7 +32,8 @@ static inline pte_t ptep_get_mb(pm_entry_t *p) { return (pte_t){ atomic_load_mb(
 static inline pmd_t pmdp_get_mb(pm_entry_t *p) { return (pmd_t){ atomic_load_mb(p) }; }
 static inline void set_pte(pm_entry_t *p, pte_t v) { atomic_store_release(p, v.val); }
 static inline void set_pmd(pm_entry_t *p, pmd_t v) { atomic_store_release(p, v.val); }
-/* Clear a PTE whose value the caller read under its PTL: every PTE writer holds the PTL. */
+/* Clear a PTE whose value the caller read, non-empty, under its PTL: every other PTE writer
+ * holds the PTL, or is a lockless install that only fills an empty entry (fault/anon.c). */
 static inline void pte_clear(pm_entry_t *p) { atomic_store_release(p, 0); }
 static inline pmd_t pmdp_get_and_clear(pm_entry_t *p) { return (pmd_t){ atomic_xchg_mb(p, 0) }; }
 
