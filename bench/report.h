@@ -100,6 +100,7 @@ void report_print_notes(FILE *f, const struct report *rep, const char *prefix);
 
 /* report_model.c: the scaling model beside the measured efficiencies */
 void report_model_print(FILE *f, const struct report *rep);
+bool report_model_ops(const struct report_experiment *e, unsigned tasks, double *ops);
 
 /* report_out.c */
 int report_write_results(struct report *rep, const char *table_text);

@@ -54,6 +54,11 @@ struct model_in {
 	double lines, rmws, cs_ns;
 };
 
+/* What report_model_print() read, for the plots (report_model_ops()). */
+static const struct report *model_rep;
+static struct model_in (*model_saved)[NR_CFG];
+static double model_x;
+
 /* ---- the line transfer: a line handed between CPUs 0 and 1 ---- */
 
 struct pingpong {
@@ -255,5 +260,26 @@ void report_model_print(FILE *f, const struct report *rep)
 	}
 	fprintf(f, "model: %u of %u measured 2-CPU efficiencies within 0.1 of the model\n", held,
 		checked);
-	free(in);
+	free(model_saved);
+	model_saved = in;
+	model_rep = rep;
+	model_x = x;
+}
+
+/* The after configuration's predicted ops/s at @tasks (the measured line cost: the plots'
+ * task counts are this machine's), for the plots' dashed "model" line. */
+bool report_model_ops(const struct report_experiment *e, unsigned tasks, double *ops)
+{
+	double one;
+
+	for (unsigned i = 0; model_saved && i < model_rep->nr_exps; i++) {
+		const struct model_in *m = &model_saved[i][CFG_AFTER];
+
+		if (strcmp(model_rep->exps[i].id, e->id) || !m->have ||
+		    !report_value(e, CFG_AFTER, 0, METRIC_OPS, &one) || one <= 0)
+			continue;
+		*ops = tasks * one * model_eff(m, 1e9 / one, model_x, tasks);
+		return true;
+	}
+	return false;
 }
