@@ -147,11 +147,13 @@ check-range:
 	@PINMM_RANGE_MM=1 O=build/$(CHECK_SAN) SAN=$(CHECK_SAN) sh tests/run.sh
 
 bench: all
+	@$(MAKE) --no-print-directory commuter-model
 	$(BENCH) report $(BENCH_ARGS)
 	$(O)/pinmm-gup-bench -t 0.5
 	@$(MAKE) --no-print-directory commuter-report
 
 bench-quick: all
+	@$(MAKE) --no-print-directory commuter-model
 	$(BENCH) report --quick $(BENCH_ARGS)
 
 stress:

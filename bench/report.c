@@ -538,6 +538,7 @@ int bench_cmd_report(int argc, char **argv)
 	if (!f)
 		return 1;
 	print_table(f, &rep);
+	report_model_print(f, &rep);
 	fclose(f);
 	fputs("\n", stdout);
 	fputs(table, stdout);

@@ -99,6 +99,10 @@ enum report_cfg report_after(const struct report_view *v);
 
 void report_print_notes(FILE *f, const struct report *rep, const char *prefix);
 
+/* report_model.c: the scaling model beside the measured efficiencies */
+void report_model_print(FILE *f, const struct report *rep);
+bool report_model_ops(const struct report_experiment *e, unsigned tasks, double *ops);
+
 /* report_out.c */
 int report_write_results(struct report *rep, const char *table_text);
 

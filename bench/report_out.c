@@ -373,6 +373,8 @@ static void plot_columns(FILE *gp, const struct report_experiment *e, bool linea
 	if (linear)
 		fprintf(gp, "%s\"%s.dat\" using 1:4 with lines dashtype 2 title "
 			"\"linear (after at 1 task)\"", sep, e->id);
+	if (report_model_ops(e, 1, &(double){ 0 }))
+		fprintf(gp, ", \"%s.dat\" using 1:8 with lines dashtype 3 title \"model\"", e->id);
 	fputc('\n', gp);
 }
 
@@ -380,13 +382,13 @@ static void write_scaling_plot(const struct report *rep, const struct report_exp
 			       FILE *gp)
 {
 	FILE *dat = open_out(rep, e->id, ".dat");
-	double one = -1;
+	double one = -1, one_model;
 
 	if (!dat)
 		return;
 	if (e->tasks[0] != 1 || !report_value(e, CFG_AFTER, 0, METRIC_OPS, &one))
 		one = -1;
-	fprintf(dat, "# tasks before after linear host processes range\n");
+	fprintf(dat, "# tasks before after linear host processes range model\n");
 	for (unsigned p = 0; p < e->nr_points; p++) {
 		fprintf(dat, "%u", e->tasks[p]);
 		dat_value(dat, e, CFG_BEFORE, p);
@@ -398,6 +400,10 @@ static void write_scaling_plot(const struct report *rep, const struct report_exp
 		dat_value(dat, e, CFG_HOST, p);
 		dat_value(dat, e, CFG_PROC, p);
 		dat_value(dat, e, CFG_RANGE, p);
+		if (report_model_ops(e, e->tasks[p], &one_model))
+			fprintf(dat, " %.0f", one_model);
+		else
+			fprintf(dat, " NaN");
 		fputc('\n', dat);
 	}
 	fclose(dat);

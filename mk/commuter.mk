@@ -5,6 +5,8 @@
 #				builds it when clang is installed and skips it otherwise.
 #   make commuter-report	the last run's summary and heatmaps (results/commuter/), when
 #				there is one; `make bench` prints it after its report.
+#   make commuter-model	the trace's figures for the report's scaling model
+#				($(COMMUTER_OUT)/model.tsv); make bench runs it first.
 #   make check-commuter		a tiny --only run, its JSON keys and summary lines checked
 #				(tests/trace/commuter.sh); make check-trace runs it.
 
@@ -16,7 +18,7 @@ COMMUTER_SRCS := $(sort $(wildcard tools/commuter/*.c))
 COMMUTER_OBJS := $(COMMUTER_SRCS:%.c=$(COMMUTER_TO)/%.o)
 COMMUTER_OUT ?= results/commuter
 
-.PHONY: commuter commuter-report check-commuter
+.PHONY: commuter commuter-report commuter-model check-commuter
 
 commuter: $(COMMUTER)
 
@@ -41,6 +43,12 @@ commuter-report:
 	else \
 		echo "commuter: no results in $(COMMUTER_OUT) (run build/pinmm-commuter)"; \
 	fi
+
+# The report's scaling model reads the trace's figures from here (bench/report_model.c).
+commuter-model:
+	@if [ -x $(COMMUTER) ]; then mkdir -p $(COMMUTER_OUT) && \
+		$(COMMUTER) --model $(COMMUTER_OUT)/model.tsv; \
+	else echo "model: no $(COMMUTER) (needs clang): the report skips the model"; fi
 
 check-commuter: $(COMMUTER)
 	@sh tests/trace/commuter.sh $(COMMUTER)

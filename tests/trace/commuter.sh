@@ -1,7 +1,7 @@
 #!/bin/sh
 # commuter.sh - a tiny run of build/pinmm-commuter (make check-commuter, run by make
 # check-trace): the summary lines' form, the JSON keys of every case, and three conflicts the
-# checker must find or must not find. TAP on stdout.
+# checker must find or must not find, and --model's figures for the report. TAP on stdout.
 COMMUTER=${1:-build/pinmm-commuter}
 OUT=$(mktemp -d -t commuter.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
@@ -43,5 +43,12 @@ grep '"design":"range"' "$J" | grep '"placement":"different_ranges"' | grep '"co
 t $([ ! -s "$OUT/range_diff" ] && echo 0 || echo 1) \
 	"range: no C1 conflict between operations in different ranges"
 [ -s "$OUT/range_diff" ] && head -3 "$OUT/range_diff" | sed 's/^/#   /'
+# --model: the report's scaling model's figures; 2021's has-pinned line before, none after
+"$COMMUTER" --model "$OUT/model.tsv" > "$OUT/model.out" 2>&1
+t $? "--model wrote the trace's figures"
+grep -q "^pin_fast	before	[1-9]" "$OUT/model.tsv"
+t $? "model: pin_fast before has a conflicting line"
+grep -q "^pin_fast	after	0	" "$OUT/model.tsv"
+t $? "model: pin_fast after has none"
 echo "1..$n"
 exit $fail

@@ -1083,6 +1083,7 @@ static void usage(FILE *f)
 		"usage: pinmm-commuter [--design linux|range|both] [--knobs before|after|KNOB,...]\n"
 		"                      [--only OP,...] [--out DIR] [--quick] [--list]\n"
 		"       pinmm-commuter --seed 2008|2010|2020|2021|2023\n"
+		"       pinmm-commuter --model FILE  (the report's scaling model: its trace figures)\n"
 		"Every pair of operations x placement x initial state: does it commute (the model),\n"
 		"and is it conflict-free (the trace build, at bytes C1 and 64-byte lines C64)?\n"
 		"--quick: the faulted state of anonymous memory and THPs only; --all-states: every\n"
@@ -1578,6 +1579,92 @@ static int seed_2020(void)
 	return bad;
 }
 
+/*
+ * --model FILE: the trace's figures for the report's scaling model (bench/report_model.c),
+ * one row per will-it-scale experiment and configuration: the pair of its operation that
+ * two of its tasks run, each on its own data, as the benchmark places them. Columns: id,
+ * configuration, C64-conflicting lines per operation (distinct labelled fields, at most 16),
+ * locked RMWs per operation (the mean of the two), and the critical section of a
+ * conflicting lock in ns (0: the trace does not time sections; see docs/commuter.md).
+ */
+struct model_row {
+	const char *id, *cfg, *a;
+	enum placement pl;
+	int sbk;
+	enum init in;
+	int design;
+	unsigned knobs;
+};
+
+static const struct model_row model_rows[] = {
+	{ "pin_fast", "before", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0,
+	  PM_KNOB_HAS_PINNED_ALWAYS_WRITE },
+	{ "pin_fast", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0 },
+	{ "gup_fast_nochurn", "before", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0,
+	  PM_KNOB_NO_GUP_FAST },
+	{ "gup_fast_nochurn", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0 },
+	{ "shmem_fault", "before", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0,
+	  PM_KNOB_SHMEM_LOCK_TWICE },
+	{ "shmem_fault", "after", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0 },
+	{ "page_fault1", "before", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 0,
+	  PM_KNOB_NO_PER_VMA_LOCK },
+	{ "page_fault1", "after", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0 },
+	{ "page_fault1", "processes", "fault:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0 },
+	{ "page_fault1", "range", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0 },
+	{ "page_fault3", "before", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0,
+	  PM_KNOB_NO_PER_VMA_LOCK },
+	{ "page_fault3", "after", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0 },
+	{ "mmap1", "after", "mmap:anon", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0 },
+	{ "mmap1", "processes", "mmap:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0 },
+	{ "mmap1", "range", "mmap:anon", PL_SAME_VMA, BK_ANON, IN_MAPPED, 1, 0 },
+};
+
+static int write_model(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	int bad = 0;
+
+	if (!f) {
+		perror(path);
+		return 1;
+	}
+	fprintf(f, "# id\tcfg\tc64_lines\trmw\tcs_ns\t(pinmm-commuter --model)\n");
+	for (size_t i = 0; i < sizeof(model_rows) / sizeof(model_rows[0]); i++) {
+		const struct model_row *m = &model_rows[i];
+		unsigned flags = m->design ? PM_MACHINE_RANGE_MM : PM_MACHINE_LINUX_MM;
+		struct cm_model init;
+		struct result r;
+
+		memset(&r, 0, sizeof(r));
+		r.c = (struct cs){ find_op(m->a), find_op(m->a), m->pl, m->sbk, m->in };
+		if (r.c.a < 0 || case_derive(&r.c) || !model_setup(&r.c, &init)) {
+			fprintf(stderr, "model: %s %s: no such case\n", m->id, m->cfg);
+			bad = 1;
+			continue;
+		}
+		r.commutes = model_commutes(&r.c, &init, r.mres, &r.both_write);
+		r.ran = run_order(&r, flags, m->knobs, 0) && run_order(&r, flags, m->knobs, 1);
+		if (!r.ran) {
+			fprintf(stderr, "model: %s %s: the case did not run\n", m->id, m->cfg);
+			bad = 1;
+		} else {
+			fprintf(f, "%s\t%s\t%d\t%.1f\t0\n", m->id, m->cfg, r.nhit[1],
+				(r.rmw[0] + r.rmw[1]) / 2.0);
+			printf("model %-16s %-9s %s: %d C64 lines, rmw %ld + %ld%s\n", m->id,
+			       m->cfg, m->a, r.nhit[1], r.rmw[0], r.rmw[1], r.nhit[1] ? ":" : "");
+			for (int h = 0; h < r.nhit[1]; h++)
+				printf("    %s\n", r.hit[1][h].label);
+		}
+		for (int l = 0; l < 2; l++) {
+			for (int h = 0; h < r.nhit[l]; h++)
+				free(r.hit[l][h].label);
+			free(r.hit[l]);
+		}
+	}
+	fclose(f);
+	return bad;
+}
+
 static int run_seed(const char *which)
 {
 	if (!strcmp(which, "2021")) {
@@ -1721,7 +1808,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = { .design = 2, .knobs = 0, .knobs_name = "after",
 			  .out = "results/commuter" };
-	const char *seed = NULL;
+	const char *seed = NULL, *model_out = NULL;
 	bool any_only = false, gp;
 	struct pcmap pm = { 0 };
 	struct timespec t0, t1;
@@ -1778,6 +1865,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(arg, "--out")) {
 			o.out = val;
 			i++;
+		} else if (!strcmp(arg, "--model") && val) {
+			model_out = val;
+			i++;
 		} else if (!strcmp(arg, "--seed")) {
 			seed = val;
 			i++;
@@ -1788,6 +1878,12 @@ int main(int argc, char **argv)
 		}
 	}
 	workers_start();
+	if (model_out) {
+		int rc = write_model(model_out);
+
+		workers_stop();
+		return rc;
+	}
 	if (seed) {
 		int rc = !strcmp(seed, "2010") ? seed_2010() : run_seed(seed);
 
