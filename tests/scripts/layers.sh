@@ -20,6 +20,10 @@
 #     Outside those, no line names the machine's flag (range_mm), a policy table
 #     (linux_policy, range_policy), a policy's name, or compares the number of ranges - but
 #     mm_one_range() in internal.h, the geometry query of the one-range fast paths.
+#  4. Headers are included only down. From the compiler's dependency files $O/src/*/*.d (-MMD,
+#     so every header a file reaches, through other headers too): no file of a layer reaches a
+#     header of a higher layer or of a sibling (pgtable/ and shmem/); debug/ may reach any.
+#     Headers in src/ itself (internal.h) belong to no layer. No .d files is a failure.
 #   O   build directory holding src/*/*.o (run.sh sets it; default build/asan)
 set -u
 O=${O:-build/asan}
@@ -113,6 +117,56 @@ if [ -s "$tmp/design" ]; then
 	sed 's/^/#   /' "$tmp/design"
 else
 	ok 0 "no branch on the design outside the policy table and the mm's creation"
+fi
+
+# Headers included only down, as the compiler saw them (-MMD dependency files).
+deps=$(ls "$O"/src/*/*.d 2>/dev/null)
+if [ -z "$deps" ]; then
+	ok 1 "headers are included only down (no dependency files in $O/src: build with -MMD)"
+else
+	# The first rule of each .d file: "obj.o: src.c hdr.h ..."; -MP's phony rules follow it.
+	for d in $deps; do
+		awk -v df="$(basename "$(dirname "$d")")/$(basename "$d" .d)" '
+		{ more = sub(/\\$/, ""); for (i = 1; i <= NF; i++) if ($i !~ /:$/) print df, $i }
+		!more { exit }' "$d"
+	done | awk '
+	function rank(d) {
+		if (d == "lib") return 0
+		if (d == "mem") return 1
+		if (d == "pgtable" || d == "shmem") return 2
+		if (d == "mm") return 3
+		if (d == "fault") return 4
+		if (d == "gup") return 5
+		if (d == "consumers") return 6
+		if (d == "debug") return 7
+		return -1
+	}
+	$2 ~ /\.h$/ {
+		nh++
+		split($1, p, "/"); from = p[1]
+		h = $2; while (sub(/[^\/]+\/\.\.\//, "", h)) ;
+		if (h !~ /(^|\/)src\/[^\/]+\/[^\/]+\.h$/) next
+		n = split(h, q, "/"); to = q[n - 1]
+		if (to == from || from == "debug") next
+		hh = q[n - 1] "/" q[n]
+		if (rank(from) >= 0 && rank(to) >= 0 && rank(to) < rank(from))
+			next
+		# What every file reaches through src/internal.h until it is split by layer (issue
+		# 25): remove these lines with the split.
+		if (((from == "mem" || from == "shmem") && hh == "pgtable/pgtable.h") ||
+		    ((from == "mem" || from == "pgtable" || from == "shmem") && hh == "mm/vma_tree.h")) {
+			nknown++
+			next
+		}
+		printf "%s.c includes %s (%s/)\n", $1, hh, to
+	}
+	END { printf "%d header uses, %d upward through internal.h\n", nh, nknown > "/dev/stderr" }' 2>"$tmp/nincl" | sort -u >"$tmp/upinc"
+	if [ -s "$tmp/upinc" ]; then
+		ok 1 "headers are included only down"
+		sed 's/^/#   /' "$tmp/upinc"
+	else
+		ok 0 "headers are included only down ($(cat "$tmp/nincl"), in $(echo "$deps" | wc -w) files)"
+	fi
 fi
 
 tap_done
