@@ -246,6 +246,7 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 					shared && (vma->flags & VM_WRITE), write),
 				 folio, vma->file, index);
 
+	vma_anon_prepare(vma); /* do_cow_fault */
 	copy = pm__folio_alloc(m, 0, 0);
 	if (!copy) {
 		folio_put(folio);

@@ -382,6 +382,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	new->flags = vma->flags;
 	new->pgoff = vma_pgoff(vma, addr);
 	new->file = vma->file;
+	atomic_store_relaxed(&new->xanon_vma, atomic_load_relaxed(&vma->xanon_vma)); /* copy_vma */
 	if (new->file)
 		pm__shmem_get(new->file);
 	err = prepare_tables(mm, addr, new_addr, v->old_len);
@@ -483,6 +484,8 @@ static long expand_in_place(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 	ext->start = vma->end;
 	ext->end = vma->end + delta;
 	ext->flags = vma->flags;
+	/* vma_merge_extend merges with vma's own anon_vma */
+	atomic_store_relaxed(&ext->xanon_vma, atomic_load_relaxed(&vma->xanon_vma));
 	ext->pgoff = vma_pgoff(vma, vma->end);
 	ext->file = vma->file;
 	if (ext->file)
