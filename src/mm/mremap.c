@@ -310,7 +310,9 @@ static long check_prep_vma(struct vrm *v, struct pm_vma *vma)
 	/* hugetlbfs sets VM_DONTEXPAND: no DONTUNMAP there */
 	if ((v->flags & PM_MREMAP_DONTUNMAP) && is_vm_hugetlb_page(vma))
 		return -EINVAL;
-	if (v->old_len > vma->end - v->addr)
+	/* A move that shrinks first unmaps the tail (mremap_to's shrink_vma), so only what
+	 * moves must lie in the VMA: the tail may span others (remap_is_valid runs after). */
+	if ((v->type == MREMAP_SHRINK ? v->new_len : v->old_len) > vma->end - v->addr)
 		return -EFAULT;
 	if (v->new_len == v->old_len)
 		return 0;
