@@ -112,6 +112,26 @@ static void one_design(unsigned flags, const char *dn)
 	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", dn);
 	pm_mm_destroy(child);
 
+	/* A write fault past the end of the object SIGBUSes, but do_cow_fault prepared the
+	 * anon_vma first: once the object grows, a read-only cache page there is copied. */
+	{
+		struct pm_shmem *g = pm_shmem_create(m, 4 * PG, 0);
+		long p = pm_mmap(mm, 0, 4 * PG, RW, PM_MAP_PRIVATE, g, 4 * PG);
+
+		ASSERT_TRUE(g && p > 0);
+		is_int(pmt_poke(mm, (unsigned long)p, 'x'), -EFAULT, "%s: write past the end", dn);
+		ASSERT_EQ(pm_shmem_truncate(g, 8 * PG), 0);
+		is_int(pmt_peek(mm, (unsigned long)p), 0, "%s: ... read once it grew", dn);
+		child = pm_mm_fork(mm);
+		ASSERT_TRUE(child != NULL);
+		ok(page(child, (unsigned long)p).flags & PM_PAGE_PRESENT,
+		   "%s: ... the failed write fault gave the VMA an anon_vma: copied", dn);
+		is_int(page(mm, (unsigned long)p).mapcount, 2, "%s: ... mapcount 2", dn);
+		pm_mm_destroy(child);
+		ASSERT_EQ(pm_munmap(mm, (unsigned long)p, 4 * PG), 0);
+		pm_shmem_put(g);
+	}
+
 	/* A THP-eligible VMA read once (the huge zero page) has an anon_vma: copied. */
 	a = pm_mmap(mm, 0, 4 * HP, RW, ANON, NULL, 0);
 	ASSERT_TRUE(a > 0);
