@@ -345,7 +345,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 {
 	unsigned long addr = v->addr, old_end = addr + v->old_len;
 	unsigned long new_addr = v->new_addr, new_end = new_addr + v->new_len;
-	bool dontunmap = v->flags & PM_MREMAP_DONTUNMAP, anon;
+	bool dontunmap = v->flags & PM_MREMAP_DONTUNMAP;
 	struct pm_hugetlb_resv *hresv = NULL;
 	struct pm_vma *new, *gone;
 	long err;
@@ -401,13 +401,12 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 
 	if (vma->file)
 		pm__shmem_map_lock(vma->file);
-	anon = move_page_tables(mm, addr, new_addr, v->old_len);
+	move_page_tables(mm, addr, new_addr, v->old_len);
 	if (vma->file)
 		pm__shmem_map_unlock(vma->file);
-	/* Linux: an anonymous VMA without an anon_vma (never faulted) takes the new address as
-	 * its pgoff; a faulted one keeps its own. pinmm has no anon_vma: a moved anonymous page
-	 * says it was faulted. */
-	if (!vma->file && !anon)
+	/* copy_vma: an anonymous VMA without an anon_vma takes the new address as its pgoff,
+	 * so that it may merge there; one with an anon_vma keeps its own. */
+	if (!vma->file && !atomic_load_relaxed(&vma->xanon_vma))
 		new->pgoff = new_addr >> PAGE_SHIFT;
 
 	if (!dontunmap && v->old_len) {

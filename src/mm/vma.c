@@ -463,7 +463,9 @@ static bool can_merge(const struct pm_vma *a, const struct pm_vma *b)
 	/* Hugetlb VMAs never merge (Linux: vm_ops->close). */
 	return a->end == b->start && a->flags == b->flags && a->file == b->file &&
 	       !(a->flags & VM_HUGETLB) &&
-	       (!a->file || a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff) &&
+	       /* anonymous memory too: its pgoff is where it was first mapped (vma.c's
+		* can_vma_merge_before/after compare vm_pgoff for every VMA) */
+	       a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff &&
 	       anon_vma_compatible(atomic_load_relaxed(&a->xanon_vma),
 				   atomic_load_relaxed(&b->xanon_vma));
 }

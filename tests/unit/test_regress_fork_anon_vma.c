@@ -189,6 +189,30 @@ static void one_design(unsigned flags, const char *dn)
 	pm_mm_destroy(child);
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 8 * PG), 0);
 
+	/* Anonymous VMAs merge only where their pgoffs meet (where each was first mapped): a
+	 * moved VMA with an anon_vma keeps its pgoff and stays apart from a new neighbour; one
+	 * without takes the new address as its pgoff and merges (copy_vma). */
+	a = pm_mmap(mm, 0, 64 * PG, RW, ANON, NULL, 0);
+	ASSERT_TRUE(a > 0);
+	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a, 16 * PG, RW, ANON | PM_MAP_FIXED, NULL, 0), a);
+	ASSERT_EQ(pmt_poke(mm, (unsigned long)a, 'a'), 1);
+	is_int(pm_mremap(mm, (unsigned long)a + 12 * PG, 4 * PG, 4 * PG,
+			 PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, (unsigned long)a + 32 * PG),
+	       a + 32 * (long)PG, "%s: a faulted VMA's tail moved", dn);
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a + 36 * PG, 4 * PG, RW, ANON | PM_MAP_FIXED, NULL,
+			  0), a + 36 * (long)PG);
+	is_int(nr_maps(mm, (unsigned long)a + 32 * PG, (unsigned long)a + 40 * PG), 2,
+	       "%s: ... its pgoff stayed: no merge with a new neighbour", dn);
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a + 48 * PG, 4 * PG, RW, ANON | PM_MAP_FIXED, NULL,
+			  0), a + 48 * (long)PG);
+	is_int(pm_mremap(mm, (unsigned long)a + 48 * PG, 4 * PG, 4 * PG,
+			 PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, (unsigned long)a + 40 * PG),
+	       a + 40 * (long)PG, "%s: an unfaulted VMA moved next to it", dn);
+	is_int(nr_maps(mm, (unsigned long)a + 36 * PG, (unsigned long)a + 44 * PG), 1,
+	       "%s: ... took the new address as its pgoff: merged", dn);
+	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
+
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)z, 4 * PG), 0);
 	pm_mm_destroy(mm);
 	pm_shmem_put(f);
