@@ -449,7 +449,7 @@ void pm__vma_anon_prepare(struct pm_vma *vma)
  * merges only with one of the same anon_vma; otherwise one without an anon_vma merges with
  * one that has it. Two different anon_vmas never merge in Linux; pinmm does not model
  * find_mergeable_anon_vma's reuse of a neighbour's anon_vma at the first fault, so two ids
- * neither of which came from fork are taken as that reuse (docs/linux-differences.md).
+ * neither of which came from fork are taken as that reuse (open in tools/oracle/known.txt).
  */
 static bool anon_vma_compatible(unsigned long a, unsigned long b)
 {
