@@ -435,7 +435,14 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	return 0;
 }
 
-/* A fresh anon_vma id for @vma, unless a racing fault gave it one first. */
+/*
+ * A fresh anon_vma id for @vma, unless a racing fault gave it one first. Lockless among the
+ * faults (each holds the mmap_lock for read or the VMA's read lock): the id only goes from 0
+ * to one value, by this compare-and-swap, so every fault sees 0 or the final id, and whichever
+ * id wins, the VMA has an anon_vma before any anonymous page of the fault is mapped. Every
+ * other reader and writer (fork, split, merge, mremap) holds the VMA's write lock, which no
+ * fault holds meanwhile. stress_fault's threads race first faults on fresh VMAs.
+ */
 void pm__vma_anon_prepare(struct pm_vma *vma)
 {
 	unsigned long id = (atomic_add_relaxed(&vma->mm->m->xanon_vma_seq, 1) + 1) *
