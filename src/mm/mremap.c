@@ -353,7 +353,9 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	mmap_assert_write_locked(mm);
 	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT - 3)
 		return -ENOMEM; /* prep_move_vma */
-	if (v->old_len) {
+	/* The range that moves becomes a VMA of its own; with DONTUNMAP the source VMA stays
+	 * whole (move_vma splits only to unmap: unmap_source_vma). */
+	if (v->old_len && !dontunmap) {
 		if (vma->start < addr) {
 			err = pm__split_vma(mm, vma, addr, PM_SPLIT_CHARGE);
 			if (err)
@@ -428,8 +430,12 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
 		pm__unmap_region(mm, gone, addr, old_end);
 	} else if (v->old_len) {
+		/* dontunmap_complete: VM_LOCKED goes from the whole source VMA, and its anon_vma
+		 * when all of it moved */
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
-		vma->flags &= ~VM_LOCKED; /* dontunmap_complete: its pages are gone */
+		vma->flags &= ~VM_LOCKED;
+		if (vma->start == addr && vma->end == old_end)
+			atomic_store_relaxed(&vma->xanon_vma, 0);
 	}
 	new->hresv = hresv;
 	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
@@ -545,7 +551,7 @@ static long remap_move(struct pm_mm *mm, struct vrm *v)
 		v->cursor = start;
 		v->target = v->new_addr;
 	}
-	while ((vma = pm__find_vma(mm, v->cursor)) && vma->start < end) {
+	while (v->cursor < end && (vma = pm__find_vma(mm, v->cursor)) && vma->start < end) {
 		unsigned long s = max(vma->start, v->cursor), e = min(end, vma->end);
 		unsigned long off = v->seen ? vma->start - v->last_end : 0;
 		struct vrm piece = { .addr = s, .old_len = e - s, .new_len = e - s,

@@ -213,6 +213,21 @@ static void one_design(unsigned flags, const char *dn)
 	       "%s: ... took the new address as its pgoff: merged", dn);
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
 
+	/* MREMAP_DONTUNMAP of the middle of a VMA leaves the source VMA whole (Linux splits it
+	 * only to unmap); the part that moved reads zero there. */
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a, 8 * PG, RW, ANON | PM_MAP_FIXED, NULL, 0), a);
+	ASSERT_EQ(pmt_poke(mm, (unsigned long)a + 2 * PG, 'd'), 1);
+	is_int(pm_mremap(mm, (unsigned long)a + 2 * PG, 2 * PG, 2 * PG,
+			 PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED | PM_MREMAP_DONTUNMAP,
+			 (unsigned long)a + 32 * PG), a + 32 * (long)PG, "%s: DONTUNMAP of the middle",
+	       dn);
+	is_int(nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
+	       "%s: ... the source stays one VMA", dn);
+	ok(pmt_peek(mm, (unsigned long)a + 32 * PG + 0) == 'd' &&
+		   pmt_peek(mm, (unsigned long)a + 2 * PG) == 0,
+	   "%s: ... the page moved, the source reads zero", dn);
+	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
+
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)z, 4 * PG), 0);
 	pm_mm_destroy(mm);
 	pm_shmem_put(f);
