@@ -537,6 +537,14 @@ static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, un
 		hi->pgoff += (addr - b) >> PAGE_SHIFT;
 	else
 		hi->pgoff -= (b - addr) >> PAGE_SHIFT;
+	/* The VMA that grows takes the other's anon_vma if it has none (dup_anon_vma). */
+	{
+		struct pm_vma *grows = addr > b ? lo : hi, *shrinks = addr > b ? hi : lo;
+
+		if (!atomic_load_relaxed(&grows->xanon_vma))
+			atomic_store_relaxed(&grows->xanon_vma,
+					     atomic_load_relaxed(&shrinks->xanon_vma));
+	}
 	if (lo->file)
 		pm__shmem_map_unlock(lo->file);
 	return true;

@@ -228,6 +228,31 @@ static void one_design(unsigned flags, const char *dn)
 	   "%s: ... the page moved, the source reads zero", dn);
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
 
+	/* mprotect of a VMA's head that its neighbour takes (the boundary moves): the
+	 * neighbour takes the anon_vma with the pages (dup_anon_vma), so fork copies them. */
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a, 8 * PG, PM_PROT_READ, ANON | PM_MAP_FIXED, NULL,
+			  0), a);
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a + 8 * PG, 8 * PG, RW, ANON | PM_MAP_FIXED, NULL,
+			  0), a + 8 * (long)PG);
+	ASSERT_EQ(pmt_poke(mm, (unsigned long)a + 9 * PG, 's'), 1);
+	ASSERT_EQ(pm_mprotect(mm, (unsigned long)a + 8 * PG, 4 * PG, PM_PROT_READ), 0);
+	child = pm_mm_fork(mm);
+	ASSERT_TRUE(child != NULL);
+	ok(page(child, (unsigned long)a + 9 * PG).flags & PM_PAGE_PRESENT,
+	   "%s: a page that changed VMA by mprotect is copied at fork", dn);
+	pm_mm_destroy(child);
+	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
+
+	/* A locked PROT_NONE mapping grown by mremap is not populated (populate skips
+	 * PROT_NONE VMAs, __mm_populate). */
+	ASSERT_EQ(pm_mmap(mm, (unsigned long)a, 4 * PG, PM_PROT_NONE,
+			  ANON | PM_MAP_FIXED | PM_MAP_LOCKED, NULL, 0), a);
+	is_int(pm_mremap(mm, (unsigned long)a, 4 * PG, 8 * PG, PM_MREMAP_MAYMOVE, 0), a,
+	       "%s: locked PROT_NONE grown in place", dn);
+	is_int(page(mm, (unsigned long)a + 5 * PG).flags, 0,
+	       "%s: ... its new part is not populated", dn);
+	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
+
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)z, 4 * PG), 0);
 	pm_mm_destroy(mm);
 	pm_shmem_put(f);
