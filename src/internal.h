@@ -426,6 +426,7 @@ struct pm_machine {
 	/* Page tables waiting for a grace period to be freed: written per table, so not on
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
+	_Atomic unsigned long xanon_vma_seq; /* the last anon_vma id given (pm_vma.xanon_vma) */
 
 	/* The hugetlb pool (mem/hugetlb_pool.c): free 2 MiB pages on a list, under hugetlb_lock. */
 	struct pm_spinlock hugetlb_lock __cacheline_aligned;
@@ -843,6 +844,17 @@ struct pm_vma {
 					 * empty entries are SIGBUS. Set under file->i_mmap_lock
 					 * and the PMD lock (fault/hugetlb_fault.c); not inherited by
 					 * fork */
+	/*
+	 * Linux's vma->anon_vma, as far as it is observable (vma_needs_copy at fork, VMA
+	 * merging): 0 = none; else an id unique in the machine (PM_ANON_VMA_ID steps), with
+	 * PM_ANON_VMA_FORKED when fork gave it (the anon_vma_chain is not singular). A private
+	 * VMA gets one at its first anonymous page (anon_vma_prepare: a write or COW fault, a
+	 * THP fault even for the huge zero page, a private hugetlb page), never for a 4 KiB
+	 * zero page or a page-cache page mapped read-only; split, move and merge keep it.
+	 * Set from 0 by a cmpxchg under a fault lock; otherwise changed under the VMA's write
+	 * lock (vma_anon_prepare, dup_vma, vma.c).
+	 */
+	_Atomic unsigned long xanon_vma;
 
 	/* The per-VMA lock (Linux 6.4's vm_lock + vm_lock_seq): see mm/vma_lock.c. */
 	_Atomic unsigned xvm_refcnt;	     /* readers, VMA_LOCK_WRITER, VMA_LOCK_WAITER */
@@ -868,6 +880,19 @@ struct pm_vma_cache {
 	_Atomic long xrefs;
 	struct pm_vma *_Atomic xreclaimed; /* pushed by RCU callbacks, taken by the mm's writer */
 };
+
+#define PM_ANON_VMA_FORKED 1UL
+#define PM_ANON_VMA_ID 2UL
+
+__hidden void pm__vma_anon_prepare(struct pm_vma *vma);
+
+/* The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
+ * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing. */
+static inline void vma_anon_prepare(struct pm_vma *vma)
+{
+	if (!atomic_load_relaxed(&vma->xanon_vma))
+		pm__vma_anon_prepare(vma);
+}
 
 static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 {

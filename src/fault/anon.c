@@ -157,6 +157,7 @@ vm_fault_t pm__do_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_
 		return 0;
 	}
 
+	vma_anon_prepare(vma); /* not for the zero page: fork leaves that to a fault */
 	folio = pm__folio_alloc(m, 0, PM_ALLOC_ZERO);
 	if (!folio)
 		return VM_FAULT_OOM;
@@ -243,6 +244,7 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 	pmd_t entry;
 
 	assert_fault_locked(vma);
+	vma_anon_prepare(vma); /* for the huge zero page too (do_huge_pmd_anonymous_page) */
 	if (!(fault_flags & FAULT_FLAG_WRITE) && !knob(m, PM_KNOB_NO_HUGE_ZERO_PAGE))
 		return do_huge_zero_page(mm, vma, pmdp);
 	/*

@@ -70,6 +70,7 @@ vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 	}
 	pm_spin_unlock(ptl);
 
+	vma_anon_prepare(vma); /* wp_page_copy */
 	new = pm__folio_alloc(m, 0, src ? 0 : PM_ALLOC_ZERO);
 	if (!new) {
 		if (src)

@@ -3,8 +3,11 @@
  * fork.c - pm_mm_fork(): a child address space with Linux's fork semantics.
  *
  * Shared mappings (VM_SHARED) are duplicated as VMAs only: the child faults their pages in
- * from the object's page cache. PM_MADV_DONTFORK ranges are left out. Private mappings have
- * their page tables copied (copy_page_range):
+ * from the object's page cache. So are private mappings that never held an anonymous page
+ * (no anon_vma: only zero pages and page-cache pages mapped read-only, which a fault maps
+ * again - Linux's vma_needs_copy; pinmm has no PFNMAP, MIXEDMAP or uffd-wp VMAs, and 6.18
+ * copies hugetlb VMAs by the same rule). PM_MADV_DONTFORK ranges are left out. Private
+ * mappings with an anon_vma have their page tables copied (copy_page_range):
  *  - the zero page is copied as is;
  *  - page-cache pages of private file mappings are mapped read-only in both;
  *  - an anonymous page that may be DMA-pinned (the parent has pinned at some point, the folio
@@ -198,6 +201,12 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 	new->flags = vma->flags & ~VM_LOCKED; /* mlock is not inherited (dup_mmap) */
 	new->pgoff = vma->pgoff;
 	new->file = vma->file;
+	/* anon_vma_fork: an anon_vma of the child's own, its chain linked to the parent's; a
+	 * WIPEONFORK range starts without one */
+	if (atomic_load_relaxed(&vma->xanon_vma) && !(vma->flags & VM_WIPEONFORK)) {
+		pm__vma_anon_prepare(new);
+		atomic_or_relaxed(&new->xanon_vma, PM_ANON_VMA_FORKED);
+	}
 	if (pm__vma_insert(child, new)) {
 		free(new);
 		return NULL;
@@ -243,8 +252,10 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 			break;
 		}
 		/* Shared pages are the object's; a WIPEONFORK range starts empty in the child,
-		 * whose VMA keeps the flag (dup_mmap). */
-		if (vma->flags & (VM_SHARED | VM_WIPEONFORK))
+		 * whose VMA keeps the flag (dup_mmap). A VMA without an anon_vma holds no
+		 * anonymous page: the child faults its pages in again (vma_needs_copy). */
+		if ((vma->flags & (VM_SHARED | VM_WIPEONFORK)) ||
+		    !atomic_load_relaxed(&vma->xanon_vma))
 			continue;
 		if (is_vm_hugetlb_page(vma))
 			err = pm__copy_hugetlb_page_range(child, parent, vma);

@@ -160,6 +160,7 @@ static vm_fault_t hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma,
 		if (folio && !write) /* the cache's page, read-only: a write copies it */
 			return hugetlb_install(mm, vma, pmdp, folio, false, folio);
 	}
+	vma_anon_prepare(vma); /* hugetlb_no_page's vmf_anon_prepare */
 	new = hugetlb_new_anon(mm, vma->hresv, haddr, folio, &consumed);
 	if (!new) {
 		if (folio)
@@ -300,6 +301,7 @@ retry:
 	 * its other pages. The first write to a page-cache page uses the reservation.
 	 */
 	cow_from_owner = vma->hresv && folio_test_anon(folio);
+	vma_anon_prepare(vma); /* hugetlb_wp's vmf_anon_prepare */
 	new = hugetlb_new_anon(mm, cow_from_owner ? NULL : vma->hresv, haddr, folio, &consumed);
 	if (!new && cow_from_owner && !unmapped) {
 		unmap_ref_private(vma, folio, haddr);

@@ -237,6 +237,10 @@ vm_fault_t pm__shmem_fault(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmd
 	int err = 0;
 
 	assert_fault_locked(vma);
+	/* do_cow_fault prepares the anon_vma before it looks up the page: even a write fault
+	 * past the end (SIGBUS) leaves the VMA with one */
+	if (!shared && write)
+		vma_anon_prepare(vma);
 	folio = shmem_get_folio(vma->file, index, &err);
 	if (!folio)
 		return vmf_error(err);

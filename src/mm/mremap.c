@@ -310,7 +310,9 @@ static long check_prep_vma(struct vrm *v, struct pm_vma *vma)
 	/* hugetlbfs sets VM_DONTEXPAND: no DONTUNMAP there */
 	if ((v->flags & PM_MREMAP_DONTUNMAP) && is_vm_hugetlb_page(vma))
 		return -EINVAL;
-	if (v->old_len > vma->end - v->addr)
+	/* A move that shrinks first unmaps the tail (mremap_to's shrink_vma), so only what
+	 * moves must lie in the VMA: the tail may span others (remap_is_valid runs after). */
+	if ((v->type == MREMAP_SHRINK ? v->new_len : v->old_len) > vma->end - v->addr)
 		return -EFAULT;
 	if (v->new_len == v->old_len)
 		return 0;
@@ -343,7 +345,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 {
 	unsigned long addr = v->addr, old_end = addr + v->old_len;
 	unsigned long new_addr = v->new_addr, new_end = new_addr + v->new_len;
-	bool dontunmap = v->flags & PM_MREMAP_DONTUNMAP, anon;
+	bool dontunmap = v->flags & PM_MREMAP_DONTUNMAP;
 	struct pm_hugetlb_resv *hresv = NULL;
 	struct pm_vma *new, *gone;
 	long err;
@@ -351,7 +353,9 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	mmap_assert_write_locked(mm);
 	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT - 3)
 		return -ENOMEM; /* prep_move_vma */
-	if (v->old_len) {
+	/* The range that moves becomes a VMA of its own; with DONTUNMAP the source VMA stays
+	 * whole (move_vma splits only to unmap: unmap_source_vma). */
+	if (v->old_len && !dontunmap) {
 		if (vma->start < addr) {
 			err = pm__split_vma(mm, vma, addr, PM_SPLIT_CHARGE);
 			if (err)
@@ -382,6 +386,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	new->flags = vma->flags;
 	new->pgoff = vma_pgoff(vma, addr);
 	new->file = vma->file;
+	atomic_store_relaxed(&new->xanon_vma, atomic_load_relaxed(&vma->xanon_vma)); /* copy_vma */
 	if (new->file)
 		pm__shmem_get(new->file);
 	err = prepare_tables(mm, addr, new_addr, v->old_len);
@@ -398,13 +403,12 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 
 	if (vma->file)
 		pm__shmem_map_lock(vma->file);
-	anon = move_page_tables(mm, addr, new_addr, v->old_len);
+	move_page_tables(mm, addr, new_addr, v->old_len);
 	if (vma->file)
 		pm__shmem_map_unlock(vma->file);
-	/* Linux: an anonymous VMA without an anon_vma (never faulted) takes the new address as
-	 * its pgoff; a faulted one keeps its own. pinmm has no anon_vma: a moved anonymous page
-	 * says it was faulted. */
-	if (!vma->file && !anon)
+	/* copy_vma: an anonymous VMA without an anon_vma takes the new address as its pgoff,
+	 * so that it may merge there; one with an anon_vma keeps its own. */
+	if (!vma->file && !atomic_load_relaxed(&vma->xanon_vma))
 		new->pgoff = new_addr >> PAGE_SHIFT;
 
 	if (!dontunmap && v->old_len) {
@@ -426,8 +430,12 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
 		pm__unmap_region(mm, gone, addr, old_end);
 	} else if (v->old_len) {
+		/* dontunmap_complete: VM_LOCKED goes from the whole source VMA, and its anon_vma
+		 * when all of it moved */
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
-		vma->flags &= ~VM_LOCKED; /* dontunmap_complete: its pages are gone */
+		vma->flags &= ~VM_LOCKED;
+		if (vma->start == addr && vma->end == old_end)
+			atomic_store_relaxed(&vma->xanon_vma, 0);
 	}
 	new->hresv = hresv;
 	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
@@ -483,6 +491,8 @@ static long expand_in_place(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 	ext->start = vma->end;
 	ext->end = vma->end + delta;
 	ext->flags = vma->flags;
+	/* vma_merge_extend merges with vma's own anon_vma */
+	atomic_store_relaxed(&ext->xanon_vma, atomic_load_relaxed(&vma->xanon_vma));
 	ext->pgoff = vma_pgoff(vma, vma->end);
 	ext->file = vma->file;
 	if (ext->file)
@@ -541,7 +551,7 @@ static long remap_move(struct pm_mm *mm, struct vrm *v)
 		v->cursor = start;
 		v->target = v->new_addr;
 	}
-	while ((vma = pm__find_vma(mm, v->cursor)) && vma->start < end) {
+	while (v->cursor < end && (vma = pm__find_vma(mm, v->cursor)) && vma->start < end) {
 		unsigned long s = max(vma->start, v->cursor), e = min(end, vma->end);
 		unsigned long off = v->seen ? vma->start - v->last_end : 0;
 		struct vrm piece = { .addr = s, .old_len = e - s, .new_len = e - s,
@@ -620,7 +630,8 @@ long pm_mremap(struct pm_mm *mm, unsigned long addr, unsigned long old_len,
 	}
 	/* A locked VMA's new part is faulted in, as Linux's mm_populate after the call; its
 	 * failures are not mremap's. (The several-VMA move keeps lengths: nothing new.) */
-	if (res >= 0 && (v.vm_flags & VM_LOCKED) && v.new_len > v.old_len) {
+	if (res >= 0 && (v.vm_flags & VM_LOCKED) && v.new_len > v.old_len &&
+	    (v.vm_flags & (VM_READ | VM_WRITE | VM_EXEC))) { /* populate skips PROT_NONE */
 		unsigned gflags = FOLL_FORCE;
 
 		if ((v.vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE)

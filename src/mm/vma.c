@@ -417,6 +417,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
 	pm__split_huge_pmd_at(mm, addr);
 	new->file = vma->file;
+	atomic_store_relaxed(&new->xanon_vma, atomic_load_relaxed(&vma->xanon_vma));
 	new->hresv = vma->hresv;
 	if (new->hresv)
 		pm__hugetlb_resv_get(new->hresv);
@@ -434,12 +435,46 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	return 0;
 }
 
+/*
+ * A fresh anon_vma id for @vma, unless a racing fault gave it one first. Lockless among the
+ * faults (each holds the mmap_lock for read or the VMA's read lock): the id only goes from 0
+ * to one value, by this compare-and-swap, so every fault sees 0 or the final id, and whichever
+ * id wins, the VMA has an anon_vma before any anonymous page of the fault is mapped. Every
+ * other reader and writer (fork, split, merge, mremap) holds the VMA's write lock, which no
+ * fault holds meanwhile. stress_fault's threads race first faults on fresh VMAs.
+ */
+void pm__vma_anon_prepare(struct pm_vma *vma)
+{
+	unsigned long id = (atomic_add_relaxed(&vma->mm->m->xanon_vma_seq, 1) + 1) *
+			   PM_ANON_VMA_ID, old = 0;
+
+	atomic_cas_strong_mb(&vma->xanon_vma, &old, id);
+}
+
+/*
+ * Linux's is_mergeable_anon_vma(): a VMA that got its anon_vma from fork (chain not singular)
+ * merges only with one of the same anon_vma; otherwise one without an anon_vma merges with
+ * one that has it. Two different anon_vmas never merge in Linux; pinmm does not model
+ * find_mergeable_anon_vma's reuse of a neighbour's anon_vma at the first fault, so two ids
+ * neither of which came from fork are taken as that reuse (open in tools/oracle/known.txt).
+ */
+static bool anon_vma_compatible(unsigned long a, unsigned long b)
+{
+	if (!a || !b)
+		return !((a | b) & PM_ANON_VMA_FORKED);
+	return a == b || !((a | b) & PM_ANON_VMA_FORKED);
+}
+
 static bool can_merge(const struct pm_vma *a, const struct pm_vma *b)
 {
 	/* Hugetlb VMAs never merge (Linux: vm_ops->close). */
 	return a->end == b->start && a->flags == b->flags && a->file == b->file &&
 	       !(a->flags & VM_HUGETLB) &&
-	       (!a->file || a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff);
+	       /* anonymous memory too: its pgoff is where it was first mapped (vma.c's
+		* can_vma_merge_before/after compare vm_pgoff for every VMA) */
+	       a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff &&
+	       anon_vma_compatible(atomic_load_relaxed(&a->xanon_vma),
+				   atomic_load_relaxed(&b->xanon_vma));
 }
 
 /* Absorb @gone into its neighbour @keep. Return false (nothing changed) without memory. */
@@ -465,6 +500,8 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 	keep->start = start;
 	keep->end = end;
 	keep->pgoff = pgoff;
+	if (!atomic_load_relaxed(&keep->xanon_vma)) /* the merged VMA keeps an anon_vma */
+		atomic_store_relaxed(&keep->xanon_vma, atomic_load_relaxed(&gone->xanon_vma));
 	if (keep->file)
 		pm__shmem_map_unlock(keep->file);
 	pm__vma_retire(mm, gone);
@@ -500,6 +537,14 @@ static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, un
 		hi->pgoff += (addr - b) >> PAGE_SHIFT;
 	else
 		hi->pgoff -= (b - addr) >> PAGE_SHIFT;
+	/* The VMA that grows takes the other's anon_vma if it has none (dup_anon_vma). */
+	{
+		struct pm_vma *grows = addr > b ? lo : hi, *shrinks = addr > b ? hi : lo;
+
+		if (!atomic_load_relaxed(&grows->xanon_vma))
+			atomic_store_relaxed(&grows->xanon_vma,
+					     atomic_load_relaxed(&shrinks->xanon_vma));
+	}
 	if (lo->file)
 		pm__shmem_map_unlock(lo->file);
 	return true;
@@ -510,7 +555,8 @@ static bool piece_can_merge(const struct pm_vma *vma, unsigned long s, unsigned 
 			    unsigned long flags, const struct pm_vma *nb)
 {
 	struct pm_vma piece = { .start = s, .end = e, .flags = flags, .file = vma->file,
-				.pgoff = vma_pgoff(vma, s) };
+				.pgoff = vma_pgoff(vma, s),
+				.xanon_vma = atomic_load_relaxed(&vma->xanon_vma) };
 
 	return nb->start < s ? can_merge(nb, &piece) : can_merge(&piece, nb);
 }

@@ -132,6 +132,19 @@ static void test_errors(void)
 	       "%s: lengths round up to pages", dn);
 	is_int(pm_mremap(mm, a, PG, PG, FIXED, 0), -EPERM, "%s: FIXED at page 0: -EPERM", dn);
 	ok(pmt_fill(mm, a, 4, 1) && pmt_check(mm, a, 4, 1), "%s: the mapping is unchanged", dn);
+	/* A move that shrinks: the tail is unmapped first, so it may span other VMAs; only
+	 * what moves must lie in one (mremap_to: shrink_vma before remap_is_valid; found by
+	 * make oracle: pinmm gave -EFAULT). */
+	ASSERT_EQ(pmt_poke(mm, a + PG, 'k'), 1);
+	ASSERT_EQ(pmt_poke(mm, a + 2 * PG, 'm'), 1);
+	is_int(pm_mremap(mm, a + 2 * PG, 3 * PG, PG, FIXED, W + 64 * PG), (long)(W + 64 * PG),
+	       "%s: shrinking move whose tail spans the next VMA", dn);
+	ok(pmt_peek(mm, W + 64 * PG) == 'm' && pmt_peek(mm, a + 2 * PG) == -EFAULT &&
+		   pmt_peek(mm, a + 4 * PG) == -EFAULT && pmt_peek(mm, a + PG) == 'k',
+	   "%s: ... moved one page, unmapped the tail across both VMAs", dn);
+	is_int(pm_mremap(mm, a, 4 * PG, 3 * PG, FIXED, W + 64 * PG), -EFAULT,
+	       "%s: ... but what moves must lie in the VMA (it ends at a + 2 pages)", dn);
+	is_int(pmt_peek(mm, a + PG), 'k', "%s: ... and the failure left it", dn);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, "errors");
 }
@@ -370,6 +383,14 @@ static void test_hugetlb(void)
 	       "%s: hugetlb: DONTUNMAP is -EINVAL", dn);
 	is_int(pm_mremap(mm, a, 2 * HP, 2 * HP, 0, PG), -EINVAL,
 	       "%s: hugetlb: even an unused new_addr must be aligned", dn);
+	/* Lengths that round up to the same 2 MiB: align_hugetlb makes them equal, a no-op
+	 * (the make oracle divergence "mremap/ret" was glibc's wrapper dropping new_addr). */
+	is_int(pm_mremap(mm, a, 6 * PG, 7 * PG, MAYMOVE, 0), (long)a,
+	       "%s: hugetlb: lengths equal once rounded up: a no-op", dn);
+	is_int(pm_mremap(mm, a, 6 * PG, 7 * PG, MAYMOVE, W + 0x148000), -EINVAL,
+	       "%s: hugetlb: the no-op still checks an unused new_addr", dn);
+	ok(pfn(mm, a) == p0 && pmt_peek(mm, a) == 5, "%s: hugetlb: the no-op kept the mapping",
+	   dn);
 	pm_hugetlb_reserved(m, &resv);
 	is_int(resv, 1, "%s: hugetlb: one page reserved, one faulted", dn);
 	is_int(pm_mremap(mm, a, 2 * HP - PG, 2 * HP, FIXED, b), (long)b,

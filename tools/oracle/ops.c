@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -661,7 +662,11 @@ struct res host_do(struct hstate *h, const struct op *op)
 			r.ret = neg_errno(ftruncate(h->memfd[op->o], (off_t)op->off));
 		break;
 	case OP_MREMAP: {
-		void *a = mremap((void *)op->addr, op->len, op->b, op->f, (void *)op->c);
+		/* The system call itself: glibc's wrapper passes new_address only with
+		 * MREMAP_FIXED or MREMAP_DONTUNMAP (0 otherwise), and the kernel checks even an
+		 * unused one (hugetlb: align_hugetlb), as pm_mremap does. */
+		long sr = syscall(SYS_mremap, op->addr, op->len, op->b, op->f, op->c);
+		void *a = sr == -1 ? MAP_FAILED : (void *)sr;
 
 		if (a == MAP_FAILED) {
 			r.ret = -errno;
