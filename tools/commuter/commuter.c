@@ -1012,12 +1012,14 @@ static const struct {
 	{ "NO_PER_VMA_LOCK", PM_KNOB_NO_PER_VMA_LOCK },
 	{ "VMA_LOCK_SHARED_COUNT", PM_KNOB_VMA_LOCK_SHARED_COUNT },
 	{ "PTE_TABLE_LOCK", PM_KNOB_PTE_TABLE_LOCK },
+	{ "FOLIO_SHARED_PINS", PM_KNOB_FOLIO_SHARED_PINS },
 };
 #define NR_KNOB_NAMES (sizeof(knob_names) / sizeof(knob_names[0]))
 /* "before": every seed's old behaviour at once. */
 #define KNOBS_BEFORE                                                                    \
 	(PM_KNOB_HAS_PINNED_ALWAYS_WRITE | PM_KNOB_NO_GUP_FAST | PM_KNOB_UNPIN_PER_PAGE |   \
-	 PM_KNOB_SHMEM_LOCK_TWICE | PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_PTE_TABLE_LOCK)
+	 PM_KNOB_SHMEM_LOCK_TWICE | PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_PTE_TABLE_LOCK |    \
+	 PM_KNOB_FOLIO_SHARED_PINS)
 
 static int parse_knobs(const char *s, unsigned *out)
 {
