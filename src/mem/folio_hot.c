@@ -116,8 +116,8 @@ static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio *folio,
 /*
  * pm__folio_hot_grab() - take @refs pins of kind FOLL_PIN on @folio in this CPU's slot, if the
  * folio is hot. Return: true if taken; false if it is not hot (take them on the shared counts).
- * Context: the folio is alive (a reference or a mapping is held), or, for GUP-fast, PG_hot was
- * seen: while PG_hot is set the bias keeps the folio alive ((H1) checks it under active).
+ * The folio must be alive (the caller has a reference or a mapping of it), or, for GUP-fast,
+ * PG_hot was seen: while PG_hot is set the bias keeps the folio alive ((H1) checks it).
  */
 bool pm__folio_hot_grab(struct pm_folio *folio, int refs)
 {
@@ -288,7 +288,8 @@ static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_
 
 /*
  * pm__folio_hot_enter() - make @folio hot: a shared pin found another pin outstanding on it.
- * Context: the caller holds a reference on @folio; any lock (hot_lock nests inside them all).
+ * The caller has a reference on @folio, and may be inside any other lock: hot_lock is taken
+ * last.
  * Failing to enter (no memory, every state in use) is not an error: pins stay shared.
  */
 void pm__folio_hot_enter(struct pm_folio *folio)
