@@ -601,6 +601,7 @@ static inline bool is_huge_zero_folio(const struct pm_folio *folio)
  * count can match until it leaves hot mode (pm__folio_cool).
  */
 #define PM_HOT_BIAS (1 << 28)
+#define PM_HOT_REF_LIMIT (1L << 29) /* references all of a folio's slots may hold */
 
 /*
  * One CPU's counts of a hot folio, in one word so that a hot pin or unpin is two locked

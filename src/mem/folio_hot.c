@@ -94,14 +94,22 @@ static void hot_wait_idle(struct pm_machine *m, struct pm_folio_hot *h)
 /*
  * One hot operation: @pins pins (negative: unpins) on this CPU's slot, if @folio is hot and
  * @h still serves it ((H1)). The add announces the operation and makes the change at once;
- * if the folio turned out not to be hot, a second add takes both back. Return: done here.
+ * if the folio turned out not to be hot, a second add takes both back. A pin that would take
+ * the slot past its share of PM_HOT_REF_LIMIT references (@unit each) is not taken here: the
+ * shared counts, with their own limit, take it or refuse it. So however the slots are folded,
+ * the refcount stays below PM_GUP_REF_LIMIT + PM_HOT_REF_LIMIT, far from INT_MAX.
+ * Return: done here.
  */
 static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio *folio,
 				   struct pm_folio_hot *_Atomic *entry, struct pm_folio_hot *h,
-				   long pins)
+				   long pins, long unit)
 {
 	struct pm_hot_slot *s = hot_slot(h, pm__this_cpu(m));
 	int64_t v = pins * HOT_PIN + HOT_ACTIVE;
+
+	if (pins > 0 && unlikely((atomic_load_relaxed(&s->xv) / HOT_PIN + pins) * unit >
+				 PM_HOT_REF_LIMIT / m->nr_cpus))
+		return false;
 
 	atomic_add_mb(&s->xv, v); /* (H4): sequentially consistent, as a shared pin's */
 	if (likely((atomic_load_mb(&folio->page.xflags) & PGF(PG_hot)) &&
@@ -130,11 +138,11 @@ bool pm__folio_hot_grab(struct pm_folio *folio, int refs)
 		return false;
 	entry = &table[page_to_pfn(m, &folio->page)];
 	h = atomic_load_acquire(entry);
-	/* Near the limit: the shared path refuses it, as it refuses any reference. */
-	if (!h || unlikely(atomic_load_relaxed(&folio->page.xrefcount) - PM_HOT_BIAS >
-			   PM_GUP_REF_LIMIT - refs * GUP_PIN_COUNTING_BIAS))
+	if (!h)
 		return false;
-	return hot_op(m, folio, entry, h, refs);
+	/* Hot: its order cannot change until it leaves, which waits for us ((H1)). */
+	return hot_op(m, folio, entry, h, refs,
+		      folio_test_large(folio) ? 1 : GUP_PIN_COUNTING_BIAS);
 }
 
 /*
@@ -162,7 +170,7 @@ bool pm__folio_hot_put(struct pm_folio *folio, int refs)
 		h = atomic_load_acquire(entry);
 		if (!h)
 			return false; /* not hot any more: PG_hot is set only with a state */
-		if (hot_op(m, folio, entry, h, -(long)refs))
+		if (hot_op(m, folio, entry, h, -(long)refs, 0))
 			return true;
 	}
 }
