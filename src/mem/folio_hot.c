@@ -268,8 +268,8 @@ static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_
 	if (m->hot_nr < m->hot_max) {
 		size_t size = sizeof(*h) + m->nr_cpus * sizeof(struct pm_hot_slot);
 
-		if (posix_memalign((void **)&h, PM_CACHELINE, size))
-			return NULL;
+		if (pm__should_fail(m) || posix_memalign((void **)&h, PM_CACHELINE, size))
+			return NULL; /* the pins stay shared */
 		memset(h, 0, size);
 		pm__trace_object(h, size, "pm_folio_hot");
 		h->next = m->hot_list;
@@ -312,6 +312,8 @@ void pm__folio_hot_enter(struct pm_folio *folio)
 	if (!table) {
 		size_t size = m->nr_pages * sizeof(*table);
 
+		if (pm__should_fail(m))
+			return; /* the pins stay shared */
 		table = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		if (table == MAP_FAILED)
 			return;
