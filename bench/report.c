@@ -146,6 +146,13 @@ static bool disturbed(const struct bench_result *r, unsigned tasks)
 	return r->others * nproc > free_cpus + 0.10 * nproc;
 }
 
+bool report_point_disturbed(const struct report_experiment *e, enum report_cfg c, unsigned p)
+{
+	const struct bench_result *r = &e->res[c][p];
+
+	return e->ran[c][p] && r->status == 0 && disturbed(r, e->tasks[p]);
+}
+
 #define MAX_RETRIES_PER_POINT 2
 #define MAX_RETRIES 24	/* in all, so that a busy machine cannot make the report endless */
 
