@@ -840,7 +840,8 @@ static void run_teardown(struct run *r)
 
 /* --model: each fault's neighbouring page is faulted before the traced one, so that the
  * traced fault is a will-it-scale loop's steady-state one (its tables exist), not the
- * region's first (see write_model). */
+ * region's first; each mmap is preceded by an mmap and munmap of its kind, as the loop's
+ * previous iteration (see write_model). */
 static bool model_steady;
 
 /* Build the case's state in a fresh machine, the same way the model did. */
@@ -903,6 +904,21 @@ static int run_setup(struct run *r)
 			if (ops[k ? c->b : c->a].kind == OK_FAULT &&
 			    pm_fault(r->mm[c->mmi[k]], c->t[k] + c->len[k], PM_FAULT_WRITE))
 				return -EIO;
+	if (model_steady)
+		for (int k = 0; k < 2; k++) {
+			const struct op *o = &ops[k ? c->b : c->a];
+			long a;
+
+			if (o->kind != OK_MMAP || o->fixed)
+				continue;
+			a = pm_mmap(r->mm[c->mmi[k]], 0, unit_len(o->mk),
+				    PM_PROT_READ | PM_PROT_WRITE,
+				    (o->mk == BK_SHMEM ? PM_MAP_SHARED : PM_MAP_PRIVATE) |
+				    (o->mk == BK_SHMEM ? 0 : PM_MAP_ANONYMOUS),
+				    o->mk == BK_SHMEM ? r->obj[2 + k] : NULL, 0);
+			if (a < 0 || pm_munmap(r->mm[c->mmi[k]], (unsigned long)a, unit_len(o->mk)))
+				return -EIO;
+		}
 	/* warm */
 	for (int cpu = 0; cpu < 2; cpu++)
 		on_cpu(cpu, warm_cpu, r);
