@@ -134,18 +134,6 @@ static int open_log(struct report *rep, const struct report_experiment *e, enum 
 	return fd;
 }
 
-/*
- * A run is disturbed when other processes took more than the CPUs it left free, plus 10% of
- * the machine: 2 tasks on 2 CPUs tolerate 0.2 CPU of others, 1 task tolerates 1.2.
- */
-static bool disturbed(const struct bench_result *r, unsigned tasks)
-{
-	unsigned nproc = bench_nproc();
-	double free_cpus = tasks < nproc ? (double)(nproc - tasks) : 0;
-
-	return r->others * nproc > free_cpus + 0.10 * nproc;
-}
-
 #define MAX_RETRIES_PER_POINT 2
 #define MAX_RETRIES 24	/* in all, so that a busy machine cannot make the report endless */
 
@@ -193,7 +181,7 @@ static void run_point(struct report *rep, struct report_experiment *e, enum repo
 			close(log);
 		if (!tries || (again.status == 0 && again.others < r->others))
 			*r = again;
-		if (r->status || !disturbed(r, e->tasks[p]) || tries == MAX_RETRIES_PER_POINT ||
+		if (r->status || !report_disturbed(r, e->tasks[p]) || tries == MAX_RETRIES_PER_POINT ||
 		    rep->retries >= rep->max_retries)
 			break;
 		rep->retries++;

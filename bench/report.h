@@ -91,6 +91,10 @@ bool report_value(const struct report_experiment *e, enum report_cfg c, unsigned
 		  enum report_metric m, double *v);
 bool report_ratio(const struct report_experiment *e, const struct report_view *v, double *r);
 bool report_efficiency(const struct report_experiment *e, enum report_cfg c, double *eff);
+/* Other processes took more of the machine during run @r of @tasks than it left free. */
+bool report_disturbed(const struct bench_result *r, unsigned tasks);
+/* The point's kept run was still disturbed by other processes after its repeats. */
+bool report_point_disturbed(const struct report_experiment *e, enum report_cfg c, unsigned p);
 const char *report_format(enum report_metric m, double v, char *buf, size_t len);
 const char *report_verdict(const struct report_experiment *e, const struct report_view *v);
 const char *report_metric_unit(enum report_metric m);

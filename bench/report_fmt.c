@@ -79,6 +79,25 @@ bool report_efficiency(const struct report_experiment *e, enum report_cfg c, dou
 	return true;
 }
 
+/*
+ * A run is disturbed when other processes took more than the CPUs it left free, plus 10% of
+ * the machine: 2 tasks on 2 CPUs tolerate 0.2 CPU of others, 1 task tolerates 1.2.
+ */
+bool report_disturbed(const struct bench_result *r, unsigned tasks)
+{
+	unsigned nproc = bench_nproc();
+	double free_cpus = tasks < nproc ? (double)(nproc - tasks) : 0;
+
+	return r->others * nproc > free_cpus + 0.10 * nproc;
+}
+
+bool report_point_disturbed(const struct report_experiment *e, enum report_cfg c, unsigned p)
+{
+	const struct bench_result *r = &e->res[c][p];
+
+	return e->ran[c][p] && r->status == 0 && report_disturbed(r, e->tasks[p]);
+}
+
 const char *report_metric_unit(enum report_metric m)
 {
 	switch (m) {

@@ -33,6 +33,11 @@
  *    same way; each is recorded as a read-modify-write of the mutex's first 16 bytes, where
  *    glibc keeps the lock word, the owner and the user count that every lock and unlock
  *    writes.
+ *  - Lock sections: the library's spinlocks and rwsems call pm__trace_lock()/_unlock() (its
+ *    src/lib/trace.h hooks) once held and before release, and the mutex wrappers do the same;
+ *    each becomes an event beside the log (the lock, the log's length then, shared or
+ *    exclusive), so that a reader of the log can tell which accesses a critical section made.
+ *    Events are kept in a second fixed buffer of this thread (PM_TRACE_LOCK_EVENTS).
  *  - Left out: the thread's own stack (pthread_getattr_np's bounds), which no other thread
  *    reads, and the log buffer. The harness is not instrumented, so it never calls in.
  *  - The recording path writes only this thread's log: a TLS flag test, two range tests and
@@ -60,7 +65,8 @@
 
 struct thread_log {
 	struct pm_trace_access *buf;
-	size_t n, cap, dropped, fences;
+	struct pm_trace_lock_event *ev;
+	size_t n, cap, dropped, fences, nev;
 	uintptr_t stack_lo, stack_size;	/* this thread's stack: never recorded */
 	uint64_t gen;
 	int on;				/* between pm_trace_begin() and pm_trace_end() */
@@ -103,6 +109,8 @@ static void log_thread_exit(void *arg)
 	t->on = 0;
 	if (t->buf)
 		munmap(t->buf, t->cap * sizeof(*t->buf));
+	free(t->ev);
+	t->ev = NULL;
 	t->buf = NULL;
 	t->cap = 0;
 }
@@ -133,6 +141,7 @@ static void thread_log_init(struct thread_log *t)
 	}
 	t->buf = buf;
 	t->cap = cap;
+	t->ev = malloc(PM_TRACE_LOCK_EVENTS * sizeof(*t->ev));
 	t->stack_lo = t->stack_size = 0;
 	if (!pthread_getattr_np(pthread_self(), &attr)) {
 		if (!pthread_attr_getstack(&attr, &lo, &size)) {
@@ -151,7 +160,7 @@ void pm_trace_begin(void)
 	t->on = 0;
 	if (!t->buf)
 		thread_log_init(t);
-	t->n = t->dropped = t->fences = 0;
+	t->n = t->dropped = t->fences = t->nev = 0;
 	t->gen = pm_trace_generation();
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->on = 1;
@@ -167,6 +176,12 @@ void pm_trace_end(struct pm_trace_log *out)
 	out->dropped = t->dropped;
 	out->fences = t->fences;
 	out->gen = t->gen;
+	out->nlocks = 0;
+	out->locks = malloc((t->nev ? t->nev : 1) * sizeof(*out->locks));
+	if (out->locks && t->ev) {
+		memcpy(out->locks, t->ev, t->nev * sizeof(*out->locks));
+		out->nlocks = t->nev;
+	}
 	out->acc = malloc((t->n ? t->n : 1) * sizeof(*out->acc));
 	if (!out->acc) {
 		out->dropped += out->n;
@@ -179,8 +194,11 @@ void pm_trace_end(struct pm_trace_log *out)
 void pm_trace_log_free(struct pm_trace_log *log)
 {
 	free(log->acc);
+	free(log->locks);
 	log->acc = NULL;
+	log->locks = NULL;
 	log->n = 0;
+	log->nlocks = 0;
 }
 
 /* ---- what the instrumentation calls ---- */
@@ -309,6 +327,31 @@ TSAN_FN(void *, __wrap_memmove, void *d, const void *s, size_t n)
 	return __real_memmove(d, s, n);
 }
 
+/* ---- lock sections ---- */
+
+static void lock_event(const void *lock, unsigned flags)
+{
+	struct thread_log *t = &tl;
+
+	if (likely(!t->on) || !t->ev || t->nev == PM_TRACE_LOCK_EVENTS)
+		return;
+	t->ev[t->nev++] = (struct pm_trace_lock_event){ (uintptr_t)lock, t->n, flags };
+}
+
+/* The library's hooks (src/lib/trace.h): not on its layers' call graph, like labels.c's. */
+void pm__trace_lock(const void *lock, int excl);
+void pm__trace_unlock(const void *lock);
+
+void pm__trace_lock(const void *lock, int excl)
+{
+	lock_event(lock, PM_TRACE_LOCK_ACQUIRE | (excl ? PM_TRACE_LOCK_EXCL : 0));
+}
+
+void pm__trace_unlock(const void *lock)
+{
+	lock_event(lock, PM_TRACE_LOCK_RELEASE);
+}
+
 /* ---- pthread mutexes ---- */
 
 int __real_pthread_mutex_lock(pthread_mutex_t *mu);
@@ -327,8 +370,13 @@ static __attribute__((always_inline)) inline void record_mutex(pthread_mutex_t *
 
 TSAN_FN(int, __wrap_pthread_mutex_lock, pthread_mutex_t *mu)
 {
+	int err;
+
 	record_mutex(mu, RA(), false);
-	return __real_pthread_mutex_lock(mu);
+	err = __real_pthread_mutex_lock(mu);
+	if (!err && tl.depth > 0)
+		lock_event(mu, PM_TRACE_LOCK_ACQUIRE | PM_TRACE_LOCK_EXCL);
+	return err;
 }
 
 TSAN_FN(int, __wrap_pthread_mutex_trylock, pthread_mutex_t *mu)
@@ -336,12 +384,16 @@ TSAN_FN(int, __wrap_pthread_mutex_trylock, pthread_mutex_t *mu)
 	int err = __real_pthread_mutex_trylock(mu);
 
 	record_mutex(mu, RA(), err != 0);
+	if (!err && tl.depth > 0)
+		lock_event(mu, PM_TRACE_LOCK_ACQUIRE | PM_TRACE_LOCK_EXCL);
 	return err;
 }
 
 TSAN_FN(int, __wrap_pthread_mutex_unlock, pthread_mutex_t *mu)
 {
 	record_mutex(mu, RA(), false);
+	if (tl.depth > 0)
+		lock_event(mu, PM_TRACE_LOCK_RELEASE);
 	return __real_pthread_mutex_unlock(mu);
 }
 

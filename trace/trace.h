@@ -44,13 +44,30 @@ struct pm_trace_access {
 	uint32_t flags;		/* PM_TRACE_* */
 };
 
+/* A lock taken or let go, as the library's lock primitives mark it (src/lib/trace.h). */
+enum {
+	PM_TRACE_LOCK_ACQUIRE = 1u << 0,
+	PM_TRACE_LOCK_RELEASE = 1u << 1,
+	PM_TRACE_LOCK_EXCL = 1u << 2,	/* an acquisition that excludes every other holder */
+};
+
+struct pm_trace_lock_event {
+	uintptr_t lock;		/* the lock's address */
+	size_t pos;		/* the log's access count at the event: acc[pos] comes after it */
+	unsigned flags;		/* PM_TRACE_LOCK_* */
+};
+
 struct pm_trace_log {
 	struct pm_trace_access *acc;	/* in program order */
 	size_t n;
 	size_t dropped;		/* accesses past the buffer (PINMM_TRACE_ENTRIES): not in acc */
 	size_t fences;		/* atomic_thread_fence calls (seq_cst and weaker) */
 	uint64_t gen;		/* the label registry's generation at pm_trace_begin() */
+	struct pm_trace_lock_event *locks;	/* in program order, beside acc */
+	size_t nlocks;		/* events kept (at most PM_TRACE_LOCK_EVENTS; more are dropped) */
 };
+
+#define PM_TRACE_LOCK_EVENTS 4096
 
 /* Start recording this thread's accesses (a new, empty log). */
 PM_TRACE_API void pm_trace_begin(void);

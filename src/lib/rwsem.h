@@ -25,6 +25,7 @@
 #include "lib/atomic.h"
 #include "lib/compiler.h"
 #include "lib/owner.h"
+#include "lib/trace.h"
 
 struct pm_rwsem {
 	_Atomic long xcount;
@@ -69,15 +70,18 @@ static inline void pm_down_read(struct pm_rwsem *sem)
 {
 	long c = atomic_load_relaxed(&sem->xcount);
 
-	if (likely(!(c & (PM_RWSEM_WRITER | PM_RWSEM_WWAIT))) &&
-	    atomic_cas_mb(&sem->xcount, &c, c + PM_RWSEM_READER))
-		return;
-	pm__down_read_slow(sem);
+	if (unlikely(c & (PM_RWSEM_WRITER | PM_RWSEM_WWAIT)) ||
+	    !atomic_cas_mb(&sem->xcount, &c, c + PM_RWSEM_READER))
+		pm__down_read_slow(sem);
+	pm__trace_lock(sem, 0);
 }
 
 static inline void pm_up_read(struct pm_rwsem *sem)
 {
-	long c = atomic_sub_mb(&sem->xcount, PM_RWSEM_READER) - PM_RWSEM_READER;
+	long c;
+
+	pm__trace_unlock(sem);
+	c = atomic_sub_mb(&sem->xcount, PM_RWSEM_READER) - PM_RWSEM_READER;
 
 	/* The last reader lets a waiting writer in. */
 	if (unlikely(c < PM_RWSEM_READER && atomic_load_mb(&sem->xsleepers)))
@@ -93,10 +97,12 @@ static inline void pm_down_write(struct pm_rwsem *sem)
 #if PM_DEBUG >= 1
 	atomic_store_relaxed(&sem->xowner, pm_lock_owner_id());
 #endif
+	pm__trace_lock(sem, 1);
 }
 
 static inline void pm_up_write(struct pm_rwsem *sem)
 {
+	pm__trace_unlock(sem);
 #if PM_DEBUG >= 1
 	atomic_store_relaxed(&sem->xowner, 0);
 #endif
@@ -112,6 +118,8 @@ static inline void pm_up_write(struct pm_rwsem *sem)
  */
 static inline void pm_downgrade_write(struct pm_rwsem *sem)
 {
+	pm__trace_unlock(sem);
+	pm__trace_lock(sem, 0);
 #if PM_DEBUG >= 1
 	atomic_store_relaxed(&sem->xowner, 0);
 #endif

@@ -20,6 +20,7 @@
 #include "lib/atomic.h"
 #include "lib/compiler.h"
 #include "lib/owner.h"
+#include "lib/trace.h"
 
 struct pm_spinlock {
 	_Atomic int xlocked;
@@ -52,7 +53,10 @@ static inline void pm_spin_init(struct pm_spinlock *l)
 
 static inline bool pm_spin_trylock(struct pm_spinlock *l)
 {
-	return !atomic_load_relaxed(&l->xlocked) && pm_spin_try_acquire(l);
+	if (atomic_load_relaxed(&l->xlocked) || !pm_spin_try_acquire(l))
+		return false;
+	pm__trace_lock(l, 1);
+	return true;
 }
 
 static inline void pm_spin_lock(struct pm_spinlock *l)
@@ -67,10 +71,12 @@ static inline void pm_spin_lock(struct pm_spinlock *l)
 				sched_yield();
 		}
 	}
+	pm__trace_lock(l, 1);
 }
 
 static inline void pm_spin_unlock(struct pm_spinlock *l)
 {
+	pm__trace_unlock(l);
 	atomic_store_release(&l->xlocked, 0);
 }
 

@@ -465,6 +465,62 @@ static void test_mutex(void)
 	run_free(&r);
 }
 
+static void op_lock_section(int t, void *arg)
+{
+	tto_lock_section(obj, t, 10 * t);
+}
+
+/* The lock events: the mutex's section holds the two words written inside it, no more. */
+static void test_lock_section(void)
+{
+	struct run r = { .op = op_lock_section };
+
+	run2(&r);
+	for (int t = 0; t < 2; t++) {
+		const struct pm_trace_log *l = &r.log[t];
+		size_t in = 0;
+
+		for (size_t i = l->nlocks == 2 ? l->locks[0].pos : l->n;
+		     l->nlocks == 2 && i < l->locks[1].pos; i++)
+			in += l->acc[i].addr - (uintptr_t)&obj->own[t] < sizeof(obj->own[t]) &&
+			      (l->acc[i].flags & PM_TRACE_WRITE) ? l->acc[i].size : 0;
+		ok(l->nlocks == 2 && l->locks[0].lock == (uintptr_t)&obj->mutex &&
+		   l->locks[0].flags == (PM_TRACE_LOCK_ACQUIRE | PM_TRACE_LOCK_EXCL) &&
+		   l->locks[1].lock == (uintptr_t)&obj->mutex &&
+		   l->locks[1].flags == PM_TRACE_LOCK_RELEASE,
+		   "lock section %d: the mutex's acquisition and release recorded (%zu events)", t,
+		   l->nlocks);
+		is_int((long)in, 16, "lock section %d: the bytes of the two writes inside it, between "
+		       "them (the compiler may merge them)", t);
+	}
+	run_free(&r);
+}
+
+/*
+ * Every acquisition in @l has its release, in order (the library's spinlocks and rwsems mark
+ * both); count the exclusive and the shared ones.
+ */
+static bool locks_balanced(const struct pm_trace_log *l, int *excl, int *shared)
+{
+	int depth = 0;
+
+	*excl = *shared = 0;
+	for (size_t i = 0; i < l->nlocks; i++) {
+		const struct pm_trace_lock_event *e = &l->locks[i];
+
+		if (i && e->pos < l->locks[i - 1].pos)
+			return false;
+		if (e->flags & PM_TRACE_LOCK_ACQUIRE) {
+			depth++;
+			*excl += !!(e->flags & PM_TRACE_LOCK_EXCL);
+			*shared += !(e->flags & PM_TRACE_LOCK_EXCL);
+		} else if (--depth < 0) {
+			return false;
+		}
+	}
+	return depth == 0;
+}
+
 /* ---- 7. the library's objects ---- */
 
 struct fault_arg {
@@ -525,6 +581,14 @@ static void test_library_labels(unsigned knobs, const char *what, const char *s1
 	own = conflict_named(&r, "static in labels.c", "", found, sizeof(found)) ||
 	      conflict_named(&r, "static in runtime.c", "", found, sizeof(found));
 	ok(!own, "%s: none on the tracer's own data%s%s", what, own ? ": " : "", own ? found : "");
+	for (int t = 0; t < 2; t++) {
+		int excl, shared;
+		bool bal = locks_balanced(&r.log[t], &excl, &shared);
+
+		ok(bal && excl >= 1 && (shared >= 1 || !(knobs & PM_KNOB_NO_PER_VMA_LOCK)),
+		   "%s: thread %d's lock sections balanced, %d exclusive (the PTE table's lock), "
+		   "%d shared (mmap_lock without per-VMA locks)", what, t, excl, shared);
+	}
 	rep = report(&r, PM_TRACE_C1);
 	diag_lines(rep);
 	free(rep);
@@ -565,6 +629,7 @@ int main(void)
 	test_memfn();
 	test_left_out();
 	test_mutex();
+	test_lock_section();
 	test_library_labels(0, "faults in one PTE table", "struct pm_page[pfn ",
 			    "ptl (a PTE table)");
 	test_library_labels(PM_KNOB_NO_PER_VMA_LOCK, "faults under mmap_lock",

@@ -98,3 +98,13 @@ void tto_lock(struct tto_obj *o)
 	pthread_mutex_lock(&o->mutex);
 	pthread_mutex_unlock(&o->mutex);
 }
+
+void tto_lock_section(struct tto_obj *o, int t, long v)
+{
+	o->own[t].v = v;
+	pthread_mutex_lock(&o->mutex);
+	o->own[t].v = v + 1;
+	o->own[t].pad[0] = v + 2;
+	pthread_mutex_unlock(&o->mutex);
+	o->own[t].pad[1] = v + 3;
+}

@@ -43,5 +43,8 @@ void tto_fill(long *a, int n);
 long tto_stack_only(int n);
 long tto_atomics(struct tto_obj *o);
 void tto_lock(struct tto_obj *o);
+/* A write to the thread's own line, two (to two words) inside the mutex's section, one after
+ * it. */
+void tto_lock_section(struct tto_obj *o, int t, long v);
 
 #endif /* PM_TESTS_TRACE_OPS_H */

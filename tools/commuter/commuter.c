@@ -881,6 +881,12 @@ static void run_teardown(struct run *r)
 	pm_machine_destroy(r->m);
 }
 
+/* --model: each fault's neighbouring page is faulted before the traced one, so that the
+ * traced fault is a will-it-scale loop's steady-state one (its tables exist), not the
+ * region's first; each mmap is preceded by an mmap and munmap of its kind, as the loop's
+ * previous iteration (see write_model). */
+static bool model_steady;
+
 /* Build the case's state in a fresh machine, the same way the model did. */
 static int run_setup(struct run *r)
 {
@@ -936,6 +942,26 @@ static int run_setup(struct run *r)
 		    !(r->prep_umem[k] = pm_umem_get(mm, c->t[k], PG, PM_UMEM_WRITE)))
 			return -EIO;
 	}
+	if (model_steady && c->in < IN_FAULTED)
+		for (int k = 0; k < 2; k++)
+			if (ops[k ? c->b : c->a].kind == OK_FAULT &&
+			    pm_fault(r->mm[c->mmi[k]], c->t[k] + c->len[k], PM_FAULT_WRITE))
+				return -EIO;
+	if (model_steady)
+		for (int k = 0; k < 2; k++) {
+			const struct op *o = &ops[k ? c->b : c->a];
+			long a;
+
+			if (o->kind != OK_MMAP || o->fixed)
+				continue;
+			a = pm_mmap(r->mm[c->mmi[k]], 0, unit_len(o->mk),
+				    PM_PROT_READ | PM_PROT_WRITE,
+				    (o->mk == BK_SHMEM ? PM_MAP_SHARED : PM_MAP_PRIVATE) |
+				    (o->mk == BK_SHMEM ? 0 : PM_MAP_ANONYMOUS),
+				    o->mk == BK_SHMEM ? r->obj[2 + k] : NULL, 0);
+			if (a < 0 || pm_munmap(r->mm[c->mmi[k]], (unsigned long)a, unit_len(o->mk)))
+				return -EIO;
+		}
 	/* warm */
 	for (int cpu = 0; cpu < 2; cpu++)
 		on_cpu(cpu, warm_cpu, r);
@@ -969,6 +995,14 @@ struct result {
 	struct hit *hit[2];
 	long rmw[2];
 	size_t dropped;
+	/* --model: the share of each order's logs' accesses made in a serialising critical
+	 * section (lock_share()), and the lock */
+	double cs_share[2];
+	uintptr_t cs_lock;
+	uint64_t cs_gen;
+	/* --model: the conflicting lines' visits per order (line_visits()), in all and of the
+	 * most visited line */
+	double visits[2], hot[2];
 };
 
 static uint64_t min_gen(const struct pm_trace_log *l)
@@ -1010,6 +1044,99 @@ static long count_rmw(const struct pm_trace_log *l)
 	return n;
 }
 
+/*
+ * lock_share() - the share of @l's accesses made inside a critical section of a lock that
+ * @o takes too, where either takes it exclusively: what two tasks' operations cannot run at
+ * the same time. Accesses stand for time (the 1-CPU cost is spread over them evenly). Of each
+ * lock the outermost sections count; of several such locks, the largest share (*@lock).
+ */
+static double lock_share(const struct pm_trace_log *l, const struct pm_trace_log *o,
+			 uintptr_t *lock)
+{
+	double best = 0;
+
+	for (size_t i = 0; l->n && i < l->nlocks; i++) {
+		const struct pm_trace_lock_event *e = &l->locks[i];
+		size_t in = 0, depth = 0, start = 0;
+		bool seen = false, other = false, excl = false;
+
+		if (!(e->flags & PM_TRACE_LOCK_ACQUIRE))
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = l->locks[j].lock == e->lock;
+		for (size_t j = 0; j < o->nlocks; j++) {
+			if (o->locks[j].lock != e->lock ||
+			    !(o->locks[j].flags & PM_TRACE_LOCK_ACQUIRE))
+				continue;
+			other = true;
+			excl |= o->locks[j].flags & PM_TRACE_LOCK_EXCL;
+		}
+		if (seen || !other)
+			continue;
+		for (size_t j = i; j < l->nlocks; j++) {
+			const struct pm_trace_lock_event *f = &l->locks[j];
+
+			if (f->lock != e->lock)
+				continue;
+			if (f->flags & PM_TRACE_LOCK_ACQUIRE) {
+				excl |= f->flags & PM_TRACE_LOCK_EXCL;
+				if (depth++ == 0)
+					start = f->pos;
+			} else if (depth && --depth == 0) {
+				in += f->pos - start;
+			}
+		}
+		if (depth)
+			in += l->n - start;
+		if (excl && (double)in / (double)l->n > best) {
+			best = (double)in / (double)l->n;
+			*lock = e->lock;
+		}
+	}
+	return best;
+}
+
+/*
+ * line_visits() - how many times @l goes to the 64-byte line at @line: its accesses there,
+ * where one that follows the previous one by more than VISIT_GAP other accesses starts a new
+ * visit. Between two visits another CPU can take the line, so each visit of a conflicting
+ * line stands for a transfer (mmap_lock's reader count: one at down_read, one at up_read).
+ */
+#define VISIT_GAP 32
+
+static unsigned line_visits(const struct pm_trace_log *l, uintptr_t line)
+{
+	unsigned n = 0;
+	size_t last = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		const struct pm_trace_access *a = &l->acc[i];
+
+		if (a->addr >= line + 64 || a->addr + a->size <= line)
+			continue;
+		if (!n || i - last > VISIT_GAP)
+			n++;
+		last = i;
+	}
+	return n;
+}
+
+/* The C64-conflicting lines' visits, the mean of the two logs: in all, and the most. */
+static void count_visits(const struct pm_trace_log *l, double *all, double *hot)
+{
+	struct pm_trace_conflict *cf;
+	long n = pm_trace_conflicts(&l[0], &l[1], PM_TRACE_C64, &cf);
+
+	*all = *hot = 0;
+	for (long i = 0; i < n; i++) {
+		double v = (line_visits(&l[0], cf[i].line) + line_visits(&l[1], cf[i].line)) / 2.0;
+
+		*all += v;
+		*hot = v > *hot ? v : *hot;
+	}
+	free(cf);
+}
+
 /* Run one order: @first on its CPU, then the other. */
 static bool run_order(struct result *res, unsigned flags, unsigned knobs, int first)
 {
@@ -1028,6 +1155,10 @@ static bool run_order(struct result *res, unsigned flags, unsigned knobs, int fi
 		}
 		for (int level = 0; level < 2; level++)
 			add_hits(res, level, r.log);
+		res->cs_share[first] = (lock_share(&r.log[0], &r.log[1], &res->cs_lock) +
+					lock_share(&r.log[1], &r.log[0], &res->cs_lock)) / 2;
+		res->cs_gen = min_gen(r.log);
+		count_visits(r.log, &res->visits[first], &res->hot[first]);
 		if (first == 0) {
 			res->rmw[0] = count_rmw(&r.log[0]);
 			res->rmw[1] = count_rmw(&r.log[1]);
@@ -1633,11 +1764,13 @@ static int seed_2020(void)
 
 /*
  * --model FILE: the trace's figures for the report's scaling model (bench/report_model.c),
- * one row per will-it-scale experiment and configuration: the pair of its operation that
- * two of its tasks run, each on its own data, as the benchmark places them. Columns: id,
- * configuration, C64-conflicting lines per operation (distinct labelled fields, at most 16),
- * locked RMWs per operation (the mean of the two), and the critical section of a
- * conflicting lock in ns (0: the trace does not time sections; see docs/commuter.md).
+ * one row per will-it-scale experiment and configuration: the pair of its unit operation
+ * that two of its tasks run, each on its own data, as the benchmark places them, in the
+ * loop's steady state (model_steady: a fault's table already exists). Columns: id,
+ * configuration, C64-conflicting lines per unit (distinct labelled fields, at most 16),
+ * locked RMWs per unit (the mean of the two), the share of the unit's accesses made inside
+ * the critical section of a lock that both take and one takes exclusively (lock_share()),
+ * and the units per counted iteration of the benchmark (pin_fast's iteration is 1024 pins).
  */
 struct model_row {
 	const char *id, *cfg, *a;
@@ -1646,29 +1779,43 @@ struct model_row {
 	enum init in;
 	int design;
 	unsigned knobs;
+	unsigned units;
 };
 
 static const struct model_row model_rows[] = {
 	{ "pin_fast", "before", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0,
-	  PM_KNOB_HAS_PINNED_ALWAYS_WRITE },
-	{ "pin_fast", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0 },
+	  PM_KNOB_HAS_PINNED_ALWAYS_WRITE, 1024 },
+	{ "pin_fast", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0, 1024 },
 	{ "gup_fast_nochurn", "before", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0,
-	  PM_KNOB_NO_GUP_FAST },
-	{ "gup_fast_nochurn", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0 },
+	  PM_KNOB_NO_GUP_FAST, 1 },
+	{ "gup_fast_nochurn", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0, 1 },
 	{ "shmem_fault", "before", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0,
-	  PM_KNOB_SHMEM_LOCK_TWICE },
-	{ "shmem_fault", "after", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0 },
+	  PM_KNOB_SHMEM_LOCK_TWICE, 1 },
+	{ "shmem_fault", "after", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0, 1 },
 	{ "page_fault1", "before", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 0,
-	  PM_KNOB_NO_PER_VMA_LOCK },
-	{ "page_fault1", "after", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0 },
-	{ "page_fault1", "processes", "fault:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0 },
-	{ "page_fault1", "range", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0 },
+	  PM_KNOB_NO_PER_VMA_LOCK, 1 },
+	{ "page_fault1", "after", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0, 1 },
+	{ "page_fault1", "proc", "fault:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 1 },
+	{ "page_fault1", "range", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0, 1 },
 	{ "page_fault3", "before", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0,
-	  PM_KNOB_NO_PER_VMA_LOCK },
-	{ "page_fault3", "after", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0 },
-	{ "mmap1", "after", "mmap:anon", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0 },
-	{ "mmap1", "processes", "mmap:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0 },
-	{ "mmap1", "range", "mmap:anon", PL_SAME_VMA, BK_ANON, IN_MAPPED, 1, 0 },
+	  PM_KNOB_NO_PER_VMA_LOCK, 1 },
+	{ "page_fault3", "after", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0, 1 },
+	{ "page_fault3", "proc", "fault:shmem", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 1 },
+	{ "page_fault3", "range", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0, 1 },
+	/* pin_hot: one pin and its unpin, each writing the folio's counts: two units */
+	{ "pin_hot_same", "after", "pin_fast", PL_SAME_PAGE, BK_THP, IN_FAULTED, 0, 0, 2 },
+	{ "pin_hot_same", "range", "pin_fast", PL_SAME_PAGE, BK_THP, IN_FAULTED, 1, 0, 2 },
+	{ "pin_hot_spread", "after", "pin_fast", PL_SAME_PTE_LINE, BK_THP, IN_FAULTED, 0, 0,
+	  2 },
+	{ "pin_hot_spread", "range", "pin_fast", PL_SAME_PTE_LINE, BK_THP, IN_FAULTED, 1, 0,
+	  2 },
+	/* mmap1/2: an mmap and its munmap, taken as touching the same lines: two units */
+	{ "mmap1", "after", "mmap:anon", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0, 2 },
+	{ "mmap1", "proc", "mmap:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 2 },
+	{ "mmap1", "range", "mmap:anon", PL_SAME_VMA, BK_ANON, IN_MAPPED, 1, 0, 2 },
+	{ "mmap2", "after", "mmap:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0, 2 },
+	{ "mmap2", "proc", "mmap:shmem", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 2 },
+	{ "mmap2", "range", "mmap:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 1, 0, 2 },
 };
 
 static int write_model(const char *path)
@@ -1680,7 +1827,9 @@ static int write_model(const char *path)
 		perror(path);
 		return 1;
 	}
-	fprintf(f, "# id\tcfg\tc64_lines\trmw\tcs_ns\t(pinmm-commuter --model)\n");
+	fprintf(f, "# id\tcfg\tc64_lines\tvisits\thot_visits\trmw\tcs_share\tunits\t"
+		"(pinmm-commuter --model)\n");
+	model_steady = true;
 	for (size_t i = 0; i < sizeof(model_rows) / sizeof(model_rows[0]); i++) {
 		const struct model_row *m = &model_rows[i];
 		unsigned flags = m->design ? PM_MACHINE_RANGE_MM : PM_MACHINE_LINUX_MM;
@@ -1700,10 +1849,19 @@ static int write_model(const char *path)
 			fprintf(stderr, "model: %s %s: the case did not run\n", m->id, m->cfg);
 			bad = 1;
 		} else {
-			fprintf(f, "%s\t%s\t%d\t%.1f\t0\n", m->id, m->cfg, r.nhit[1],
-				(r.rmw[0] + r.rmw[1]) / 2.0);
-			printf("model %-16s %-9s %s: %d C64 lines, rmw %ld + %ld%s\n", m->id,
-			       m->cfg, m->a, r.nhit[1], r.rmw[0], r.rmw[1], r.nhit[1] ? ":" : "");
+			double share = (r.cs_share[0] + r.cs_share[1]) / 2;
+			char lock[256] = "none";
+
+			if (share > 0)
+				pm_trace_label(r.cs_lock, 1, r.cs_gen, lock, sizeof(lock));
+			double visits = (r.visits[0] + r.visits[1]) / 2, hot = (r.hot[0] + r.hot[1]) / 2;
+
+			fprintf(f, "%s\t%s\t%d\t%.2f\t%.2f\t%.1f\t%.3f\t%u\n", m->id, m->cfg,
+				r.nhit[1], visits, hot, (r.rmw[0] + r.rmw[1]) / 2.0, share, m->units);
+			printf("model %-16s %-9s %s x%u: %d C64 lines, %.1f visits (%.1f the most "
+			       "visited), rmw %ld + %ld, critical section %.0f%% (%s)%s\n", m->id,
+			       m->cfg, m->a, m->units, r.nhit[1], visits, hot, r.rmw[0], r.rmw[1],
+			       100 * share, lock, r.nhit[1] ? ":" : "");
 			for (int h = 0; h < r.nhit[1]; h++)
 				printf("    %s\n", r.hit[1][h].label);
 		}
@@ -1713,6 +1871,7 @@ static int write_model(const char *path)
 			free(r.hit[l]);
 		}
 	}
+	model_steady = false;
 	fclose(f);
 	return bad;
 }
