@@ -137,6 +137,22 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	return true;
 }
 
+/*
+ * A hugetlb leaf being migrated (mm/migrate.c): the entry holds no mapcount and no reference,
+ * so it is only cleared; the migration, finding it gone under the same PMD lock, maps nothing
+ * there. Only a hugetlbfs page-cache page meets this (a truncation or another mm's unmap):
+ * a private page's migration holds this mm's lock and the page's fault mutex.
+ */
+static void zap_pmd_migration_entry(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t pmd)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+
+	pm_spin_lock(pml);
+	if (pmd_same(pmdp_get(pmdp), pmd))
+		pmdp_get_and_clear(pmdp);
+	pm_spin_unlock(pml);
+}
+
 static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, bool even_cows)
 {
 	pm_entry_t *pmdp;
@@ -158,6 +174,8 @@ static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, 
 			}
 		} else if (pmd_table(pmd)) {
 			zap_pte_range(mm, pmdp, a, next, even_cows);
+		} else if (is_pmd_migration_entry(pmd)) {
+			zap_pmd_migration_entry(mm, pmdp, pmd);
 		}
 	}
 }
