@@ -10,9 +10,13 @@
  * over its 512 PTEs under one PTL); and a small page-cache folio of a shmem object with all
  * its mappings, which the object's i_mmap list finds (migrate_shmem_folio). pinmm keeps no
  * anonymous rmap (Linux's anon_vma), so an anonymous folio that fork shares with another mm
- * cannot have its other mappings found, and is refused as "could not be moved"; a THP
- * without a free 2 MiB block in the target is not moved (Linux would split the folio,
- * pinmm never splits one); hugetlb folios are not migrated yet and are counted the same way. Each refusal is in pgmigrate_fail; pinned
+ * cannot have its other mappings found, and is refused as "could not be moved". A THP
+ * without a free 2 MiB block in the target is split and its pages moved one by one
+ * (split_thp, migrate_pages' split on -ENOMEM). A hugetlb folio moves whole to a free pool
+ * page (migrate_hugetlb_private, migrate_hugetlb_shared), behind a PMD migration entry; their
+ * comments and docs/architecture.md ("The path of a migration") have the safety argument: a
+ * pin refuses, the count is frozen before the copy, the PMD walkers that can meet the entry
+ * wait, fall back, clear it or change its bits. Each refusal is in pgmigrate_fail; pinned
  * ones in migrate_pinned_skips too.
  *
  * A page-cache folio goes the Linux way of file folios: every mapping becomes a migration
@@ -750,6 +754,7 @@ struct migrate_target {
 	unsigned long index;
 	bool thp;			/* an anonymous THP at addr (2 MiB aligned) */
 	struct pm_vma *hugetlb;		/* a hugetlb leaf at addr of this VMA */
+	unsigned long start, end;	/* thp: the range asked for (a split counts only in it) */
 };
 
 static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_target *t)
@@ -899,12 +904,19 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 	}
 	if (r == MIGRATE_NOMEM && t->thp && split_thp(mm, pmdp, addr) == MIGRATE_DONE) {
 		/* No 2 MiB block in the target: split, and move its 512 pages one by one, each
-		 * counted as Linux counts the pages of a split THP. */
+		 * counted as Linux counts the pages of a split THP - all of them move, as the
+		 * whole folio was isolated, but only those of the range asked for are in our
+		 * answer (the folios of the range not moved). */
 		struct migrate_target small = { t->target, ULONG_MAX, 0, NULL };
 		int failed = 0;
 
-		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			failed += migrate_pte(mm, pmdp, addr + i * PAGE_SIZE, &small);
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+			unsigned long a = addr + i * PAGE_SIZE;
+			int f = migrate_pte(mm, pmdp, a, &small);
+
+			if (a >= t->start && a < t->end)
+				failed += f;
+		}
 		return failed;
 	}
 	switch (r) {
@@ -952,7 +964,7 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 				failed += migrate_pte(mm, pmdp, addr & PMD_MASK,
 						      &(struct migrate_target){
 							      .target = target, .want_pfn = ULONG_MAX,
-							      .thp = true });
+							      .thp = true, .start = start, .end = end });
 				continue;
 			}
 			/* hugetlb: whole, a private mapping's own page or the object's. */
@@ -988,7 +1000,7 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 				failed += migrate_pte(mm, pmdp, a & PMD_MASK,
 						      &(struct migrate_target){
 							      .target = target, .want_pfn = ULONG_MAX,
-							      .thp = true });
+							      .thp = true, .start = start, .end = end });
 				/* Its other pages, moved or not, are not tried again. */
 				pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
 				last = pte_present(pte) && !pte_special(pte) ?

@@ -183,6 +183,42 @@ static void test_private(void)
 	pmt_hend(m, free0, 4, "private hugetlb");
 }
 
+/* ---- FOLL_LONGTERM of a hugetlb page in the movable zone ---- */
+
+static void test_longterm(void)
+{
+	/* 4 pool pages: 2 in the 4 MiB movable zone, 2 outside, which faults take first. */
+	struct pm_machine *m = hmachine(64, 4, 4);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long a, mv = ULONG_MAX;
+	struct pm_page *pin = NULL;
+	long r = pm_mmap(mm, 0, 4 * HP, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
+
+	ASSERT_TRUE(r > 0);
+	a = (unsigned long)r;
+	ok(pmt_fill(mm, a, 2048, 61), "the whole pool mapped and filled");
+	for (unsigned long i = 0; i < 4; i++)
+		if (pfn_in_movable_zone(m, pfn_at(mm, a + i * HP)))
+			mv = a + i * HP;
+	ASSERT_TRUE(mv != ULONG_MAX);
+	is_int(pm_pin_user_pages(mm, mv + PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pin), -ENOMEM,
+	       "long-term pin in the movable zone, no pool page outside: -ENOMEM");
+	for (unsigned long i = 0; i < 4; i++)
+		if (a + i * HP != mv && !pfn_in_movable_zone(m, pfn_at(mm, a + i * HP))) {
+			ASSERT_EQ(pm_munmap(mm, a + i * HP, HP), 0);
+			break;
+		}
+	is_int(pm_pin_user_pages(mm, mv + PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pin), 1,
+	       "a pool page outside freed: pinned");
+	ok(!pfn_in_movable_zone(m, pm_page_to_pfn(pin)), "the page left the movable zone first");
+	is_int(pm_page_to_pfn(pin), pfn_at(mm, mv + PG), "the pin is of the mapped page");
+	ok(pmt_check(mm, mv, 512, 61), "data intact");
+	pm_unpin_user_page(pin);
+	pm_mm_destroy(mm);
+	pmt_hend(m, free0, 4, "longterm hugetlb");
+}
+
 /* ---- hugetlbfs: the object's page, every mapping follows ---- */
 
 static void test_shared(void)
@@ -471,6 +507,7 @@ int main(int argc, char **argv)
 {
 	static const struct pmt_group groups[] = {
 		{ "private", test_private },
+		{ "longterm", test_longterm },
 		{ "shared", test_shared },
 		{ "during", test_during },
 		{ "thp_split", test_thp_split },
