@@ -1001,8 +1001,14 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 						      &(struct migrate_target){
 							      .target = target, .want_pfn = ULONG_MAX,
 							      .thp = true, .start = start, .end = end });
-				/* Its other pages, moved or not, are not tried again. */
+				/* Its other pages, moved or not, are not tried again: split and moved
+				 * page by page (split_thp), every page of its block was tried. */
 				pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+				if (pte_present(pte) && !pte_special(pte) &&
+				    !folio_test_large(page_folio(pfn_to_page(m, pte_pfn(pte))))) {
+					a = (a & PMD_MASK) + PMD_SIZE - PAGE_SIZE;
+					continue;
+				}
 				last = pte_present(pte) && !pte_special(pte) ?
 					       page_folio(pfn_to_page(m, pte_pfn(pte))) : folio;
 				continue;

@@ -445,14 +445,15 @@ static void test_thp_split(void)
 	struct pm_machine *m = hmachine(64, 16, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
-	unsigned long t1 = map_thp(mm), t2 = map_thp(mm), t3 = map_thp(mm), fill, n;
+	unsigned long t1 = map_thp(mm), t2 = map_thp(mm), t3 = map_thp(mm), t4 = map_thp(mm);
+	unsigned long fill, n;
 	struct pm_stats s0, s1;
 	struct pm_page *pin;
 	bool all = true;
 	long v;
 
-	ok(pmt_fill(mm, t1, 512, 51) && pmt_fill(mm, t2, 512, 52) && pmt_fill(mm, t3, 512, 53),
-	   "three THPs filled");
+	ok(pmt_fill(mm, t1, 512, 51) && pmt_fill(mm, t2, 512, 52) && pmt_fill(mm, t3, 512, 53) &&
+		   pmt_fill(mm, t4, 512, 54), "four THPs filled");
 	ok(pmt_order_at(mm, t1) == 9 && pmt_order_at(mm, t2) == 9 && pmt_order_at(mm, t3) == 9,
 	   "order 9");
 	ok(pfn_in_movable_zone(m, pfn_at(mm, t1)) && pfn_in_movable_zone(m, pfn_at(mm, t2)),
@@ -460,6 +461,7 @@ static void test_thp_split(void)
 	/* t2 PTE-mapped: moved once whole (within the movable zone, blocks still free). */
 	is_int(pm_migrate_range(mm, t2, HP, PM_MIGRATE_TO_MOVABLE), 0, "t2 moved whole");
 	is_int(pmt_order_at(mm, t2), 9, "t2 still a THP (PTE-mapped now)");
+	is_int(pm_migrate_range(mm, t4, HP, PM_MIGRATE_TO_MOVABLE), 0, "t4 moved whole");
 	/* Fill the rest of memory with 4 KiB pages, then free every other one: free frames, but
 	 * no free 2 MiB block anywhere. */
 	pm_rcu_barrier();
@@ -483,6 +485,15 @@ static void test_thp_split(void)
 	is_int(pmt_peek(mm, t3 + 4 * PG), 'P', "the pin's write shows");
 	pm_unpin_user_page(pin);
 
+	/* First (a split frees its old block, in the movable zone), ANYWHERE: no page is
+	 * ever "already there", so none may be moved twice. */
+	pm_machine_stats(m, &s0);
+	is_int(pm_migrate_range(mm, t4 + 100 * PG, 8 * PG, PM_MIGRATE_ANYWHERE), 0,
+	       "PTE-mapped THP, part of it asked, ANYWHERE: split, moved");
+	pm_machine_stats(m, &s1);
+	is_int(s1.pgmigrate_success - s0.pgmigrate_success, 512,
+	       "all 512 pages moved once (the folio was isolated whole)");
+	ok(pmt_check(mm, t4, 512, 54), "data intact");
 	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, t1, HP, PM_MIGRATE_AWAY_MOVABLE), 0,
 	       "PMD-mapped THP, no block: split, every page moved");
@@ -493,8 +504,11 @@ static void test_thp_split(void)
 	ok(all, "every page out of the movable zone");
 	is_int(pmt_order_at(mm, t1), 0, "small folios now");
 	ok(pmt_check(mm, t1, 512, 51), "data intact");
+	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, t2, HP, PM_MIGRATE_AWAY_MOVABLE), 0,
 	       "PTE-mapped THP, no block: split, every page moved");
+	pm_machine_stats(m, &s1);
+	is_int(s1.pgmigrate_success - s0.pgmigrate_success, 512, "each page once");
 	is_int(pmt_order_at(mm, t2 + 77 * PG), 0, "small folios");
 	ok(pmt_check(mm, t2, 512, 52), "data intact");
 	is_int(pmt_poke(mm, t2 + 3 * PG, 'w'), 1, "still writable");
