@@ -285,7 +285,8 @@ static void test_shared(void)
 
 struct racer {
 	struct pm_mm *mm;
-	int what;		/* 0: write fault, 1: GUP-fast pin, 2: fork */
+	int what;		/* 0: write fault, 1: GUP-fast pin, 2: fork, 3: truncate f */
+	struct pm_shmem *f;
 	unsigned long addr;
 	_Atomic int done;
 	struct pm_page *pinned;
@@ -306,8 +307,10 @@ static void *racer_fn(void *arg)
 		r->ret = pmt_poke(r->mm, r->addr, 'F');
 	else if (r->what == 1)
 		r->ret = pm_pin_user_pages_fast(r->mm, r->addr, 1, PM_FOLL_WRITE, &r->pinned);
-	else
+	else if (r->what == 2)
 		r->ret = (r->child = pm_mm_fork(r->mm)) != NULL;
+	else
+		r->ret = pm_shmem_truncate(r->f, 0);
 	atomic_store(&r->done, 1);
 	return NULL;
 }
@@ -419,6 +422,16 @@ static void test_during(void)
 	pthread_join(hook_thread, NULL);
 	is_int(hook_done_early, 0, "the fault waited");
 	is_int(pmt_peek(mm2, pr + 9), 'F', "mm2 sees the write");
+
+	/* A truncation waits for the object's i_mmap lock, then zaps the new page everywhere. */
+	r = (struct racer){ .mm = mm, .what = 3, .f = f };
+	hook_racer = &r;
+	is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "truncate race: moved");
+	pthread_join(hook_thread, NULL);
+	is_int(hook_done_early, 0, "the truncation waited");
+	is_int(r.ret, 0, "then truncated");
+	is_int(pfn_at(mm, sh), (long)ULONG_MAX, "the page is gone from mm");
+	is_int(pfn_at(mm2, pr), (long)ULONG_MAX, "and from mm2");
 
 	pm__hugetlb_migrate_hook = NULL;
 	is_int(pm_machine_check(m), 0, "pm_machine_check after");
