@@ -388,6 +388,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
 		atomic_xchg_mb(ptep + i, entry[i].val);
 	}
+	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
 	if (folio_maybe_dma_pinned(folio)) {
 		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
 			set_pte(ptep + i, old[i]);
@@ -419,7 +420,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	}
 	/* __split_huge_page: nobody can take a reference now; make 512 small folios. */
 	flags = atomic_load_relaxed(&folio->page.xflags) &
-		~(PGF(PG_head) | PGF(PG_anon_exclusive));
+		~(PGF(PG_head) | PGF(PG_anon_exclusive) | PGF(PG_hot) | PGF(PG_hot_leave));
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		struct pm_page *page = folio_page(folio, i);
 
@@ -520,6 +521,7 @@ static enum migrate_result migrate_hugetlb_private(struct pm_mm *mm, struct pm_v
 	excl = page_anon_exclusive(&folio->page);
 	entry = make_pmd_migration_entry(pmd, excl);
 	atomic_xchg_mb(pmdp, entry.val);
+	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
 	/* The exchange is ordered before this read: GUP-fast's grab pairs with it. */
 	if (folio_maybe_dma_pinned(folio)) {
 		set_pmd(pmdp, pmd);
@@ -642,6 +644,7 @@ static enum migrate_result migrate_hugetlb_shared(struct pm_machine *m, struct p
 	}
 	if (unlikely(pm__hugetlb_migrate_hook) && n)
 		pm__hugetlb_migrate_hook(maps[0].mm, hidx << PMD_SHIFT);
+	pm__folio_cool(folio); /* mem/folio_hot.c */
 	if (pm__shmem_migrate_folio(f, hidx, folio, new, 2)) {
 		for (unsigned i = 0; i < n; i++)
 			remove_migration_pmd(maps[i].mm, maps[i].pmdp, maps[i].entry, new);
