@@ -764,6 +764,8 @@ __hidden bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr,
 					 unsigned long credit);
 __hidden void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr);
 __hidden struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved);
+__hidden struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_flags);
+__hidden bool pm__hugetlb_free_in(struct pm_machine *m, unsigned alloc_flags);
 __hidden void pm__hugetlb_free_folio(struct pm_folio *folio);
 __hidden struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m,
 							 unsigned long nr, unsigned long credit);
@@ -1406,6 +1408,8 @@ __hidden void pm__compact_for_fault(struct pm_machine *m);
 extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
 /* ... and of a page-cache folio, between its unmap and its freeze, under the i_mmap lock. */
 extern void (*pm__shmem_migrate_hook)(struct pm_shmem *f, unsigned long index) __hidden;
+/* ... and of a hugetlb folio, between its unmap and its freeze, under its fault mutex. */
+extern void (*pm__hugetlb_migrate_hook)(struct pm_mm *mm, unsigned long haddr) __hidden;
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).

@@ -39,17 +39,22 @@ extern "C" {
  * PTEs first (pinmm has no PMD migration entry, Linux keeps the PMD) and stays PTE-mapped.
  * A pinned THP is refused before its mapping changes.
  *
+ * A THP with no free 2 MiB block in the target is split (Linux's split on -ENOMEM) and its
+ * pages moved one by one; each of the range's pages not moved counts. A hugetlb folio moves
+ * whole to a free pool page in the target zones (none: not moved; pinmm has no surplus
+ * hugetlb pages); a hugetlbfs page with every mapping of it, in every mm.
+ *
  * pinmm's limits, where the Linux contract is wider (each folio so left counts as not
  * moved, in pgmigrate_fail): an anonymous folio mapped by other mms too (shared by fork)
- * is refused, since pinmm keeps no anonymous rmap to find its other mappings; a THP with no
- * free 2 MiB block in the target, or only partly mapped here, is not moved (Linux splits
- * the folio; pinmm never splits a folio); hugetlb folios are not migrated yet.
+ * is refused, since pinmm keeps no anonymous rmap to find its other mappings; a THP only
+ * partly mapped here is not moved.
  *
  * Context: takes the mm's lock for read over the range (mmap_lock, or the range design's
  * ranges); may sleep.
  * Return: the number of folios that could not be moved (0: all moved), or -EINVAL (NULL or
  * dead mm, unaligned addr, unknown target), -ENOMEM (no VMA covers part of the range, or it
- * passes the top of the address space), -ENOSPC (the target has no free frame at all).
+ * passes the top of the address space), -ENOSPC (the target has no free frame at all, nor a
+ * free hugetlb pool page).
  * len 0 (after rounding up to pages): 0.
  */
 PM_API long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len,

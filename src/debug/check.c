@@ -86,9 +86,11 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 	struct pm_folio *folio;
 	bool excl;
 
-	if (!pmd && is_migration_entry((pte_t){ e })) {
-		/* Every migration ends before the call that began it: none may be left. */
-		complain(c, "migration entry at %#lx (pfn %lu) on a quiescent machine", addr, pfn);
+	if (is_migration_entry((pte_t){ e })) {
+		/* Every migration ends before the call that began it: none may be left (a PMD
+		 * one is a hugetlb page's, mm/migrate.c). */
+		complain(c, "%s migration entry at %#lx (pfn %lu) on a quiescent machine",
+			 pmd ? "PMD" : "PTE", addr, pfn);
 		return;
 	}
 	if (!(e & _PAGE_PRESENT)) {
@@ -236,7 +238,7 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 
 				if (!de)
 					continue;
-				if (de & _PAGE_PSE) {
+				if ((de & _PAGE_PSE) || is_pmd_migration_entry((pmd_t){ de })) {
 					struct pm_vma *vma = pm__find_vma_intersection(mm, base,
 										       base + 1);
 					if (vma && (vma->start > base || vma->end < base + PMD_SIZE))

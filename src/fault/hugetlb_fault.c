@@ -369,6 +369,11 @@ vm_fault_t pm__hugetlb_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long
 
 		if (pmd_none(pmd)) {
 			ret = hugetlb_no_page(mm, vma, pmdp, haddr, fault_flags);
+		} else if (unlikely(is_pmd_migration_entry(pmd))) {
+			/* Being migrated (mm/migrate.c): sleep until it is mapped again, with no
+			 * fault mutex held (the migration holds it), as migration_entry_wait_huge. */
+			pm__migration_entry_wait(mm, pmdp, (pte_t){ pmd.val });
+			continue;
 		} else if (pm_warn_once(!pmd_leaf(pmd), "a PTE table under a hugetlb VMA")) {
 			/* Only a VMA that breaks (V) of pm_machine_check can have one, and no fault
 			 * makes progress there: fail rather than retry forever. */
@@ -401,6 +406,8 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 	pmd = pmdp_get(src_pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
+		if (is_pmd_migration_entry(pmd))
+			return -EAGAIN; /* the caller waits for the migration */
 		return pmd_none(pmd) ? PM_FORK_LEAF_SHARED : -EFAULT;
 	}
 	folio = page_folio(pfn_to_page(src->m, pmd_pfn(pmd)));
@@ -449,6 +456,20 @@ int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_
 		if (!dst_pmdp)
 			goto nomem;
 		ret = copy_hugetlb_pmd(dst, src, vma, dst_pmdp, src_pmdp, copy);
+		if (ret == -EAGAIN) {
+			/*
+			 * Another mm migrates the object's page this leaf maps read-only (mm/migrate.c,
+			 * under the object's i_mmap lock and our PMD lock, never our mmap_lock): wait
+			 * for the leaf to come back (copy_hugetlb_page_range's migration entry case
+			 * copies the entry; pinmm waits, so a child never holds one).
+			 */
+			pmd_t pmd = pmdp_get(src_pmdp);
+
+			if (is_pmd_migration_entry(pmd))
+				pm__migration_entry_wait(src, src_pmdp, (pte_t){ pmd.val });
+			next = addr;
+			continue;
+		}
 		if (ret < 0) {
 			if (copy)
 				folio_put(copy);

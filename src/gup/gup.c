@@ -221,8 +221,8 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 	if (!pmdp)
 		return FOLLOW_FAULT;
 	pmd = pmdp_get(pmdp);
-	if (pmd_none(pmd))
-		return FOLLOW_FAULT;
+	if (pmd_none(pmd) || is_pmd_migration_entry(pmd))
+		return FOLLOW_FAULT; /* a hugetlb migration entry: the fault waits for it */
 	if (pmd_leaf(pmd)) {
 		struct pm_folio *folio;
 		unsigned long idx = (addr & ~PMD_MASK) >> PAGE_SHIFT;

@@ -4,10 +4,12 @@
  *
  * A folio of order n is 2^n frames whose head descriptor holds the folio's fields: refcount,
  * pincount and entire_mapcount (large folios), order, flags, mapping/index. Tail descriptors
- * point to the head through xcompound_head (head | 1). pinmm never splits a folio: a 2 MiB
- * folio whose PMD mapping was split into PTEs stays one folio until its last reference goes
- * (Linux would queue it for a deferred split; here its frames simply come back together).
- * So page_folio() of an allocated page is stable while anyone holds a reference to it, and a
+ * point to the head through xcompound_head (head | 1). pinmm splits a folio only for a
+ * migration with no 2 MiB block in its target (mm/migrate.c, split_thp), and only with its
+ * count frozen at 0 and every mapping a migration entry; otherwise a 2 MiB folio whose PMD
+ * mapping was split into PTEs stays one folio until its last reference goes (Linux would
+ * queue it for a deferred split; here its frames simply come back together). So
+ * page_folio() of an allocated page is stable while anyone holds a reference to it, and a
  * speculative walker that took a reference re-checks page_folio() in case the frame was freed
  * and reused in between.
  *

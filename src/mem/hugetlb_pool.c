@@ -168,6 +168,8 @@ void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr)
 	pm_spin_unlock(&m->hugetlb_lock);
 }
 
+static struct pm_folio *hugetlb_prep(struct pm_machine *m, struct pm_folio *folio, bool zero);
+
 /**
  * pm__hugetlb_alloc() - a zeroed 2 MiB folio from the pool, with one reference.
  * @reserved: the caller consumes one of the reservations (which guarantees a page);
@@ -177,7 +179,6 @@ void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr)
 struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 {
 	struct pm_folio *folio = NULL;
-	struct pm_page *page;
 
 	pm_spin_lock(&m->hugetlb_lock);
 	if (reserved) {
@@ -194,7 +195,77 @@ struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 		count_event(m, ALLOC_FAILURES, 1);
 		return NULL;
 	}
-	page = &folio->page;
+	return hugetlb_prep(m, folio, true);
+}
+
+/**
+ * pm__hugetlb_alloc_migrate() - the new page of a hugetlb migration (Linux's
+ * alloc_hugetlb_folio_nodemask via alloc_migration_target): a free pool page nobody was
+ * promised (free > resv, as dequeue_hugetlb_folio_nodemask asks), in the zones @alloc_flags
+ * allow (PM_ALLOC_MOVABLE_ZONE, PM_ALLOC_NO_MOVABLE_ZONE or neither), not zeroed: the migration
+ * copies all of it. pinmm's pool has no surplus pages (nr_overcommit_hugepages is 0), so
+ * where Linux would allocate one from the buddy allocator this fails and the caller counts the
+ * folio as not moved (-ENOMEM). The free count drops by one until the old page comes back to
+ * the pool, so hugetlb_resv <= hugetlb_nr_free holds throughout.
+ * Return: the folio with one reference, or NULL.
+ */
+struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_flags)
+{
+	struct pm_folio *folio = NULL;
+	struct pm_list *pos;
+
+	if (pm__should_fail(m))
+		return NULL;
+	pm_spin_lock(&m->hugetlb_lock);
+	if (m->hugetlb_nr_free > m->hugetlb_resv) {
+		pm_list_for_each(pos, &m->hugetlb_free) {
+			struct pm_folio *f = pm_list_entry(pos, struct pm_folio, page.lru);
+			bool movable = pfn_in_movable_zone(m, page_to_pfn(m, &f->page));
+
+			if (((alloc_flags & PM_ALLOC_MOVABLE_ZONE) && !movable) ||
+			    ((alloc_flags & PM_ALLOC_NO_MOVABLE_ZONE) && movable))
+				continue;
+			folio = f;
+			pm_list_del(&folio->page.lru);
+			m->hugetlb_nr_free--;
+			break;
+		}
+	}
+	pm_spin_unlock(&m->hugetlb_lock);
+	if (!folio) {
+		count_event(m, ALLOC_FAILURES, 1);
+		return NULL;
+	}
+	return hugetlb_prep(m, folio, false);
+}
+
+/* Does the pool hold a free page in the zones @alloc_flags allow (pm_migrate_range's -ENOSPC:
+ * a hugetlb page's target frame is a pool page)? A racy snapshot, as the buddy's count. */
+bool pm__hugetlb_free_in(struct pm_machine *m, unsigned alloc_flags)
+{
+	struct pm_list *pos;
+	bool found = false;
+
+	pm_spin_lock(&m->hugetlb_lock);
+	pm_list_for_each(pos, &m->hugetlb_free) {
+		struct pm_folio *f = pm_list_entry(pos, struct pm_folio, page.lru);
+		bool movable = pfn_in_movable_zone(m, page_to_pfn(m, &f->page));
+
+		if (!((alloc_flags & PM_ALLOC_MOVABLE_ZONE) && !movable) &&
+		    !((alloc_flags & PM_ALLOC_NO_MOVABLE_ZONE) && movable)) {
+			found = true;
+			break;
+		}
+	}
+	pm_spin_unlock(&m->hugetlb_lock);
+	return found;
+}
+
+/* A page just taken off the free list, made a fresh folio with one reference. */
+static struct pm_folio *hugetlb_prep(struct pm_machine *m, struct pm_folio *folio, bool zero)
+{
+	struct pm_page *page = &folio->page;
+
 	page->mapping = NULL;
 	page->index = 0;
 	atomic_store_relaxed(&page->xpincount, 0);
@@ -205,7 +276,8 @@ struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 		if (i)
 			atomic_store_relaxed(&page[i].xflags, 0);
 	}
-	memset(page_address(m, page), 0, PMD_SIZE); /* clear_huge_page */
+	if (zero)
+		memset(page_address(m, page), 0, PMD_SIZE); /* clear_huge_page */
 	/* Publishes the folio: a speculative try_get can succeed from here on. */
 	atomic_store_release(&page->xrefcount, 1);
 	return folio;

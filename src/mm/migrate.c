@@ -10,9 +10,13 @@
  * over its 512 PTEs under one PTL); and a small page-cache folio of a shmem object with all
  * its mappings, which the object's i_mmap list finds (migrate_shmem_folio). pinmm keeps no
  * anonymous rmap (Linux's anon_vma), so an anonymous folio that fork shares with another mm
- * cannot have its other mappings found, and is refused as "could not be moved"; a THP
- * without a free 2 MiB block in the target is not moved (Linux would split the folio,
- * pinmm never splits one); hugetlb folios are not migrated yet and are counted the same way. Each refusal is in pgmigrate_fail; pinned
+ * cannot have its other mappings found, and is refused as "could not be moved". A THP
+ * without a free 2 MiB block in the target is split and its pages moved one by one
+ * (split_thp, migrate_pages' split on -ENOMEM). A hugetlb folio moves whole to a free pool
+ * page (migrate_hugetlb_private, migrate_hugetlb_shared), behind a PMD migration entry; their
+ * comments and docs/architecture.md ("The path of a migration") have the safety argument: a
+ * pin refuses, the count is frozen before the copy, the PMD walkers that can meet the entry
+ * wait, fall back, clear it or change its bits. Each refusal is in pgmigrate_fail; pinned
  * ones in migrate_pinned_skips too.
  *
  * A page-cache folio goes the Linux way of file folios: every mapping becomes a migration
@@ -319,6 +323,352 @@ refused:
 }
 
 /*
+ * try_split_folio, for a THP whose migration found no free 2 MiB block in the target
+ * (migrate_pages_batch splits it on -ENOMEM and retries its pages as small folios). The folio
+ * must be what migrate_one_thp moves - an anonymous THP this mm alone maps whole at @haddr -
+ * and is split as split_huge_page splits one: a PMD mapping becomes PTEs first; every PTE
+ * becomes a migration entry under the PTL (so GUP-fast and faults keep off, as for a
+ * migration); a pin refuses the split (can_split_folio: no extra references); the count is
+ * frozen at the one reference we hold (folio_ref_freeze: a GUP-fast try_get taken before
+ * makes the freeze fail and everything is put back); then the 512 pages become small folios,
+ * each with our reference (the tails' head pointers cleared before the release store that
+ * publishes each count, so a GUP-fast walker that grabs one re-checks page_folio() and the
+ * order, try_grab_folio_fast), and each entry is put back as a mapping of its page with the
+ * exclusivity it had. Return: MIGRATE_DONE (split), or why not.
+ * Context: the mm's lock held for read over @haddr.
+ */
+static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *ptl;
+	struct pm_folio *folio;
+	unsigned long pfn, flags;
+	pm_entry_t *ptep;
+	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
+	pmd_t pmd;
+	int ref = 1;
+
+	mmap_assert_locked(mm);
+	pmd = pmdp_get(pmdp);
+	if (pmd_leaf(pmd)) {
+		folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
+		if ((pmd.val & _PAGE_SPECIAL) || !folio_test_anon(folio) ||
+		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
+		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
+			return MIGRATE_REFUSED;
+		if (folio_maybe_dma_pinned(folio))
+			return MIGRATE_PINNED;
+		pm__split_huge_pmd(mm, pmdp);
+		pmd = pmdp_get(pmdp);
+	}
+	if (!pmd_table(pmd))
+		return MIGRATE_SKIP;
+	ptep = pm__pte_offset_map_lock(mm, pmdp, haddr, &ptl);
+	if (!ptep)
+		return MIGRATE_SKIP;
+	old[0] = ptep_get(ptep);
+	if (!pte_present(old[0]) || pte_special(old[0])) {
+		pm_spin_unlock(ptl);
+		return MIGRATE_SKIP;
+	}
+	pfn = pte_pfn(old[0]);
+	folio = page_folio(pfn_to_page(m, pfn));
+	if (!folio_test_anon(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
+	    page_to_pfn(m, &folio->page) != pfn ||
+	    atomic_load_relaxed(&folio->page.xentire_mapcount) != 0)
+		goto refused;
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		old[i] = ptep_get(ptep + i);
+		if (!pte_present(old[i]) || pte_pfn(old[i]) != pfn + i ||
+		    atomic_load_relaxed(&folio_page(folio, i)->xmapcount) != 1)
+			goto refused;
+	}
+	folio_get_refs(folio, 1);
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
+		atomic_xchg_mb(ptep + i, entry[i].val);
+	}
+	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
+	if (folio_maybe_dma_pinned(folio)) {
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			set_pte(ptep + i, old[i]);
+		pm_spin_unlock(ptl);
+		folio_put(folio);
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			migration_wake(pfn + i);
+		return MIGRATE_PINNED;
+	}
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		struct pm_page *page = folio_page(folio, i);
+
+		if (is_migration_entry_exclusive(entry[i]))
+			page_clear(page, PG_anon_exclusive);
+		if (pte_dirty(old[i]))
+			pm__folio_mark_dirty(folio);
+		atomic_sub_relaxed(&page->xmapcount, 1);
+	}
+	atomic_sub_mb(&folio->page.xrefcount, HPAGE_PMD_NR);
+	pm_spin_unlock(ptl);
+
+	/* Freeze at our reference alone; anything else (a transient GUP-fast grab) refuses. */
+	if (!atomic_cas_mb(&folio->page.xrefcount, &ref, 0)) {
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
+						  folio_page(folio, i));
+		folio_put(folio);
+		return MIGRATE_PINNED;
+	}
+	/* __split_huge_page: nobody can take a reference now; make 512 small folios. */
+	flags = atomic_load_relaxed(&folio->page.xflags) &
+		~(PGF(PG_head) | PGF(PG_anon_exclusive) | PGF(PG_hot) | PGF(PG_hot_leave));
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		struct pm_page *page = folio_page(folio, i);
+
+		page->mapping = NULL;
+		page->index = 0;
+		atomic_store_relaxed(&page->xorder, 0);
+		atomic_store_relaxed(&page->xpincount, 0);
+		atomic_store_relaxed(&page->xentire_mapcount, 0);
+		atomic_store_relaxed(&page->xflags, flags);
+		atomic_store_relaxed(&page->xcompound_head, 0);
+	}
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		atomic_store_release(&folio_page(folio, i)->xrefcount, 1); /* ours, per page */
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		struct pm_page *page = folio_page(folio, i);
+
+		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i],
+					  page_folio(page), page);
+		folio_put(page_folio(page)); /* a page zapped meanwhile is freed here */
+	}
+	return MIGRATE_DONE;
+
+refused:
+	pm_spin_unlock(ptl);
+	return MIGRATE_REFUSED;
+}
+
+/*
+ * Put PMD migration entry @entry back at *@pmdp as a leaf of the hugetlb @folio, if it is still
+ * there (zap may have cleared it), with the bits it has now (an mprotect of another mm may have
+ * changed them). The mapping's entire mapcount and reference come back with it.
+ */
+static void remove_migration_pmd(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t entry,
+				 struct pm_folio *folio)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	pmd_t cur;
+
+	pm_spin_lock(pml);
+	cur = pmdp_get(pmdp);
+	if (is_pmd_migration_entry(cur) && pmd_pfn(cur) == pmd_pfn(entry)) {
+		folio_get_refs(folio, 1);
+		atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
+		if (is_migration_entry_exclusive((pte_t){ cur.val }))
+			page_set(&folio->page, PG_anon_exclusive); /* on the head: the whole leaf */
+		set_pmd(pmdp, pmd_migration_entry_to_pmd(cur, page_to_pfn(mm->m, &folio->page)));
+	}
+	pm_spin_unlock(pml);
+	migration_wake(pmd_pfn(entry));
+}
+
+/* Tests only: called between the unmap of a hugetlb folio and its freeze, nothing but the
+ * fault mutex (and for a shared one the i_mmap lock) held. */
+void (*pm__hugetlb_migrate_hook)(struct pm_mm *mm, unsigned long haddr);
+
+/*
+ * A private hugetlb folio: an anonymous pool page this mapping alone maps (its entire
+ * mapcount 1 - a page fork shares with a child is refused, there being no anon rmap), at the
+ * leaf *@pmdp of @haddr, moves whole to @new (unmap_and_move_huge_page). Under the page's fault
+ * mutex throughout - so MADV_DONTNEED's reservation restore and the mapping's fault on an
+ * empty entry never meet the migration entry - and the PMD lock for the unmap: the leaf
+ * becomes a migration entry, then folio_try_share_anon_rmap_pmd's test (a pinned page puts
+ * the leaf back and is refused); the count is frozen at the migration's reference
+ * (folio_ref_freeze), the data copied, the entry replaced by a leaf of @new, and the old page,
+ * unfrozen, put back in the pool. The reservation was consumed when the page was first mapped
+ * and stays so (move_hugetlb_state has no restore flag to move: @new was not promised to
+ * anyone, and the old page comes back as a free, unpromised page).
+ * Context: the mm's lock held for read over @haddr.
+ */
+static enum migrate_result migrate_hugetlb_private(struct pm_mm *mm, struct pm_vma *vma,
+						   pm_entry_t *pmdp, unsigned long haddr,
+						   int target, struct pm_folio *new)
+{
+	struct pm_machine *m = mm->m;
+	pthread_mutex_t *fm = pm__hugetlb_fault_mutex(m, vma->file,
+						       vma_pgoff(vma, haddr) >> HPAGE_PMD_ORDER);
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	enum migrate_result r = MIGRATE_SKIP;
+	struct pm_folio *folio;
+	pmd_t pmd, entry;
+	int ref = 1;
+	bool excl;
+
+	mmap_assert_locked(mm);
+	pthread_mutex_lock(fm);
+	pm_spin_lock(pml);
+	pmd = pmdp_get(pmdp);
+	if (!pmd_leaf(pmd))
+		goto unlock;
+	folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
+	if (already_there(m, pmd_pfn(pmd), target))
+		goto unlock;
+	r = MIGRATE_REFUSED;
+	if (!folio_test_hugetlb(folio) || !folio_test_anon(folio) ||
+	    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
+		goto unlock;
+	folio_get_refs(folio, 1);
+	excl = page_anon_exclusive(&folio->page);
+	entry = make_pmd_migration_entry(pmd, excl);
+	atomic_xchg_mb(pmdp, entry.val);
+	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
+	/* The exchange is ordered before this read: GUP-fast's grab pairs with it. */
+	if (folio_maybe_dma_pinned(folio)) {
+		set_pmd(pmdp, pmd);
+		pm_spin_unlock(pml);
+		folio_put(folio);
+		migration_wake(pmd_pfn(pmd));
+		pthread_mutex_unlock(fm);
+		return MIGRATE_PINNED;
+	}
+	if (excl)
+		page_clear(&folio->page, PG_anon_exclusive);
+	atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+	atomic_sub_mb(&folio->page.xrefcount, 1); /* the mapping's; ours keeps it */
+	pm_spin_unlock(pml);
+
+	if (unlikely(pm__hugetlb_migrate_hook))
+		pm__hugetlb_migrate_hook(mm, haddr);
+
+	if (!atomic_cas_mb(&folio->page.xrefcount, &ref, 0)) {
+		remove_migration_pmd(mm, pmdp, entry, folio);
+		folio_put(folio);
+		pthread_mutex_unlock(fm);
+		return MIGRATE_PINNED;
+	}
+	memcpy(page_address(m, &new->page), page_address(m, &folio->page), PMD_SIZE);
+	new->page.mapping = folio->page.mapping;
+	new->page.index = folio->page.index;
+	folio_set_flags_new(new, PGF(PG_anon) | (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
+	remove_migration_pmd(mm, pmdp, entry, new);
+	folio_put(new);		/* the allocation's: the mapping holds its own, if it stands */
+	atomic_store_release(&folio->page.xrefcount, 1);
+	folio_put(folio);	/* back to the pool */
+	pthread_mutex_unlock(fm);
+	return MIGRATE_DONE;
+
+unlock:
+	pm_spin_unlock(pml);
+	pthread_mutex_unlock(fm);
+	return r;
+}
+
+/* A hugetlb mapping that migration replaced by a PMD migration entry. */
+struct migration_pmd_map {
+	struct pm_mm *mm;
+	pm_entry_t *pmdp;
+	pmd_t entry;
+};
+
+/*
+ * A hugetlbfs page (a page-cache folio of hugetlb object @f, at 2 MiB index @hidx) moves whole
+ * to @new with every mapping of it - shared ones, and private ones that still map the cache's
+ * page read-only - as migrate_shmem_folio moves a small one: under the page's fault mutex and
+ * the object's i_mmap lock throughout (which keep the VMAs and their tables, and order us
+ * against truncation's zaps and mremap's moves of this object's entries), each leaf that maps
+ * it becomes a PMD migration entry under its PMD lock; the cache freezes the folio at its
+ * expected count (its own and our lookup's), copies it whole and puts @new in the slot
+ * (pm__shmem_migrate_folio, Linux's migrate_huge_page_move_mapping); the object's
+ * reservations (bits of pages not in the cache) do not change, the page stays in the cache.
+ * A pin makes the freeze fail and every mapping is put back.
+ * Context: any (takes the fault mutex, the i_mmap lock, then PMD locks).
+ */
+static enum migrate_result migrate_hugetlb_shared(struct pm_machine *m, struct pm_shmem *f,
+						  unsigned long hidx, int target,
+						  struct pm_folio *new)
+{
+	pthread_mutex_t *fm = pm__hugetlb_fault_mutex(m, f, hidx);
+	unsigned long pgoff = hidx << HPAGE_PMD_ORDER, pfn;
+	struct migration_pmd_map *maps = NULL;
+	enum migrate_result r;
+	struct pm_folio *folio;
+	struct pm_list *pos;
+	unsigned n = 0, max = 0;
+
+	pthread_mutex_lock(fm);
+	pm__shmem_map_lock(f);
+	folio = pm__shmem_lookup(f, hidx);
+	if (!folio) {
+		pm__shmem_map_unlock(f);
+		pthread_mutex_unlock(fm);
+		return MIGRATE_SKIP;
+	}
+	pfn = page_to_pfn(m, &folio->page);
+	if (!folio_test_hugetlb(folio) || already_there(m, pfn, target)) {
+		r = folio_test_hugetlb(folio) ? MIGRATE_SKIP : MIGRATE_REFUSED;
+		goto out_put;
+	}
+	if (folio_maybe_dma_pinned(folio)) {
+		r = MIGRATE_PINNED;
+		goto out_put;
+	}
+	pm_list_for_each(pos, pm__shmem_i_mmap(f))
+		max++;
+	if (max && (!(maps = malloc(max * sizeof(*maps))) || pm__should_fail(m))) {
+		r = MIGRATE_NOMEM;
+		goto out_put;
+	}
+	pm_list_for_each(pos, pm__shmem_i_mmap(f)) {
+		struct pm_vma *v = pm_list_entry(pos, struct pm_vma, shared);
+		struct pm_spinlock *pml;
+		pm_entry_t *pmdp;
+		pmd_t pmd;
+
+		if (pgoff < v->pgoff || pgoff - v->pgoff >= (v->end - v->start) >> PAGE_SHIFT)
+			continue;
+		pmdp = pm__pmd_lookup(v->mm, v->start + ((pgoff - v->pgoff) << PAGE_SHIFT));
+		if (!pmdp)
+			continue;
+		pml = pm__pmd_lockptr(v->mm, pmdp);
+		pm_spin_lock(pml);
+		pmd = pmdp_get(pmdp);
+		if (pmd_leaf(pmd) && pmd_pfn(pmd) == pfn) {
+			pmd_t e = make_pmd_migration_entry(pmd, false);
+
+			atomic_xchg_mb(pmdp, e.val);
+			atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);
+			atomic_sub_mb(&folio->page.xrefcount, 1);
+			maps[n++] = (struct migration_pmd_map){ v->mm, pmdp, e };
+		}
+		pm_spin_unlock(pml);
+	}
+	if (unlikely(pm__hugetlb_migrate_hook) && n)
+		pm__hugetlb_migrate_hook(maps[0].mm, hidx << PMD_SHIFT);
+	pm__folio_cool(folio); /* mem/folio_hot.c */
+	if (pm__shmem_migrate_folio(f, hidx, folio, new, 2)) {
+		for (unsigned i = 0; i < n; i++)
+			remove_migration_pmd(maps[i].mm, maps[i].pmdp, maps[i].entry, new);
+		/* Frozen at 0 and out of the cache: the last reference is ours. */
+		atomic_store_release(&folio->page.xrefcount, 1);
+		folio_put(folio);	/* back to the pool */
+		folio_put(new);		/* the allocation's */
+		pm__shmem_map_unlock(f);
+		pthread_mutex_unlock(fm);
+		free(maps);
+		return MIGRATE_DONE;
+	}
+	for (unsigned i = 0; i < n; i++)
+		remove_migration_pmd(maps[i].mm, maps[i].pmdp, maps[i].entry, folio);
+	r = MIGRATE_PINNED;
+out_put:
+	folio_put(folio);
+	pm__shmem_map_unlock(f);
+	pthread_mutex_unlock(fm);
+	free(maps);
+	return r;
+}
+
+/*
  * Migrate the small anonymous folio mapped at @addr, with @new as its target frame (which
  * this call consumes on MIGRATE_DONE). Context: the mm's lock held for read over @addr.
  */
@@ -409,12 +759,16 @@ struct migrate_target {
 	struct pm_shmem *file;		/* a page-cache folio: its object and index */
 	unsigned long index;
 	bool thp;			/* an anonymous THP at addr (2 MiB aligned) */
+	struct pm_vma *hugetlb;		/* a hugetlb leaf at addr of this VMA */
+	unsigned long start, end;	/* thp: the range asked for (a split counts only in it) */
 };
 
 static struct pm_folio *target_alloc(struct pm_machine *m, const struct migrate_target *t)
 {
 	struct pm_page *page;
 
+	if (t->hugetlb)
+		return pm__hugetlb_alloc_migrate(m, target_alloc_flags(t->target));
 	if (t->thp)
 		return pm__folio_alloc(m, HPAGE_PMD_ORDER, target_alloc_flags(t->target));
 	if (!t->blocks)
@@ -540,7 +894,11 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 			r = MIGRATE_NOMEM;
 			break;
 		}
-		if (t->thp)
+		if (t->hugetlb)
+			r = t->file ? migrate_hugetlb_shared(m, t->file, t->index, t->target, new) :
+				      migrate_hugetlb_private(mm, t->hugetlb, pmdp, addr, t->target,
+							      new);
+		else if (t->thp)
 			r = migrate_one_thp(mm, pmdp, addr, new);
 		else if (t->file)
 			r = migrate_shmem_folio(m, t->file, t->index, t->target, new);
@@ -550,6 +908,23 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 			folio_put(new);
 		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
 			break;
+	}
+	if (r == MIGRATE_NOMEM && t->thp && split_thp(mm, pmdp, addr) == MIGRATE_DONE) {
+		/* No 2 MiB block in the target: split, and move its 512 pages one by one, each
+		 * counted as Linux counts the pages of a split THP - all of them move, as the
+		 * whole folio was isolated, but only those of the range asked for are in our
+		 * answer (the folios of the range not moved). */
+		struct migrate_target small = { t->target, ULONG_MAX, 0, NULL };
+		int failed = 0;
+
+		for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+			unsigned long a = addr + i * PAGE_SIZE;
+			int f = migrate_pte(mm, pmdp, a, &small);
+
+			if (a >= t->start && a < t->end)
+				failed += f;
+		}
+		return failed;
 	}
 	switch (r) {
 	case MIGRATE_DONE:
@@ -596,12 +971,17 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 				failed += migrate_pte(mm, pmdp, addr & PMD_MASK,
 						      &(struct migrate_target){
 							      .target = target, .want_pfn = ULONG_MAX,
-							      .thp = true });
+							      .thp = true, .start = start, .end = end });
 				continue;
 			}
-			/* hugetlb does not move yet: one folio not moved. */
-			count_event(m, PGMIGRATE_FAIL, 1);
-			failed++;
+			/* hugetlb: whole, a private mapping's own page or the object's. */
+			failed += migrate_pte(mm, pmdp, addr & PMD_MASK,
+					      &(struct migrate_target){
+						      .target = target, .want_pfn = ULONG_MAX,
+						      .hugetlb = vma,
+						      .file = folio_test_anon(folio) ? NULL : vma->file,
+						      .index = vma_pgoff(vma, addr & PMD_MASK) >>
+							       HPAGE_PMD_ORDER });
 			continue;
 		}
 		for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
@@ -627,9 +1007,15 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 				failed += migrate_pte(mm, pmdp, a & PMD_MASK,
 						      &(struct migrate_target){
 							      .target = target, .want_pfn = ULONG_MAX,
-							      .thp = true });
-				/* Its other pages, moved or not, are not tried again. */
+							      .thp = true, .start = start, .end = end });
+				/* Its other pages, moved or not, are not tried again: split and moved
+				 * page by page (split_thp), every page of its block was tried. */
 				pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
+				if (pte_present(pte) && !pte_special(pte) &&
+				    !folio_test_large(page_folio(pfn_to_page(m, pte_pfn(pte))))) {
+					a = (a & PMD_MASK) + PMD_SIZE - PAGE_SIZE;
+					continue;
+				}
 				last = pte_present(pte) && !pte_special(pte) ?
 					       page_folio(pfn_to_page(m, pte_pfn(pte))) : folio;
 				continue;
@@ -673,7 +1059,9 @@ long pm_migrate_range(struct pm_mm *mm, unsigned long addr, unsigned long len, i
 	end = addr + len;
 	if (end > PM_TASK_SIZE)
 		return -ENOMEM;
-	if (!pm__nr_free_frames_in(mm->m, target_alloc_flags(target)))
+	/* No free frame at all in the target: neither the buddy's nor a free pool page's. */
+	if (!pm__nr_free_frames_in(mm->m, target_alloc_flags(target)) &&
+	    !pm__hugetlb_free_in(mm->m, target_alloc_flags(target)))
 		return -ENOSPC;
 	mmap_read_lock_range(mm, addr, end);
 	/* Every byte of the range must be mapped (mbind's -ENOMEM / -EFAULT for holes). */

@@ -619,6 +619,20 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 			pm_spin_unlock(pml);
 		} else if (pmd_table(pmd)) {
 			change_pte_range(mm, pmdp, a, next, vm_flags);
+		} else if (is_pmd_migration_entry(pmd)) {
+			/* A hugetlbfs page another mm is migrating: as change_pte_range's entries. */
+			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+			uint64_t v;
+
+			pm_spin_lock(pml);
+			pmd = pmdp_get(pmdp);
+			if (is_pmd_migration_entry(pmd)) {
+				v = (pmd.val & ~(_PAGE_USER | _PAGE_RW)) | prot_bits(vm_flags);
+				if ((pmd.val & _PAGE_RW) && (vm_flags & VM_WRITE))
+					v |= _PAGE_RW;
+				set_pmd(pmdp, (pmd_t){ v });
+			}
+			pm_spin_unlock(pml);
 		}
 	}
 }

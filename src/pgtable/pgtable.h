@@ -102,6 +102,20 @@ static inline pte_t migration_entry_to_pte(pte_t e, unsigned long pfn)
 			    (e.val & (_PAGE_RW | _PAGE_USER | _PAGE_DIRTY)));
 }
 
+/*
+ * A hugetlb leaf being migrated (mm/migrate.c, migrate_hugetlb) is replaced by the same
+ * migration entry at PMD level (Linux's hugetlb migration entry, a non-present huge PTE): not
+ * none, not a leaf, not a table. Only hugetlb VMAs ever hold one - a THP is split first -, and
+ * every PMD walker that can meet it knows it: faults and fork wait for it, slow GUP faults,
+ * GUP-fast falls back, zap clears it (dropping nothing), mprotect changes its bits.
+ */
+static inline bool is_pmd_migration_entry(pmd_t p) { return is_migration_entry((pte_t){ p.val }); }
+
+static inline pmd_t make_pmd_migration_entry(pmd_t old, bool exclusive)
+{
+	return (pmd_t){ make_migration_entry((pte_t){ old.val }, exclusive).val };
+}
+
 static inline bool pmd_none(pmd_t p) { return p.val == 0; }
 static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
 static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==
@@ -118,6 +132,13 @@ static inline pmd_t pmd_mkwrite(pmd_t p) { return (pmd_t){ p.val | _PAGE_RW | _P
 static inline pmd_t pfn_pmd(unsigned long pfn, uint64_t bits)
 {
 	return (pmd_t){ (pfn << PAGE_SHIFT) | bits | _PAGE_PSE };
+}
+
+/* The leaf that replaces PMD migration entry @e, mapping the block at @pfn with @e's bits. */
+static inline pmd_t pmd_migration_entry_to_pmd(pmd_t e, unsigned long pfn)
+{
+	return pfn_pmd(pfn, _PAGE_PRESENT | _PAGE_ACCESSED |
+			    (e.val & (_PAGE_RW | _PAGE_USER | _PAGE_DIRTY)));
 }
 
 /* The 2 MiB leaf a fault installs for the block at @pfn, THP or hugetlb: as mk_pte(), but

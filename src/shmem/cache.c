@@ -422,7 +422,8 @@ unsigned long pm__shmem_nr_pages(struct pm_shmem *f)
  * then on - copy its data into @new and put @new in its slot, with the cache's reference
  * (added to the caller's), PG_shmem, the dirty flag and old's mapping and index. All under
  * the leaf's lock, which every remover of the slot takes: a truncation that comes first takes
- * @old away and the freeze is never tried; one that comes after finds @new.
+ * @old away and the freeze is never tried; one that comes after finds @new. A hugetlbfs page
+ * (@old and @new pool pages, @index its 2 MiB index) is copied whole.
  * Return: true if replaced (@old is then frozen at 0 and out of the cache, PG_shmem cleared:
  * the caller frees it), false if not (nothing changed).
  */
@@ -442,7 +443,9 @@ bool pm__shmem_migrate_folio(struct pm_shmem *f, unsigned long index, struct pm_
 		pm_spin_lock(&leaf->lock);
 		if (!leaf->dead && atomic_load_relaxed(slot) == old &&
 		    atomic_cas_mb(&old->page.xrefcount, &ref, 0)) {
-			memcpy(page_address(m, &new->page), page_address(m, &old->page), PAGE_SIZE);
+			/* A hugetlbfs page moves whole (its new folio keeps PG_hugetlb). */
+			memcpy(page_address(m, &new->page), page_address(m, &old->page),
+			       folio_test_hugetlb(old) ? PMD_SIZE : PAGE_SIZE);
 			new->page.mapping = old->page.mapping;
 			new->page.index = old->page.index;
 			folio_set_flags_new(new, PGF(PG_shmem) |

@@ -10,12 +10,15 @@
  *    that pagemap shows the pinned frame there: a pin on a stale frame (one that a migration
  *    copied from) would read back something else. Then they unpin. Area P is never zapped.
  *    An eighth of the pins go to area S, a shared anonymous mapping (page-cache folios),
- *    which fork children map too, and an eighth to area H, one THP that moves whole.
+ *    which fork children map too, an eighth to area H, one THP that moves whole, an eighth
+ *    to area HP, two private hugetlb pages, and an eighth to area HS, a shared hugetlb page
+ *    that fork children map too (hugetlb pages move whole, to a free pool page).
  *  - A chaos thread zaps random pages of area Z (MADV_DONTNEED), writes them again, and
  *    now and then unmaps and maps Z again; every page of Z reads as zero or as its pattern.
  *  - A compactor runs pm_compact() over and over.
  *  - A forker forks the mm, checks in the child that area F holds its pattern (F is never
- *    written after the fill), writes a child page (COW), and destroys the child.
+ *    written after the fill), writes a child page (COW), maps pages of S and HS, and
+ *    destroys the child (whose zap may meet a migration entry of S or HS).
  * At the end, with every thread stopped: every pin released (nr_foll_pin_acquired ==
  * nr_foll_pin_released exactly), area F and the pinners' last values intact, every frame
  * back after destroy, pm_machine_check clean. Seeded (tap_seed); runs tap_seconds(2).
@@ -43,7 +46,9 @@
 
 static struct pm_machine *m;
 static struct pm_mm *mm;
-static unsigned long area_p, area_z, area_f, area_s, area_h;
+static unsigned long area_p, area_z, area_f, area_s, area_h, area_hp, area_hs;
+#define NHP 1024	/* of area HP, two private hugetlb pages */
+#define NHS 512		/* of area HS, one shared hugetlb page */
 #define NTHP 512	/* of area H, one THP */
 #define NSHM 32	/* of area S, a shared anonymous (shmem) mapping */
 static atomic_long errors;
@@ -69,9 +74,9 @@ static void *migrator_main(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
-		unsigned long areas[5] = { area_p, area_z, area_f, area_s, area_h };
-		unsigned long sizes[5] = { NPIN, NZAP, NFORK, NSHM, NTHP };
-		unsigned i = tap_rand(&r) % 5;
+		unsigned long areas[7] = { area_p, area_z, area_f, area_s, area_h, area_hp, area_hs };
+		unsigned long sizes[7] = { NPIN, NZAP, NFORK, NSHM, NTHP, NHP, NHS };
+		unsigned i = tap_rand(&r) % 7;
 		long ret;
 
 		/* area_z may be unmapped for an instant: -ENOMEM then is the contract's answer. */
@@ -97,9 +102,10 @@ static void *pinner_main(void *arg)
 
 	while (!atomic_load(&stop)) {
 		unsigned k = tap_rand(&r) % 8;
-		bool shm = k == 0, thp = k == 1;
-		unsigned long i = tap_rand(&r) % (shm ? NSHM : thp ? NTHP : NPIN);
-		unsigned long addr = (shm ? area_s : thp ? area_h : area_p) + i * PG;
+		bool shm = k == 0, thp = k == 1, hp = k == 2, hs = k == 3;
+		unsigned long i = tap_rand(&r) % (shm ? NSHM : thp ? NTHP : hp ? NHP : hs ? NHS : NPIN);
+		unsigned long addr = (shm ? area_s : thp ? area_h : hp ? area_hp : hs ? area_hs :
+			area_p) + i * PG;
 		uint64_t v = ((uint64_t)id << 56) | ++n, back = 0;
 		struct pm_page *page = NULL;
 		struct pm_page_info pi;
@@ -116,13 +122,16 @@ static void *pinner_main(void *arg)
 		/*
 		 * A pinned anonymous page is refused at unmap, under the PTL: never seen unmapped.
 		 * A pinned cache page is unmapped in every mm before the freeze fails, then mapped
-		 * again: pagemap may see it not present meanwhile, never another frame.
+		 * again: pagemap may see it not present meanwhile, never another frame. So may a
+		 * pinned hugetlb page: pagemap reads a PMD without its lock first.
 		 */
 		if (pm_pagemap(mm, addr, 1, &pi) != 1 ||
-		    (pi.pfn != pm_page_to_pfn(page) && (!shm || (pi.flags & PM_PAGE_PRESENT))))
-			fail("%s[%lu]: pinned pfn %lu, mapped pfn %llu", shm ? "S" : thp ? "H" : "P", i,
+		    (pi.pfn != pm_page_to_pfn(page) &&
+		     (!(shm || hp || hs) || (pi.flags & PM_PAGE_PRESENT))))
+			fail("%s[%lu]: pinned pfn %lu, mapped pfn %llu",
+			     shm ? "S" : thp ? "H" : hp ? "HP" : hs ? "HS" : "P", i,
 			     pm_page_to_pfn(page), (unsigned long long)pi.pfn);
-		if (!shm && !thp)
+		if (!shm && !thp && !hp && !hs)
 			last_value[id][i] = v;
 		pm_unpin_user_page(page);
 		atomic_fetch_add(&nr_pins, 1);
@@ -195,6 +204,7 @@ static void *forker_main(void *arg)
 		/* The child maps a few pages of S too: their migrations must move both mappings. */
 		for (unsigned long k = 0; k < 4; k++)
 			pmt_peek(child, area_s + ((i + k) % NSHM) * PG);
+		pmt_peek(child, area_hs + i * PG); /* and HS's page */
 		pm_mm_destroy(child);
 		atomic_fetch_add(&nr_forks, 1);
 	}
@@ -203,7 +213,10 @@ static void *forker_main(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct pm_config cfg = { .mem_bytes = 64 * MiB, .movable_bytes = 16 * MiB };
+	/* 5 pool pages (in the movable zone, which the pool fills first): 3 mapped, 2 free for
+	 * the hugetlb migrations. */
+	struct pm_config cfg = { .mem_bytes = 64 * MiB, .movable_bytes = 16 * MiB,
+				 .nr_hugepages = 5 };
 	double secs = tap_seconds(2);
 	pthread_t mig, pin[PINNERS], chaos, fork_th, compactor;
 	size_t free0;
@@ -233,6 +246,17 @@ int main(int argc, char **argv)
 		/* Not in fork children: their COW would break it into 4 KiB pages. */
 		ASSERT_EQ(pm_madvise(mm, area_h, 2 * MiB, PM_MADV_DONTFORK), 0);
 		ASSERT_TRUE(pmt_fill(mm, area_h, NTHP, seed + 6));
+		sa = pm_mmap(mm, 0, NHP * PG, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
+		ASSERT_TRUE(sa > 0);
+		area_hp = (unsigned long)sa;
+		/* Not in fork children: a pinned page would be copied for each from the pool. */
+		ASSERT_EQ(pm_madvise(mm, area_hp, NHP * PG, PM_MADV_DONTFORK), 0);
+		ASSERT_TRUE(pmt_fill(mm, area_hp, NHP, seed + 7));
+		sa = pm_mmap(mm, 0, NHS * PG, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS | PM_MAP_HUGETLB,
+			     NULL, 0);
+		ASSERT_TRUE(sa > 0);
+		area_hs = (unsigned long)sa;
+		ASSERT_TRUE(pmt_fill(mm, area_hs, NHS, seed + 8));
 	}
 	ASSERT_TRUE(pmt_fill(mm, area_p, NPIN, seed + 2));
 	ASSERT_TRUE(pmt_fill(mm, area_z, NZAP, seed + 3));
@@ -287,8 +311,19 @@ int main(int argc, char **argv)
 		pm_pagemap(mm, area_h, 1, &after);
 		ok(before.pfn != after.pfn && (after.flags & PM_PAGE_THP), "to a new order-9 folio");
 	}
+	{
+		struct pm_page_info before, after;
+
+		pm_pagemap(mm, area_hp, 1, &before);
+		is_int(pm_migrate_range(mm, area_hp, NHP * PG, PM_MIGRATE_ANYWHERE), 0,
+		       "quiescent: the private hugetlb pages move");
+		pm_pagemap(mm, area_hp, 1, &after);
+		ok(before.pfn != after.pfn && (after.flags & PM_PAGE_HUGETLB), "to new pool pages");
+		is_int(pm_migrate_range(mm, area_hs, NHS * PG, PM_MIGRATE_ANYWHERE), 0,
+		       "quiescent: the shared hugetlb page moves");
+	}
 	is_int(pm_machine_check(m), 0, "pm_machine_check with the mm alive");
 	pm_mm_destroy(mm);
-	pmt_end(m, free0, &pmt_end_after_run, NULL);
+	pmt_hend(m, free0, 5, "after the run");
 	return done_testing();
 }

@@ -13,8 +13,7 @@
  *  - shmem page-cache folios move with every mapping (shared, private, a fork child's);
  *    a pinned one is refused by the freeze, its mappings put back;
  *  - a THP moves whole (PMD-mapped: split to PTEs first; then PTE-mapped), refused when
- *    pinned or shared with a child; hugetlb, not migrated yet, is counted as not moved and
- *    keeps its data;
+ *    pinned or shared with a child; a hugetlb page moves whole (test_migrate_hugetlb.c);
  *  - during a migration (the test hook between unmap and copy): a fault waits and then
  *    writes to the new frame; a GUP-fast pin falls back, waits and pins the new frame;
  *    MADV_DONTNEED zaps the migration entry and nothing leaks; pm_machine_check reports the
@@ -307,8 +306,14 @@ static void test_other_kinds(void)
 	hu = pm_mmap(mm, 0, 2 * MiB, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
 	ASSERT_TRUE(hu > 0);
 	ok(pmt_fill(mm, (unsigned long)hu, 512, 6), "hugetlb filled");
-	is_int(pm_migrate_range(mm, (unsigned long)hu, 2 * MiB, PM_MIGRATE_ANYWHERE), 1,
-	       "hugetlb: counted as not moved");
+	{
+		unsigned long hpfn = pmt_pfn_at(mm, (unsigned long)hu);
+
+		/* Moved whole to the pool's other page (test_migrate_hugetlb.c has the rest). */
+		is_int(pm_migrate_range(mm, (unsigned long)hu, 2 * MiB, PM_MIGRATE_ANYWHERE), 0,
+		       "hugetlb: moved whole");
+		ok(pmt_pfn_at(mm, (unsigned long)hu) != hpfn, "to another pool page");
+	}
 	ok(pmt_check(mm, (unsigned long)hu, 512, 6), "hugetlb data intact");
 	pm_mm_destroy(mm);
 	pm_rcu_barrier();
