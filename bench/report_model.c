@@ -110,9 +110,9 @@ static void *partner(void *arg)
 	unsigned long v = 1;
 	int ph;
 
-	h->err = pin_to(1);
-	h->go = 1;
-	while ((ph = h->phase) != 2) {
+	h->err = pin_to(1); /* read after the join */
+	__atomic_store_n(&h->go, 1, __ATOMIC_RELEASE);
+	while ((ph = __atomic_load_n(&h->phase, __ATOMIC_ACQUIRE)) != 2) {
 		v = model_iter(ph ? &h->shared : &h->own[1][0], v);
 		__atomic_store_n(&h->done1, h->done1 + 1, __ATOMIC_RELAXED);
 	}
@@ -169,12 +169,12 @@ static double line_ns(void)
 		free(h);
 		return NAN;
 	}
-	while (!h->go)
+	while (!__atomic_load_n(&h->go, __ATOMIC_ACQUIRE))
 		sched_yield();
 	own = model_batches(h, &h->own[0][0], &v);
-	h->phase = 1;
+	__atomic_store_n(&h->phase, 1, __ATOMIC_RELEASE);
 	shared = model_batches(h, &h->shared, &v);
-	h->phase = 2;
+	__atomic_store_n(&h->phase, 2, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	if (!h->err && !isnan(own) && !isnan(shared))
 		ns = fmax(shared - own, 0);
