@@ -723,6 +723,44 @@ static void test_hugetlb(void)
 	pmt_end(m, free0, &pmt_end_returned, "hugetlb");
 }
 
+/*
+ * mincore of a shared hugetlb mapping where no PMD table reaches: a fork child's, which fork
+ * did not copy (no anon_vma). walk_hugetlb_range finds no entry and calls the pte_hole every
+ * mapping gets, which asks the page cache: the object's page is resident. Once a table is
+ * made in that 1 GiB (a fault elsewhere), the none entry there reads 0 (mincore_hugetlb).
+ * Linux 6.18, checked by make oracle.
+ */
+static void test_hugetlb_fork_mincore(void)
+{
+	struct pm_machine *m = machine(64, 2);
+	size_t free0 = pmt_free_pages(m);
+	struct pm_shmem *hf = pm_shmem_create_hugetlb(m, HP);
+	struct pm_mm *mm = pm_mm_create(m), *c;
+	const unsigned long a = 0x200000000000UL;
+
+	ASSERT_TRUE(mm && hf);
+	is_int(pm_mmap(mm, a, HP, PM_PROT_READ, PM_MAP_SHARED | PM_MAP_FIXED, hf, 0), (long)a,
+	       "%s: hugetlb fork mincore: a shared mapping at a 1 GiB boundary", dn);
+	ok(mincore_ones(mm, a, 512, 0), "%s: ... nothing in the cache: 0", dn);
+	peek(mm, a + 0xc9 * PG);
+	ok(mincore_ones(mm, a, 512, 512), "%s: ... faulted: 1", dn);
+	c = pmt_fork(mm);
+	ASSERT_TRUE(c != NULL);
+	is_int(pinfo(c, a).flags, 0, "%s: ... the child has no entry (fork copied none)", dn);
+	ok(mincore_ones(c, a + 0xaf * PG, 13, 13),
+	   "%s: ... the child's mincore: no table there, the page cache has it: 1", dn);
+	is_int(pm_mmap(c, a + 4 * HP, PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)(a + 4 * HP),
+	       "%s: ... an anonymous page in the same 1 GiB", dn);
+	poke(c, a + 4 * HP);
+	ok(mincore_ones(c, a, 512, 0), "%s: ... faulted: a PMD table now, its none entry: 0", dn);
+	peek(c, a);
+	ok(mincore_ones(c, a, 512, 512), "%s: ... mapped in the child too: 1", dn);
+	pm_mm_destroy(c);
+	pm_mm_destroy(mm);
+	pm_shmem_put(hf);
+	pmt_end(m, free0, &pmt_end_returned, "hugetlb fork mincore");
+}
+
 /* ---- 7. merges, and VMAs across the range design's 512 GiB ranges ---- */
 
 static void test_merges(void)
@@ -910,6 +948,7 @@ int main(void)
 		test_thp();
 		test_shmem();
 		test_hugetlb();
+		test_hugetlb_fork_mincore();
 		test_merges();
 		test_race();
 	}
