@@ -215,7 +215,7 @@ static struct pm_page_info page_info(struct pm_machine *m, struct pm_spinlock *p
 	struct pm_page *head = pfn_to_page(m, pfn), *page = head + idx;
 	struct pm_folio *folio = page_folio(head);
 	struct pm_page_info pi = { .pfn = pfn + idx, .flags = PM_PAGE_PRESENT };
-	unsigned mapcount;
+	unsigned mapcount, entire;
 
 	pm_assert_locked(ptl);
 	if (e & _PAGE_RW)
@@ -243,11 +243,21 @@ static struct pm_page_info page_info(struct pm_machine *m, struct pm_spinlock *p
 		pi.flags |= PM_PAGE_MAYBE_PINNED;
 	/* folio_precise_page_mapcount(): a hugetlb page has only its folio's PMD mappings. */
 	mapcount = (unsigned)atomic_load_relaxed(&page->xmapcount);
+	entire = 0;
 	if (folio_test_large(folio))
-		mapcount += (unsigned)atomic_load_relaxed(&folio->page.xentire_mapcount);
-	pi.mapcount = mapcount;
-	if (mapcount == 1)
-		pi.flags |= PM_PAGE_EXCLUSIVE; /* PM_MMAP_EXCLUSIVE */
+		entire = (unsigned)atomic_load_relaxed(&folio->page.xentire_mapcount);
+	pi.mapcount = mapcount + entire; /* kpagecount: the page's own */
+	/*
+	 * PM_MMAP_EXCLUSIVE. Through a PMD leaf, pagemap_pmd_range asks about the leaf's head page
+	 * for every page it covers (__folio_page_mapped_exclusively(folio, pmd_page(pmd)), with
+	 * CONFIG_PAGE_MAPCOUNT): a THP that this mm maps whole, with the head also PTE-mapped
+	 * elsewhere (a fork's other side that split and copied a page), reads not exclusive on
+	 * every page, even one that only this PMD maps.
+	 */
+	if (pmd && page != head)
+		mapcount = (unsigned)atomic_load_relaxed(&head->xmapcount);
+	if (mapcount + entire == 1)
+		pi.flags |= PM_PAGE_EXCLUSIVE;
 	return pi;
 }
 
