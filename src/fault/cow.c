@@ -23,10 +23,14 @@
  * is split into a PTE table (pgtable/huge_memory.c: from the deposited table, so it needs no
  * memory and never splits the folio) and the fault is retried at 4 KiB, as
  * do_huge_pmd_wp_page does. The leaf's lock-and-recheck and its reuse are hugetlb's too
- * (huge_pmd.c). A leaf of the huge zero folio is always split, into 512 PTEs of the 4 KiB
- * zero page (__split_huge_zero_page_pmd), and the retry copies only the page written - or
- * unshared for a read-only long-term pin - into a fresh zeroed page: a write there costs
- * 4 KiB, never a THP.
+ * (huge_pmd.c). A write or unshare fault on a leaf of the huge zero folio replaces it with a
+ * new zeroed THP, mapped as a write fault maps one, writable where the VMA is (Linux 6.13+'s
+ * do_huge_zero_wp_pmd; an unshare too, as map_anon_folio_pmd does); the table deposited for
+ * the zero leaf stays for the THP. Only when no 2 MiB block can be had is the leaf split into
+ * 512 PTEs of the 4 KiB zero page (__split_huge_zero_page_pmd), and the retry copies the one
+ * page written - or unshared for a read-only long-term pin - into a fresh zeroed page.
+ * The new leaf is stored under the PMD lock, after the folio is complete; a lockless reader
+ * (GUP-fast) that took the zero leaf re-reads the PMD and sees it changed, as after a split.
  */
 #include "internal.h"
 
@@ -111,6 +115,43 @@ reuse:
 	return 0;
 }
 
+/*
+ * A write or unshare fault on the huge zero folio's leaf @zero_pmd at *@pmdp: a new zeroed THP
+ * in its place (do_huge_zero_wp_pmd), or, without a 2 MiB block, a split and a 4 KiB retry.
+ * Context: mmap_lock or the VMA's lock held (fault path), the PMD lock not held.
+ * Return: 0, or VM_FAULT_AGAIN (the leaf changed meanwhile, or was split: look again).
+ */
+static vm_fault_t do_huge_zero_wp_pmd(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				      pmd_t zero_pmd)
+{
+	struct pm_machine *m = mm->m;
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	struct pm_folio *folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO);
+	pmd_t entry;
+
+	assert_fault_locked(vma);
+	if (!folio) {
+		count_event(m, THP_FALLBACKS, 1); /* vma_alloc_anon_folio_pmd */
+		pm__split_huge_pmd(mm, pmdp);
+		return VM_FAULT_AGAIN;
+	}
+	/* AnonExclusive on the head covers the PMD mapping. */
+	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
+	entry = mk_huge_pmd(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
+			    vma->flags & VM_WRITE);
+	pm_spin_lock(pml);
+	if (!pmd_same(pmdp_get(pmdp), zero_pmd)) {
+		pm_spin_unlock(pml);
+		folio_put(folio);
+		return VM_FAULT_AGAIN;
+	}
+	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
+	set_pmd(pmdp, entry); /* the zero leaf held no reference, no mapcount */
+	pm_spin_unlock(pml);
+	count_event(m, THP_FAULTS, 1);
+	return 0;
+}
+
 /* The same for a read-only PMD leaf. Context: mmap_lock or the VMA's lock held (fault path). */
 vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				   unsigned long addr, unsigned fault_flags)
@@ -123,13 +164,14 @@ vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 	folio = pm__wp_huge_pmd_lock(mm, pmdp, &pmd, &ret);
 	if (!folio)
 		return ret;
-	if (pmd_special(pmd))
-		goto split; /* the huge zero folio: never reused, never copied whole */
+	if (pmd_special(pmd)) {
+		pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
+		return do_huge_zero_wp_pmd(mm, vma, pmdp, pmd);
+	}
 	if (pm__wp_huge_pmd_can_reuse_locked(pm__pmd_lockptr(mm, pmdp), folio,
 					     folio_ref_count(folio) == 1))
 		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd,
 						    fault_flags & FAULT_FLAG_UNSHARE);
-split:
 	pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
 	pm__split_huge_pmd(mm, pmdp);
 	return VM_FAULT_AGAIN;
