@@ -4,9 +4,10 @@
  *
  * Reuse or copy. A write (or unshare) fault on a read-only mapped anonymous page reuses it in
  * place when it is AnonExclusive, or when it is a small folio whose only reference is this
- * mapping (refcount == 1: no other mapping, no get reference, no pin) - then it becomes
+ * mapping (refcount == 1: no other mapping, no get reference, no pin), or a large folio whose
+ * references are all mappings of this mm (can_reuse_large_anon_locked) - then it becomes
  * exclusive. Everything else is copied into a new exclusive anonymous page: pages shared with
- * a fork child, page-cache pages of private mappings, the zero page, large folios. Linux has
+ * a fork child, page-cache pages of private mappings, the zero page. Linux has
  * used exactly this rule since 2022; the refcount test is what stops a child's read-only GUP
  * reference from seeing the parent's later writes (CVE-2020-29374): that reference raises the
  * refcount, so the parent copies instead of reusing.
@@ -33,6 +34,42 @@
  * (GUP-fast) that took the zero leaf re-reads the PMD and sees it changed, as after a split.
  */
 #include "internal.h"
+
+/*
+ * May a write fault reuse @page of the large anonymous @folio, PTE-mapped read-only at *@ptep
+ * (@addr), although the page is not AnonExclusive? Linux 6.18 reuses a large folio that this
+ * mm alone maps and nothing else references (__wp_can_reuse_large_anon_folio, which tells by
+ * the folio's per-mm mapcounts, CONFIG_MM_ID): after a fork whose other side has gone, the
+ * parent keeps writing into its THP's pages instead of copying each. pinmm tells the same by
+ * counting: more than one mapping (a folio mapped by one page is copied, so it can be freed),
+ * every reference a mapping (refcount == mapcount: no pin, no GUP reference), and every
+ * mapping an entry of this PTE table, the one that maps the folio where it was faulted.
+ * A folio that mremap spread over two tables is copied, where Linux might reuse it.
+ * The counts are read under this table's PTL: this mm's entries cannot change, no other mm
+ * can newly map a folio that only this mm maps (fork of this mm waits for our lock), and a
+ * racing GUP-fast reference of this mm is either counted or fails its PTE recheck once the
+ * entry turns writable - the small folio's refcount argument.
+ * Context: the PTE table's lock held.
+ */
+static bool can_reuse_large_anon_locked(struct pm_machine *m, struct pm_folio *folio,
+					pm_entry_t *ptep, unsigned long addr)
+{
+	unsigned long nr = folio_nr_pages(folio), pfn0 = page_to_pfn(m, &folio->page);
+	pm_entry_t *table = ptep - pte_index(addr);
+	long total = atomic_load_relaxed(&folio->page.xentire_mapcount), here = 0;
+
+	for (unsigned long i = 0; i < nr; i++)
+		total += atomic_load_relaxed(&pfn_to_page(m, pfn0 + i)->xmapcount);
+	if (total <= 1 || folio_ref_count(folio) != total)
+		return false;
+	for (unsigned i = 0; i < 512; i++) {
+		pte_t pte = ptep_get(table + i);
+
+		if (pte_present(pte) && !pte_special(pte) && pte_pfn(pte) - pfn0 < nr)
+			here++;
+	}
+	return here == total;
+}
 
 /* A write or unshare fault on a read-only PTE. Context: mmap_lock or the VMA's lock held (fault path). */
 vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
@@ -65,7 +102,8 @@ vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 		if (folio_test_anon(src)) {
 			if (page_anon_exclusive(page))
 				goto reuse;
-			if (!folio_test_large(src) && folio_ref_count(src) == 1) {
+			if (!folio_test_large(src) ? folio_ref_count(src) == 1 :
+			    can_reuse_large_anon_locked(m, src, ptep, addr)) {
 				page_set(page, PG_anon_exclusive);
 				goto reuse;
 			}
