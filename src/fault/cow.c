@@ -49,15 +49,16 @@
  * can newly map a folio that only this mm maps (fork of this mm waits for our lock), and a
  * racing GUP-fast reference of this mm is either counted or fails its PTE recheck once the
  * entry turns writable - the small folio's refcount argument.
- * Context: the PTE table's lock held.
+ * Context: the PTE table's lock @ptl held.
  */
-static bool can_reuse_large_anon_locked(struct pm_machine *m, struct pm_folio *folio,
-					pm_entry_t *ptep, unsigned long addr)
+static bool can_reuse_large_anon_locked(struct pm_machine *m, struct pm_spinlock *ptl,
+					struct pm_folio *folio, pm_entry_t *ptep, unsigned long addr)
 {
 	unsigned long nr = folio_nr_pages(folio), pfn0 = page_to_pfn(m, &folio->page);
 	pm_entry_t *table = ptep - pte_index(addr);
 	long total = atomic_load_relaxed(&folio->page.xentire_mapcount), here = 0;
 
+	pm_assert_locked(ptl);
 	for (unsigned long i = 0; i < nr; i++)
 		total += atomic_load_relaxed(&pfn_to_page(m, pfn0 + i)->xmapcount);
 	if (total <= 1 || folio_ref_count(folio) != total)
@@ -103,7 +104,7 @@ vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 			if (page_anon_exclusive(page))
 				goto reuse;
 			if (!folio_test_large(src) ? folio_ref_count(src) == 1 :
-			    can_reuse_large_anon_locked(m, src, ptep, addr)) {
+			    can_reuse_large_anon_locked(m, ptl, src, ptep, addr)) {
 				page_set(page, PG_anon_exclusive);
 				goto reuse;
 			}
