@@ -24,6 +24,7 @@ static const struct {
 	{ "no_per_vma_lock", PM_KNOB_NO_PER_VMA_LOCK },
 	{ "shmem_tree_lock", PM_KNOB_SHMEM_TREE_LOCK },
 	{ "pte_table_lock", PM_KNOB_PTE_TABLE_LOCK },
+	{ "folio_shared_pins", PM_KNOB_FOLIO_SHARED_PINS },
 	{ "no_huge_zero_page", PM_KNOB_NO_HUGE_ZERO_PAGE },
 	{ "longterm_pin_in_place", PM_KNOB_LONGTERM_PIN_IN_PLACE },
 	{ "vma_lock_shared_count", PM_KNOB_VMA_LOCK_SHARED_COUNT },

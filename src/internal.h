@@ -210,6 +210,8 @@ enum pm_pageflag {
 	PG_shmem,	   /* in (or removed from) a shmem page cache */
 	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb_pool.c) */
 	PG_huge_zero,	   /* the machine's huge zero folio (mem/folio.c); on its head */
+	PG_hot,		   /* head: pins count per CPU, the bias is held (mem/folio_hot.c) */
+	PG_hot_leave,	   /* head: hot mode is ending; its pins are being folded */
 };
 #define PGF(bit) (1UL << (bit))
 
@@ -438,6 +440,13 @@ struct pm_machine {
 	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
 
+	/* Hot folios (mem/folio_hot.c): per-CPU pin counts of folios several CPUs pin. */
+	struct pm_folio_hot *_Atomic *_Atomic xhot; /* nr_pages entries by head pfn, or NULL
+						     * before the first folio is hot */
+	struct pm_spinlock hot_lock __cacheline_aligned; /* entering hot mode; the list */
+	struct pm_folio_hot *hot_list;	/* every state made; under hot_lock */
+	unsigned hot_nr, hot_max;	/* states made, and the most there may be */
+
 	/* Compaction (mm/migrate.c): one run at a time; an mm leaves the mms list only under
 	 * it, so a run may use the mms it found there. Taken before any mm's lock. */
 	pthread_mutex_t compact_lock __cacheline_aligned;
@@ -586,8 +595,59 @@ static inline bool is_huge_zero_folio(const struct pm_folio *folio)
 	return folio_test(folio, PG_huge_zero);
 }
 
+/*
+ * Hot folios (mem/folio_hot.c): a folio that several CPUs pin counts its pins per CPU while
+ * PG_hot is set, and holds PM_HOT_BIAS references of its own meanwhile, so that no expected
+ * count can match until it leaves hot mode (pm__folio_cool).
+ */
+#define PM_HOT_BIAS (1 << 28)
+
+/*
+ * One CPU's counts of a hot folio, in one word so that a hot pin or unpin is two locked
+ * instructions on its own line: the net pins taken here (signed, high half; each is a pin of
+ * a page, 1024 references of a small folio or one reference and one pincount of a large
+ * one), and the hot operations in progress here (low half).
+ */
+#define HOT_ACTIVE 1LL
+#define HOT_PIN (1LL << 32)
+struct pm_hot_slot {
+	_Atomic int64_t xv;
+} __cacheline_aligned;
+
+struct pm_folio_hot {
+	unsigned long pfn;	    /* the head it serves; under hot_lock */
+	struct pm_folio_hot *next;  /* on the machine's hot_list; under hot_lock */
+	struct pm_hot_slot slot[];  /* nr_cpus, a line each */
+};
+
+static inline bool folio_hot(const struct pm_folio *folio)
+{
+	return atomic_load_relaxed(&((struct pm_folio *)folio)->page.xflags) &
+	       (PGF(PG_hot) | PGF(PG_hot_leave));
+}
+
+/* // mem/folio_hot.c */
+__hidden bool pm__folio_hot_grab(struct pm_folio *folio, int refs);
+__hidden bool pm__folio_hot_put(struct pm_folio *folio, int refs);
+__hidden void pm__folio_hot_enter(struct pm_folio *folio);
+__hidden void pm__folio_leave_hot(struct pm_folio *folio);
+__hidden void pm__folio_hot_unmapped(struct pm_folio *folio);
+__hidden int pm__folio_hot_ref_count(const struct pm_folio *folio);
+__hidden int pm__folio_hot_pincount(const struct pm_folio *folio);
+__hidden void pm__machine_hot_exit(struct pm_machine *m);
+
+/* Before a decision on @folio's counts: out of hot mode (mem/folio_hot.c). */
+static inline void pm__folio_cool(struct pm_folio *folio)
+{
+	if (unlikely(folio_hot(folio)))
+		pm__folio_leave_hot(folio);
+}
+
+/* refcount: exact at quiescence, hot or not (the bias aside). */
 static inline int folio_ref_count(const struct pm_folio *folio)
 {
+	if (unlikely(folio_hot(folio)))
+		return pm__folio_hot_ref_count(folio);
 	return atomic_load_relaxed(&((struct pm_folio *)folio)->page.xrefcount);
 }
 
@@ -599,6 +659,8 @@ static inline bool page_anon_exclusive(const struct pm_page *page)
 /* folio_maybe_dma_pinned(): exact for large folios, no false negatives for small ones. */
 static inline bool folio_maybe_dma_pinned(const struct pm_folio *folio)
 {
+	if (unlikely(folio_hot(folio)))
+		pm__folio_leave_hot((struct pm_folio *)folio); /* an exact answer (folio_hot.c) */
 	if (folio_test_large(folio))
 		return atomic_load_mb(&((struct pm_folio *)folio)->page.xpincount) > 0;
 	return (unsigned)atomic_load_mb(&((struct pm_folio *)folio)->page.xrefcount) >=
@@ -756,6 +818,8 @@ static inline void folio_put_refs(struct pm_folio *folio, int refs)
 	pm_assert_cmp(old, >=, refs);
 	if (old == refs)
 		pm__folio_free(folio);
+	else if (unlikely(folio_hot(folio)))
+		pm__folio_hot_unmapped(folio); /* (H3) */
 }
 
 static inline void folio_put(struct pm_folio *folio)
@@ -978,6 +1042,7 @@ struct pm_mm_policy {
 	bool gup_vma_lock;	/* slow GUP tries the VMA's own lock first (gup/gup.c) */
 	bool upper_cas;		/* PGD/PUD entries published by CAS (pgtable/pgtable.c) */
 	bool pte_cas;		/* PTE installs compare-and-swap, not under the PTL (fault/anon.c) */
+	bool hot_folios;	/* pins may make a folio hot (mem/folio_hot.c) */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
 	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);
@@ -1437,8 +1502,10 @@ static inline void share_anon_page(struct pm_page *page)
  * be pinned. */
 static inline bool fork_leaf_needs_copy(struct pm_mm *src, struct pm_folio *folio)
 {
-	return folio_test_anon(folio) && mm_has_pinned(src) && folio_maybe_dma_pinned(folio) &&
-	       page_anon_exclusive(&folio->page);
+	if (!folio_test_anon(folio) || !mm_has_pinned(src))
+		return false;
+	pm__folio_cool(folio); /* an exact answer: fork excludes new pins (folio_hot.c) */
+	return folio_maybe_dma_pinned(folio) && page_anon_exclusive(&folio->page);
 }
 
 /*
@@ -1593,9 +1660,23 @@ __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigne
 /* MADV_POPULATE_*: no VMA at an address is -ENOMEM, one that forbids the access -EINVAL
  * (Linux's FOLL_MADV_POPULATE); never with @pages. */
 #define FOLL_MADV_POPULATE (1U << 22)
+/* A pin that may make its folio hot (mem/folio_hot.c): the range design, unless
+ * PM_KNOB_FOLIO_SHARED_PINS. Never with FOLL_GET. */
+#define FOLL_HOT (1U << 23)
 #define FOLL_PUBLIC_MASK (FOLL_WRITE | FOLL_FORCE | FOLL_NOFAULT | FOLL_LONGTERM)
 
 /* // gup/gup.c */
+/* FOLL_HOT where pins may make a folio hot: the policy's, unless PM_KNOB_FOLIO_SHARED_PINS. */
+static __always_inline unsigned gup_hot_flag(const struct pm_mm *mm)
+{
+	return mm->policy->hot_folios && !knob(mm->m, PM_KNOB_FOLIO_SHARED_PINS) ? FOLL_HOT : 0;
+}
+
+static __always_inline unsigned gup_pin_flags(const struct pm_mm *mm, unsigned gup_flags)
+{
+	return gup_flags | FOLL_PIN | gup_hot_flag(mm);
+}
+
 /*
  * The has-pinned flag, tested before it is set (gup.c's top comment). Both GUP entry files use
  * it.

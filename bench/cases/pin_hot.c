@@ -5,9 +5,11 @@
  * task pins the folio's first page; "spread": task i pins page i of the folio (mod 512).
  * One iteration is one pm_pin_user_pages_fast() of one page and its pm_unpin_user_page().
  *
- * Every pin and unpin of a large folio writes its refcount and pincount, Linux's way, so the
- * folio's line moves between CPUs whichever page each task pins: the case measures what a
- * direct-I/O or RDMA workload pays for pins of one huge page. Threads only.
+ * Linux's way (PM_KNOB_FOLIO_SHARED_PINS, "before"), every pin and unpin of a large folio
+ * writes its refcount and pincount, so the folio's line moves between CPUs whichever page
+ * each task pins: what a direct-I/O or RDMA workload pays for pins of one huge page. The
+ * range design without the knob ("after") makes the folio hot once several tasks pin it, and
+ * each CPU then counts in its own line (src/mem/folio_hot.c). Threads only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -81,6 +83,7 @@ const struct bench_case bench_case_pin_hot = {
 	.description = "pin and unpin pages of one shared THP",
 	.variants = "same|spread",
 	.seed = "issue 28: hot folios",
+	.before_knobs = PM_KNOB_FOLIO_SHARED_PINS,
 	.prepare = pin_hot_prepare,
 	.loop = pin_hot_loop,
 	.phase = bench_pm_phase,

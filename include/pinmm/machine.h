@@ -33,6 +33,9 @@ extern "C" {
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
 #define PM_KNOB_PTE_TABLE_LOCK 0x40	     /* range design: PTE installs take the table's lock
 					      * (Linux); without it they compare-and-swap */
+#define PM_KNOB_FOLIO_SHARED_PINS 0x80	     /* range design: every pin writes the folio's
+					      * counts (Linux); without it, a folio several
+					      * CPUs pin counts them per CPU (hot folios) */
 #define PM_KNOB_LONGTERM_PIN_IN_PLACE 0x100 /* FOLL_LONGTERM pins movable pages in place
 					     * (before Linux 5.13) */
 #define PM_KNOB_NO_HUGE_ZERO_PAGE 0x200    /* THP read faults allocate a THP, as writes do
@@ -42,7 +45,7 @@ extern "C" {
 #define PM_KNOB_SHMEM_TREE_LOCK 0x800	     /* every page-cache insert takes the object's tree
 					      * lock (Linux's xa_lock), not only its leaf's */
 #define PM_KNOB_ALL                                                                    \
-	(0x7f | PM_KNOB_LONGTERM_PIN_IN_PLACE | PM_KNOB_NO_HUGE_ZERO_PAGE |            \
+	(0xff | PM_KNOB_LONGTERM_PIN_IN_PLACE | PM_KNOB_NO_HUGE_ZERO_PAGE |            \
 	 PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_SHMEM_TREE_LOCK)
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names

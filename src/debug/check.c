@@ -368,6 +368,21 @@ static void check_frames(struct check *c)
 					 atomic_load_relaxed(&p->xmapcount), c->ptes[pfn + i]);
 			maps += c->ptes[pfn + i];
 		}
+		if (folio_hot(folio)) {
+			/* mem/folio_hot.c: the bias is held, a state serves it, and (H3) a folio
+			 * that no page table maps has left hot mode. */
+			struct pm_folio_hot *_Atomic *t = atomic_load_relaxed(&m->xhot);
+
+			if (atomic_load_relaxed(&page->xrefcount) < PM_HOT_BIAS || !t ||
+			    !atomic_load_relaxed(&t[pfn]))
+				complain(c, "hot folio pfn %lu without its bias or state (refcount %d, "
+					    "flags %#lx, state %p)", pfn,
+					 atomic_load_relaxed(&page->xrefcount),
+					 atomic_load_relaxed(&page->xflags),
+					 t ? (void *)atomic_load_relaxed(&t[pfn]) : NULL);
+			else if (!maps && !c->pmds[pfn])
+				complain(c, "hot folio pfn %lu is not mapped (its bias leaked)", pfn);
+		}
 		if (is_huge_zero_folio(folio)) {
 			int cur = folio == atomic_load_relaxed(&m->xhuge_zero_folio);
 
@@ -381,7 +396,7 @@ static void check_frames(struct check *c)
 		}
 		if (folio_test_large(folio)) {
 			int entire = atomic_load_relaxed(&page->xentire_mapcount);
-			int pins = atomic_load_relaxed(&page->xpincount);
+			int pins = pm__folio_hot_pincount(folio);
 
 			if (entire != c->pmds[pfn])
 				complain(c, "THP pfn %lu entire_mapcount %d, %d PMDs map it", pfn,

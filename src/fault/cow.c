@@ -103,6 +103,7 @@ vm_fault_t pm__do_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp
 		if (folio_test_anon(src)) {
 			if (page_anon_exclusive(page))
 				goto reuse;
+			pm__folio_cool(src); /* an exact count (mem/folio_hot.c) */
 			if (!folio_test_large(src) ? folio_ref_count(src) == 1 :
 			    can_reuse_large_anon_locked(m, ptl, src, ptep, addr)) {
 				page_set(page, PG_anon_exclusive);
@@ -207,6 +208,7 @@ vm_fault_t pm__do_huge_pmd_wp_page(struct pm_mm *mm, struct pm_vma *vma, pm_entr
 		pm_spin_unlock(pm__pmd_lockptr(mm, pmdp));
 		return do_huge_zero_wp_pmd(mm, vma, pmdp, pmd);
 	}
+	pm__folio_cool(folio); /* an exact count (mem/folio_hot.c) */
 	if (pm__wp_huge_pmd_can_reuse_locked(pm__pmd_lockptr(mm, pmdp), folio,
 					     folio_ref_count(folio) == 1))
 		return pm__wp_huge_pmd_reuse_locked(mm, vma, pmdp, pmd,

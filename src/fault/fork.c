@@ -71,6 +71,8 @@ again:
 		}
 		page = pfn_to_page(m, pte_pfn(pte));
 		folio = page_folio(page);
+		if (src_pinned)
+			pm__folio_cool(folio); /* an exact answer (mem/folio_hot.c) */
 		if (folio_test_anon(folio) && src_pinned && folio_maybe_dma_pinned(folio) &&
 		    page_anon_exclusive(page)) {
 			struct pm_folio *copy = prealloc;

@@ -43,7 +43,9 @@ static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (folio_is_zero(folio))
 		return true;
 	if (flags & FOLL_PIN) {
-		if (folio_test_large(folio)) {
+		if (unlikely(folio_hot(folio)) && pm__folio_hot_grab(folio, refs)) {
+			/* mem/folio_hot.c: this CPU's slot */
+		} else if (folio_test_large(folio)) {
 			if (!pm__folio_ref_add(folio, refs, PM_GUP_REF_LIMIT))
 				return false;
 			atomic_add_mb(&folio->page.xpincount, refs);
@@ -51,6 +53,9 @@ static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 					      PM_GUP_REF_LIMIT)) {
 			return false;
 		}
+		if ((flags & FOLL_HOT) && unlikely(pinned_by_another(folio, refs)) &&
+		    !folio_hot(folio))
+			pm__folio_hot_enter(folio);
 		count_event(page_machine(&folio->page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
 		return true;
 	}
@@ -102,6 +107,8 @@ static __always_inline bool put_refs_checked(struct pm_folio *folio, int amount)
 	}
 	if (old == amount)
 		pm__folio_free(folio);
+	else if (unlikely(folio_hot(folio)))
+		pm__folio_hot_unmapped(folio); /* mem/folio_hot.c, (H3) */
 	return true;
 }
 
@@ -113,7 +120,9 @@ void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (flags & FOLL_PIN) {
 		struct pm_machine *m = page_machine(&folio->page);
 
-		if (folio_test_large(folio)) {
+		if (unlikely(folio_hot(folio)) && pm__folio_hot_put(folio, refs)) {
+			/* mem/folio_hot.c: this CPU's slot; an underflow shows at the fold */
+		} else if (folio_test_large(folio)) {
 			int old;
 
 			/* Every folio size refuses an underflow the same way: nothing changes. */
@@ -532,9 +541,9 @@ long pm_pin_user_pages(struct pm_mm *mm, unsigned long start, unsigned long nr_p
 		return 0;
 	mm_set_has_pinned(mm);
 	if (pm__gup_longterm_migrates(mm->m, gup_flags))
-		return pm__gup_longterm(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN,
+		return pm__gup_longterm(mm, start & PAGE_MASK, nr_pages, gup_pin_flags(mm, gup_flags),
 					pages);
-	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_flags | FOLL_PIN, pages);
+	return pm__gup_slow(mm, start & PAGE_MASK, nr_pages, gup_pin_flags(mm, gup_flags), pages);
 }
 
 /* ---- release ---- */
@@ -554,7 +563,7 @@ void pm_unpin_user_page(struct pm_page *page)
 		return;
 	folio = page_folio(page);
 	m = page_machine(&folio->page);
-	if (unlikely(folio_test_large(folio) || folio_is_zero(folio))) {
+	if (unlikely(folio_test_large(folio) || folio_is_zero(folio) || folio_hot(folio))) {
 		pm__gup_put_folio(folio, 1, FOLL_PIN);
 		count_event(m, UNPIN_FOLIO_UPDATES, 1);
 		return;

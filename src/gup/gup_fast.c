@@ -352,8 +352,11 @@ static __always_inline long gup_fast_entry(struct pm_mm *mm, unsigned long start
 	long err = pm__gup_check_args(mm, start, nr_pages, gup_flags, pages, kind == FOLL_PIN,
 				      true);
 
-	return err ? err : gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | kind,
-					     pages);
+	if (err)
+		return err;
+	if (kind == FOLL_PIN)
+		kind |= gup_hot_flag(mm);
+	return gup_fast_fallback(mm, start & PAGE_MASK, nr_pages, gup_flags | kind, pages);
 }
 
 long pm_get_user_pages_fast(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,

@@ -24,6 +24,31 @@ static __always_inline bool grab_refs(struct pm_folio *folio, int amount)
 	return pm__folio_try_get(folio, amount, PM_GUP_REF_LIMIT);
 }
 
+/* Give back references taken on the shared counts. */
+static inline void ungrab_shared(struct pm_folio *folio, int refs, unsigned flags)
+{
+	if (!(flags & FOLL_PIN)) {
+		folio_put_refs(folio, refs);
+	} else if (folio_test_large(folio)) {
+		atomic_sub_mb(&folio->page.xpincount, refs);
+		folio_put_refs(folio, refs);
+	} else {
+		folio_put_refs(folio, refs * GUP_PIN_COUNTING_BIAS);
+	}
+}
+
+/*
+ * After a shared pin of @refs pages: is another pin outstanding on @folio? Then several
+ * threads pin it at once, and FOLL_HOT makes it hot (mem/folio_hot.c). The line was just
+ * written by our pin, so these loads hit.
+ */
+static __always_inline bool pinned_by_another(struct pm_folio *folio, int refs)
+{
+	if (folio_test_large(folio))
+		return atomic_load_relaxed(&folio->page.xpincount) > refs;
+	return atomic_load_relaxed(&folio->page.xrefcount) >= 2 * GUP_PIN_COUNTING_BIAS;
+}
+
 /*
  * try_grab_folio_fast() - a speculative reference of kind @flags, @refs pages, on the folio of
  * @page. Return: the folio, or NULL (free, being freed, at its limit, or no longer this page's).
@@ -39,11 +64,23 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page
 							    unsigned flags)
 {
 	struct pm_folio *folio = page_folio(page);
+	unsigned long f = atomic_load_relaxed(&folio->page.xflags);
 	bool pin = flags & FOLL_PIN, large = folio_test_large(folio);
 	int amount = pin && !large ? refs * GUP_PIN_COUNTING_BIAS : refs;
 
-	if (unlikely(page_test(&folio->page, PG_zero)))
-		return NULL;
+	if (unlikely(f & (PGF(PG_zero) | PGF(PG_hot)))) {
+		if (f & PGF(PG_zero))
+			return NULL;
+		/* Hot (mem/folio_hot.c): this CPU's slot; the bias keeps the folio alive. */
+		if (pin && pm__folio_hot_grab(folio, refs)) {
+			if (unlikely(page_folio(page) != folio)) {
+				if (!pm__folio_hot_put(folio, refs))
+					ungrab_shared(folio, refs, flags);
+				return NULL;
+			}
+			return folio;
+		}
+	}
 	if (!grab_refs(folio, amount))
 		return NULL;
 	if (unlikely(page_folio(page) != folio)) {
@@ -68,6 +105,8 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page
 	}
 	if (unlikely(folio_test_large(folio)))
 		atomic_add_mb(&folio->page.xpincount, refs);
+	if ((flags & FOLL_HOT) && unlikely(pinned_by_another(folio, refs)))
+		pm__folio_hot_enter(folio);
 	return folio;
 }
 
@@ -77,14 +116,9 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page
  */
 static inline void ungrab_folio(struct pm_folio *folio, int refs, unsigned flags)
 {
-	if (!(flags & FOLL_PIN)) {
-		folio_put_refs(folio, refs);
-	} else if (folio_test_large(folio)) {
-		atomic_sub_mb(&folio->page.xpincount, refs);
-		folio_put_refs(folio, refs);
-	} else {
-		folio_put_refs(folio, refs * GUP_PIN_COUNTING_BIAS);
-	}
+	if ((flags & FOLL_PIN) && unlikely(folio_hot(folio)) && pm__folio_hot_put(folio, refs))
+		return;
+	ungrab_shared(folio, refs, flags);
 }
 
 /*

@@ -104,8 +104,11 @@ static void folios_put_clear(struct pm_machine *m, struct pm_folio **folios, uns
 			old = atomic_sub_mb(&folio->page.xrefcount, 1);
 		}
 		pm_assert_cmp(old, >=, 1);
-		if (old != 1)
+		if (old != 1) {
+			if (unlikely(folio_hot(folio)))
+				pm__folio_hot_unmapped(folio); /* folio_hot.c, (H3) */
 			continue;
+		}
 		if (!small) {
 			pm__folio_free(folio);
 			continue;
@@ -154,7 +157,11 @@ struct pm_page *pm__folio_unmap_put(struct pm_folio *folio)
 	old.word = atomic_sub_mb(&folio->page.xref_map, one.word);
 	pm_assert_cmp(old.refs, >=, 1);
 	pm_assert_cmp(old.maps, >=, 1);
-	return old.refs == 1 ? small_folio_freeable(folio) : NULL;
+	if (old.refs == 1)
+		return small_folio_freeable(folio);
+	if (unlikely(folio_hot(folio)))
+		pm__folio_hot_unmapped(folio); /* folio_hot.c, (H3) */
+	return NULL;
 }
 
 /*
@@ -339,7 +346,7 @@ int pm_folio_ref_count(struct pm_folio *folio)
 
 int pm_folio_pincount(struct pm_folio *folio)
 {
-	return folio_test_large(folio) ? atomic_load_relaxed(&folio->page.xpincount) : 0;
+	return folio_test_large(folio) ? pm__folio_hot_pincount(folio) : 0;
 }
 
 int pm_folio_mapcount(struct pm_folio *folio)

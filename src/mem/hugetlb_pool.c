@@ -451,6 +451,8 @@ void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 	}
 	pm_spin_unlock(&m->hugetlb_lock);
 	pm_spin_unlock(&resv->lock);
+	if (!last && unlikely(folio_hot(folio)))
+		pm__folio_hot_unmapped(folio); /* mem/folio_hot.c, (H3) */
 }
 
 /**

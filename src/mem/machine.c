@@ -285,6 +285,8 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	m->nr_cpus = ncpu > 0 ? (unsigned)ncpu : 1;
 	pthread_mutex_init(&m->lock, NULL);
 	pthread_mutex_init(&m->compact_lock, NULL);
+	pm_spin_init(&m->hot_lock);
+	m->hot_max = 64 + 8 * m->nr_cpus;
 	pm_list_init(&m->mms);
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);
@@ -408,6 +410,7 @@ void pm__machine_free(struct pm_machine *m)
 	munmap(m->pages, m->nr_pages * sizeof(struct pm_page));
 	munmap(m->frames_map, m->frames_map_len);
 	pm__hugetlb_pool_exit(m);
+	pm__machine_hot_exit(m);
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->compact_lock);
 	free(m);

@@ -240,6 +240,7 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
 		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
 			return MIGRATE_REFUSED;
+		pm__folio_cool(folio); /* an exact answer (mem/folio_hot.c) */
 		if (folio_maybe_dma_pinned(folio))
 			return MIGRATE_PINNED; /* refused before anything changes */
 		pm__split_huge_pmd(mm, pmdp);
@@ -274,6 +275,7 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
 		atomic_xchg_mb(ptep + i, entry[i].val);
 	}
+	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
 	if (folio_maybe_dma_pinned(folio)) {
 		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
 			set_pte(ptep + i, old[i]);
@@ -360,6 +362,7 @@ static enum migrate_result migrate_one_pte(struct pm_mm *mm, pm_entry_t *pmdp,
 	excl = page_anon_exclusive(page);
 	entry = make_migration_entry(pte, excl);
 	atomic_xchg_mb(ptep, entry.val);
+	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
 	if (excl) {
 		/* folio_try_share_anon_rmap_pte: the exchange above is ordered before this read. */
 		if (folio_maybe_dma_pinned(folio)) {
@@ -497,6 +500,7 @@ static enum migrate_result migrate_shmem_folio(struct pm_machine *m, struct pm_s
 	if (unlikely(pm__shmem_migrate_hook) && n)
 		pm__shmem_migrate_hook(f, index);
 	/* Expected: the cache's reference and the lookup's. */
+	pm__folio_cool(folio); /* mem/folio_hot.c */
 	if (pm__shmem_migrate_folio(f, index, folio, new, 2)) {
 		for (unsigned i = 0; i < n; i++)
 			remove_migration_pte(maps[i].mm, maps[i].pmdp, maps[i].addr, maps[i].entry,

@@ -706,6 +706,7 @@ static const struct pm_mm_policy range_policy = {
 	.gup_vma_lock = true,
 	.upper_cas = true,
 	.pte_cas = true,
+	.hot_folios = true,
 	.lock_area = range_lock_area,
 	.area = area_all,
 	.count_charge = range_count_charge,

@@ -809,6 +809,49 @@ static void warm_vma(struct pm_mm *mm, unsigned long addr)
 	pm__vma_end_read(held);
 }
 
+struct warm_pin {
+	struct pm_mm *mm;
+	unsigned long addr;
+	struct pm_page *page;
+	bool held;
+};
+
+static void warm_pin_fn(void *p)
+{
+	struct warm_pin *w = p;
+
+	/* A slow write pin marks the folio dirty, once in its life, as a workload's first one does. */
+	w->held = pm_pin_user_pages(w->mm, w->addr, 1, PM_FOLL_NOFAULT | PM_FOLL_WRITE,
+					 &w->page) == 1 ||
+		  pm_pin_user_pages(w->mm, w->addr, 1, PM_FOLL_NOFAULT, &w->page) == 1;
+}
+
+static void warm_unpin_fn(void *p)
+{
+	struct warm_pin *w = p;
+
+	if (w->held)
+		pm_unpin_user_page(w->page);
+}
+
+/*
+ * A folio that both CPUs pin is hot in its steady state (src/mem/folio_hot.c): one pin from
+ * each CPU at once, then their unpins, leave it so in the range design, and its first write
+ * pin has marked it dirty. Nothing else changes (FOLL_NOFAULT: nothing is faulted in, broken
+ * or unshared; a missing page stays missing).
+ */
+static void warm_folio(struct pm_mm *mm, unsigned long addr)
+{
+	struct warm_pin w[2] = { { mm, addr }, { mm, addr } };
+
+	if (!mm)
+		return;
+	on_cpu(0, warm_pin_fn, &w[0]);
+	on_cpu(1, warm_pin_fn, &w[1]);
+	on_cpu(0, warm_unpin_fn, &w[0]);
+	on_cpu(1, warm_unpin_fn, &w[1]);
+}
+
 static void run_teardown(struct run *r)
 {
 	for (int k = 0; k < 2; k++) {
@@ -899,6 +942,13 @@ static int run_setup(struct run *r)
 	if (!(r->knobs & PM_KNOB_VMA_LOCK_SHARED_COUNT))
 		for (int k = 0; k < 2; k++)
 			warm_vma(r->mm[c->mmi[k]], c->t[k]);
+	for (int k = 0; k < 2; k++) {
+		enum op_kind kind = ops[k ? c->b : c->a].kind;
+
+		if (kind == OK_PIN_FAST || kind == OK_PIN || kind == OK_UNPIN ||
+		    kind == OK_UMEM_GET || kind == OK_UMEM_RELEASE)
+			warm_folio(r->mm[c->mmi[k]], c->t[k]);
+	}
 	return 0;
 }
 
@@ -1012,12 +1062,14 @@ static const struct {
 	{ "NO_PER_VMA_LOCK", PM_KNOB_NO_PER_VMA_LOCK },
 	{ "VMA_LOCK_SHARED_COUNT", PM_KNOB_VMA_LOCK_SHARED_COUNT },
 	{ "PTE_TABLE_LOCK", PM_KNOB_PTE_TABLE_LOCK },
+	{ "FOLIO_SHARED_PINS", PM_KNOB_FOLIO_SHARED_PINS },
 };
 #define NR_KNOB_NAMES (sizeof(knob_names) / sizeof(knob_names[0]))
 /* "before": every seed's old behaviour at once. */
 #define KNOBS_BEFORE                                                                    \
 	(PM_KNOB_HAS_PINNED_ALWAYS_WRITE | PM_KNOB_NO_GUP_FAST | PM_KNOB_UNPIN_PER_PAGE |   \
-	 PM_KNOB_SHMEM_LOCK_TWICE | PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_PTE_TABLE_LOCK)
+	 PM_KNOB_SHMEM_LOCK_TWICE | PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_PTE_TABLE_LOCK |    \
+	 PM_KNOB_FOLIO_SHARED_PINS)
 
 static int parse_knobs(const char *s, unsigned *out)
 {

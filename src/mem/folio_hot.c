@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mem/folio_hot.c - hot folios: per-CPU pin counts for a folio that several CPUs pin at once
+ * (the range design; PM_KNOB_FOLIO_SHARED_PINS, and Linux's design, keep every pin on the
+ * folio's own counts). The models are Linux's percpu_ref and RadixVM's Refcache.
+ *
+ * Shape. A folio is hot while PG_hot is set on its head. It then holds PM_HOT_BIAS references
+ * of its own on xrefcount (the bias), and its pins and unpins go to a struct pm_folio_hot
+ * found by head pfn in the machine's table m->xhot: one slot per CPU, a line each, holding
+ * the net pins taken on that CPU, n, which may be negative (an unpin on another CPU than its
+ * pin, or of a pin taken before the folio was hot). A pin of a page is GUP_PIN_COUNTING_BIAS
+ * references of a small folio, or one reference and one pincount of a large one, so
+ *
+ *	refcount = xrefcount - PM_HOT_BIAS + sum(n) * (1024 small, 1 large)
+ *	pincount = xpincount + sum(n)	(large)
+ *
+ * exact at quiescence, which is what pm_folio_ref_count() and pm_folio_pincount() report.
+ * No decision is taken on such a sum: whatever compares or freezes counts leaves hot mode
+ * first (pm__folio_cool: fork's copy decision, COW's reuse, migration, maybe_dma_pinned), and
+ * while a folio is hot the bias makes every comparison with an expected count fail, which is the
+ * conservative answer (copy, refuse, retry), never the wrong one.
+ *
+ * Entering (pm__folio_hot_enter), under m->hot_lock: a shared pin that finds another pin
+ * already outstanding asks for it. A state is taken from the table (the pfn's own, a new one,
+ * or one whose folio is no longer hot, which is moved: at most hot_max states per machine);
+ * the bias is added; PG_hot is set by a full-barrier RMW; then the folio's mapcounts are read.
+ *
+ * Leaving (pm__folio_leave_hot), by whoever wins one compare-and-swap of the flags from PG_hot
+ * to PG_hot_leave: wait until no CPU is inside a hot operation on the state, fold the
+ * slots into the shared counts, clear PG_hot_leave, and drop the bias, which frees the folio if that was all that held it. It never sleeps nor takes a
+ * lock: it waits only for the few instructions of a hot operation in progress, which takes
+ * no lock, so it may be called under any lock, page-table locks included.
+ *
+ * Why the counts are never lost (each pair is a store-buffering pattern with a full barrier
+ * on both sides, so at least one side sees the other):
+ *  (H1) A hot pin or unpin adds its pins and one "active" to its slot's word (struct
+ *       pm_hot_slot) in one sequentially consistent RMW, then reads PG_hot and the table
+ *       entry: if the folio is hot and the entry is still this state, it drops the active
+ *       (release); if not, it takes back the whole add and goes to the shared counts. The
+ *       leaver clears PG_hot with a full-barrier RMW, then, slot by slot, waits until the
+ *       active half is zero and takes the pins with a compare-and-swap to zero. So either
+ *       the operation saw PG_hot clear (and its add is gone or going: the CAS waits for its
+ *       active), or the leaver waits for it and folds what it added.
+ *  (H2) An unpin that finds PG_hot_leave waits until it is clear before it goes to the shared
+ *       counts: the pin it releases may still sit in a slot, and the shared pincount would
+ *       refuse the release as an underflow until the fold.
+ *  (H3) The bias is never leaked. The bias is taken before PG_hot is set; after setting it
+ *       (full barrier) the enterer reads the mapcounts, and leaves at once if the folio is
+ *       unmapped. Every unmap drops its mapcount, then its mapping's reference with a
+ *       full-barrier RMW, then reads the flags, and a hot folio that is no longer mapped
+ *       leaves hot mode there (pm__folio_hot_unmapped, called by the puts). So the last unmap
+ *       and the enter cannot miss each other; and a pin needs a mapping, so an unmapped folio
+ *       never enters.
+ *  (H4) GUP-fast's ordering is kept. A hot pin's slot update is a sequentially consistent
+ *       RMW, as the shared count's is, so the re-read of the entry that follows it, and the
+ *       re-read of write_protect_seq after the walk, pair with munmap and fork exactly as they
+ *       do for a shared pin (gup_fast.c, (A) and (B)).
+ *  (H5) A state's memory lives as long as the machine. A state is moved to another folio only
+ *       under hot_lock, when its folio is neither hot nor leaving (entering is under the same
+ *       lock, so it cannot become hot meanwhile): the entry is cleared, then active is waited
+ *       for as in (H1); an operation that had loaded the old entry sees it changed and goes to
+ *       the shared counts.
+ *
+ * Questions that need an exact answer leave hot mode rather than read a sum: a sum read while
+ * pins come and go on other CPUs can miss a pin that is held throughout (read slot A before a
+ * pin lands there, slot B after its thread's unpin of another pin left it). So
+ * folio_maybe_dma_pinned() of a hot folio folds it first, and answers Linux's answer; no
+ * pinned mark is needed, and none can linger as a false positive (extra fork copies).
+ */
+#include <sys/mman.h>
+
+#include "internal.h"
+
+/* The slots of one state, after its header line. */
+static inline struct pm_hot_slot *hot_slot(struct pm_folio_hot *h, unsigned cpu)
+{
+	return &h->slot[cpu];
+}
+
+static inline struct pm_folio_hot *_Atomic *hot_entry(struct pm_machine *m,
+						      const struct pm_folio *folio)
+{
+	return &m->xhot[page_to_pfn(m, &folio->page)];
+}
+
+/* Wait until no CPU is inside a hot operation on @h ((H1), (H5)). */
+static void hot_wait_idle(struct pm_machine *m, struct pm_folio_hot *h)
+{
+	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++)
+		while ((uint32_t)atomic_load_acquire(&hot_slot(h, cpu)->xv))
+			cpu_relax();
+}
+
+/*
+ * One hot operation: @pins pins (negative: unpins) on this CPU's slot, if @folio is hot and
+ * @h still serves it ((H1)). The add announces the operation and makes the change at once;
+ * if the folio turned out not to be hot, a second add takes both back. Return: done here.
+ */
+static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio *folio,
+				   struct pm_folio_hot *_Atomic *entry, struct pm_folio_hot *h,
+				   long pins)
+{
+	struct pm_hot_slot *s = hot_slot(h, pm__this_cpu(m));
+	int64_t v = pins * HOT_PIN + HOT_ACTIVE;
+
+	atomic_add_mb(&s->xv, v); /* (H4): sequentially consistent, as a shared pin's */
+	if (likely((atomic_load_mb(&folio->page.xflags) & PGF(PG_hot)) &&
+		   atomic_load_relaxed(entry) == h)) {
+		atomic_sub_release(&s->xv, HOT_ACTIVE);
+		return true;
+	}
+	atomic_sub_release(&s->xv, v);
+	return false;
+}
+
+/*
+ * pm__folio_hot_grab() - take @refs pins of kind FOLL_PIN on @folio in this CPU's slot, if the
+ * folio is hot. Return: true if taken; false if it is not hot (take them on the shared counts).
+ * The folio must be alive (the caller has a reference or a mapping of it), or, for GUP-fast,
+ * PG_hot was seen: while PG_hot is set the bias keeps the folio alive ((H1) checks it).
+ */
+bool pm__folio_hot_grab(struct pm_folio *folio, int refs)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *_Atomic *entry;
+	struct pm_folio_hot *h;
+
+	if (!table)
+		return false;
+	entry = &table[page_to_pfn(m, &folio->page)];
+	h = atomic_load_acquire(entry);
+	/* Near the limit: the shared path refuses it, as it refuses any reference. */
+	if (!h || unlikely(atomic_load_relaxed(&folio->page.xrefcount) - PM_HOT_BIAS >
+			   PM_GUP_REF_LIMIT - refs * GUP_PIN_COUNTING_BIAS))
+		return false;
+	return hot_op(m, folio, entry, h, refs);
+}
+
+/*
+ * pm__folio_hot_put() - release @refs pins of @folio in this CPU's slot if it is hot; if it is
+ * leaving hot mode, wait for the fold first ((H2)). Return: true if released here; false if
+ * the caller releases them on the shared counts. Context: the caller holds the pins.
+ */
+bool pm__folio_hot_put(struct pm_folio *folio, int refs)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+
+	for (;;) {
+		unsigned long flags = atomic_load_acquire(&folio->page.xflags);
+		struct pm_folio_hot *_Atomic *entry;
+		struct pm_folio_hot *h;
+
+		if (flags & PGF(PG_hot_leave)) {
+			cpu_relax();
+			continue;
+		}
+		if (!(flags & PGF(PG_hot)) || !table)
+			return false;
+		entry = &table[page_to_pfn(m, &folio->page)];
+		h = atomic_load_acquire(entry);
+		if (!h)
+			return false; /* not hot any more: PG_hot is set only with a state */
+		if (hot_op(m, folio, entry, h, -(long)refs))
+			return true;
+	}
+}
+
+/* Is any page of @folio mapped (its mapcounts; the bias aside, as it holds none)? */
+static bool folio_mapped_any(struct pm_folio *folio)
+{
+	unsigned long n = folio_nr_pages(folio);
+
+	if (n > 1 && atomic_load_mb(&folio->page.xentire_mapcount) > 0)
+		return true;
+	for (unsigned long i = 0; i < n; i++)
+		if (atomic_load_mb(&folio_page(folio, i)->xmapcount) > 0)
+			return true;
+	return false;
+}
+
+/*
+ * pm__folio_leave_hot() - end hot mode, or wait for the leave in progress to end. On return
+ * @folio's shared counts hold every pin and reference (it may be hot again by then only if a
+ * new pin made it so). Context: any; the caller keeps the folio alive (the bias drop here may
+ * free it otherwise, which only the unmap path relies on, (H3)).
+ */
+void pm__folio_leave_hot(struct pm_folio *folio)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+	unsigned long flags = atomic_load_relaxed(&folio->page.xflags);
+	struct pm_folio_hot *h;
+	long refs = 0, pins = 0;
+
+	do {
+		if (flags & PGF(PG_hot_leave)) {
+			while (atomic_load_acquire(&folio->page.xflags) & PGF(PG_hot_leave))
+				cpu_relax();
+			return;
+		}
+		if (!(flags & PGF(PG_hot)))
+			return;
+	} while (!atomic_cas_mb(&folio->page.xflags, &flags,
+				(flags & ~PGF(PG_hot)) | PGF(PG_hot_leave)));
+
+	h = atomic_load_acquire(hot_entry(m, folio));
+	pm_assert(h);
+	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
+		struct pm_hot_slot *s = hot_slot(h, cpu);
+		int64_t v = atomic_load_acquire(&s->xv);
+
+		/* Take the net pins once no operation is in progress; one that starts now sees
+		 * PG_hot clear and takes back its own add. */
+		do {
+			while ((uint32_t)v) {
+				cpu_relax();
+				v = atomic_load_acquire(&s->xv);
+			}
+		} while (!atomic_cas_mb(&s->xv, &v, 0));
+		pins += v / HOT_PIN;
+	}
+	if (folio_test_large(folio))
+		refs = pins;
+	else
+		refs = pins * GUP_PIN_COUNTING_BIAS, pins = 0;
+	if (pins)
+		atomic_add_mb(&folio->page.xpincount, (int)pins);
+	atomic_add_mb(&folio->page.xrefcount, (int)refs);
+	pm_assert_cmp(atomic_load_relaxed(&folio->page.xrefcount), >=, PM_HOT_BIAS);
+	pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), >=, 0);
+	atomic_and_release(&folio->page.xflags, ~PGF(PG_hot_leave));
+	folio_put_refs(folio, PM_HOT_BIAS);
+}
+
+/*
+ * pm__folio_hot_unmapped() - a put found PG_hot: if no page of @folio is mapped any more,
+ * leave hot mode ((H3)). The caller's reference may have been its last but the bias, and the
+ * frame may even be another folio by now; a speculative reference makes either safe.
+ */
+void pm__folio_hot_unmapped(struct pm_folio *folio)
+{
+	if (!pm__folio_try_get(folio, 1, INT_MAX))
+		return;
+	if (folio_hot(folio) && !folio_mapped_any(folio))
+		pm__folio_leave_hot(folio);
+	/* Not folio_put(): while still hot and mapped, it would call us again. */
+	if (atomic_sub_mb(&folio->page.xrefcount, 1) == 1)
+		pm__folio_free(folio);
+}
+
+/* A state for the folio at @entry: its own, a new one, or one moved from a cold folio. */
+static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_hot *_Atomic *entry)
+{
+	struct pm_folio_hot *h = atomic_load_relaxed(entry);
+
+	pm_assert(pm_spin_is_locked(&m->hot_lock));
+	if (h)
+		return h;
+	if (m->hot_nr < m->hot_max) {
+		size_t size = sizeof(*h) + m->nr_cpus * sizeof(struct pm_hot_slot);
+
+		if (posix_memalign((void **)&h, PM_CACHELINE, size))
+			return NULL;
+		memset(h, 0, size);
+		pm__trace_object(h, size, "pm_folio_hot");
+		h->next = m->hot_list;
+		m->hot_list = h;
+		m->hot_nr++;
+	} else {
+		/* Move the state of a folio that is cold now ((H5)). */
+		for (h = m->hot_list; h; h = h->next) {
+			struct pm_page *p = pfn_to_page(m, h->pfn);
+
+			if (atomic_load_relaxed(&m->xhot[h->pfn]) == h &&
+			    !(atomic_load_mb(&p->xflags) & (PGF(PG_hot) | PGF(PG_hot_leave))))
+				break;
+		}
+		if (!h)
+			return NULL;
+		atomic_store_mb(&m->xhot[h->pfn], NULL);
+		hot_wait_idle(m, h);
+	}
+	h->pfn = (unsigned long)(entry - m->xhot);
+	atomic_store_release(entry, h);
+	return h;
+}
+
+/*
+ * pm__folio_hot_enter() - make @folio hot: a shared pin found another pin outstanding on it.
+ * The caller has a reference on @folio, and may be inside any other lock: hot_lock is taken
+ * last.
+ * Failing to enter (no memory, every state in use) is not an error: pins stay shared.
+ */
+void pm__folio_hot_enter(struct pm_folio *folio)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *h;
+	unsigned long flags;
+
+	if (folio_is_zero(folio) || is_huge_zero_folio(folio))
+		return;
+	if (!table) {
+		size_t size = m->nr_pages * sizeof(*table);
+
+		table = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (table == MAP_FAILED)
+			return;
+		struct pm_folio_hot *_Atomic *none = NULL;
+
+		if (!atomic_cas_strong_mb(&m->xhot, &none, table)) {
+			munmap(table, size);
+			table = none;
+		} else {
+			pm__trace_object(table, size, "pm_folio_hot table");
+		}
+	}
+	pm_spin_lock(&m->hot_lock);
+	flags = atomic_load_relaxed(&folio->page.xflags);
+	if (flags & (PGF(PG_hot) | PGF(PG_hot_leave)))
+		goto out;
+	h = hot_state_get(m, &table[page_to_pfn(m, &folio->page)]);
+	if (!h)
+		goto out;
+	atomic_add_mb(&folio->page.xrefcount, PM_HOT_BIAS);
+	atomic_or_mb(&folio->page.xflags, PGF(PG_hot));
+	pm_spin_unlock(&m->hot_lock);
+	if (!folio_mapped_any(folio)) /* (H3) */
+		pm__folio_leave_hot(folio);
+	return;
+out:
+	pm_spin_unlock(&m->hot_lock);
+}
+
+/* The net slot deltas of a hot @folio (racy; exact at quiescence). */
+static void hot_sum(struct pm_folio *folio, long *refs, long *pins)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *h = table ? atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]) : NULL;
+
+	long n = 0;
+
+	*refs = *pins = 0;
+	if (!h)
+		return;
+	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
+		int64_t v = atomic_load_relaxed(&hot_slot(h, cpu)->xv);
+
+		n += (long)((v - (int64_t)(uint32_t)v) / HOT_PIN); /* less the active count */
+	}
+	if (folio_test_large(folio))
+		*refs = *pins = n;
+	else
+		*refs = n * GUP_PIN_COUNTING_BIAS;
+}
+
+/* refcount of a folio that is (or was just) hot: the shared count less the bias, plus the slots. */
+int pm__folio_hot_ref_count(const struct pm_folio *folio)
+{
+	struct pm_folio *f = (struct pm_folio *)folio;
+	unsigned long flags = atomic_load_acquire(&f->page.xflags);
+	long refs, pins;
+	int shared = atomic_load_relaxed(&f->page.xrefcount);
+
+	if (!(flags & (PGF(PG_hot) | PGF(PG_hot_leave))))
+		return shared;
+	hot_sum(f, &refs, &pins);
+	return (int)(shared - PM_HOT_BIAS + refs);
+}
+
+int pm__folio_hot_pincount(const struct pm_folio *folio)
+{
+	struct pm_folio *f = (struct pm_folio *)folio;
+	long refs, pins;
+	int shared = atomic_load_relaxed(&f->page.xpincount);
+
+	if (!folio_hot(f))
+		return shared;
+	hot_sum(f, &refs, &pins);
+	return (int)(shared + pins);
+}
+
+/* pm_machine_destroy(): every folio is gone, so no state is in use. */
+void pm__machine_hot_exit(struct pm_machine *m)
+{
+	struct pm_folio_hot *h = m->hot_list, *next;
+
+	for (; h; h = next) {
+		next = h->next;
+		pm__trace_object_gone(h);
+		free(h);
+	}
+	m->hot_list = NULL;
+	if (m->xhot) {
+		pm__trace_object_gone(m->xhot);
+		munmap(m->xhot, m->nr_pages * sizeof(*m->xhot));
+	}
+}

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_folio_hot.c - hot folios (src/mem/folio_hot.c): a folio that several threads pin at
+ * once counts its pins per CPU in the range design, and every count and decision stays
+ * Linux's.
+ *
+ *  1. Who goes hot: two outstanding pins of one page, or of one THP, make the folio hot in
+ *     the range design; never in Linux's design, nor with PM_KNOB_FOLIO_SHARED_PINS. The
+ *     counts read exact (pm_folio_ref_count, pm_folio_pincount), both before and after the
+ *     pins go, for small and large folios, through fast, slow and range unpins.
+ *  2. munmap with pins outstanding: the pins live only in the per-CPU slots; the folio stays,
+ *     with its data; the last unpin frees it, and the frame count comes back.
+ *  3. DONTNEED of a hot pinned page, then the unpins: the same.
+ *  4. fork: a hot pinned anonymous page is copied for the child, and an unpinned hot one is
+ *     shared (the exact decision after leaving hot mode), data intact both sides.
+ *  5. migration: a hot folio with pins is refused, one whose pins are gone moves.
+ *  Every case ends with pm_machine_check (which knows hot folios: the bias, the state, and
+ *  that an unmapped folio is never hot) and every frame back.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "lib/pmtest.h"
+#include "lib/tap.h"
+
+#define PG 4096UL
+#define RW (PM_PROT_READ | PM_PROT_WRITE)
+#define ANON (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
+#define BASE 0x40000000UL /* 2 MiB aligned */
+
+enum design { RANGE, RANGE_KNOB, LINUX };
+static const char *const design_name[] = { "range", "range+FOLIO_SHARED_PINS", "linux" };
+
+static struct pm_machine *machine(enum design d)
+{
+	struct pm_config c = {
+		.mem_bytes = 64UL << 20,
+		.flags = d == LINUX ? PM_MACHINE_LINUX_MM : PM_MACHINE_RANGE_MM,
+		.knobs = d == RANGE_KNOB ? PM_KNOB_FOLIO_SHARED_PINS : 0,
+	};
+
+	return pm_machine_create(&c);
+}
+
+static struct pm_folio *folio_at(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_page *page;
+	struct pm_folio *folio;
+
+	if (pm_get_user_pages_fast(mm, addr, 1, 0, &page) != 1)
+		return NULL;
+	folio = pm_page_folio(page);
+	pm_put_page(page);
+	return folio;
+}
+
+/* 1: two pins of one page (small) or of two pages of one THP (large). */
+static void test_who(enum design d, bool thp)
+{
+	struct pm_machine *m = machine(d);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	unsigned long len = thp ? 2UL << 20 : PG;
+	struct pm_page *p1, *p2, *p3;
+	struct pm_folio *folio;
+	int ref0, pin0;
+	const char *dn = design_name[d];
+	const char *kind = thp ? "THP" : "page";
+
+	ok(pm_mmap(mm, BASE, len, RW, ANON | PM_MAP_FIXED, NULL, 0) == (long)BASE, "%s %s: mmap",
+	   dn, kind);
+	if (thp)
+		pm_madvise(mm, BASE, len, PM_MADV_HUGEPAGE);
+	pmt_poke(mm, BASE, 'a');
+	folio = folio_at(mm, BASE);
+	ok(folio && folio_test_large(folio) == thp, "%s %s: the folio is %s", dn, kind, kind);
+	ref0 = pm_folio_ref_count(folio);
+	pin0 = pm_folio_pincount(folio);
+	ok(pm_pin_user_pages_fast(mm, BASE, 1, PM_FOLL_WRITE, &p1) == 1, "%s %s: pin 1", dn, kind);
+	ok(!folio_hot(folio), "%s %s: one pin: not hot", dn, kind);
+	ok(pm_pin_user_pages(mm, BASE + (thp ? PG : 0), 1, PM_FOLL_WRITE, &p2) == 1,
+	   "%s %s: pin 2 (slow)", dn, kind);
+	ok(folio_hot(folio) == (d == RANGE), "%s %s: two pins: hot only in the range design "
+	   "without the knob (%d)", dn, kind, folio_hot(folio));
+	ok(pm_pin_user_pages_fast(mm, BASE + (thp ? 2 * PG : 0), 1, 0, &p3) == 1,
+	   "%s %s: pin 3 (fast, read)", dn, kind);
+	is_int(pm_folio_ref_count(folio), ref0 + (thp ? 3 : 3 * 1024), "%s %s: refcount exact",
+	       dn, kind);
+	is_int(pm_folio_pincount(folio), pin0 + (thp ? 3 : 0), "%s %s: pincount exact", dn, kind);
+	ok(pm_folio_maybe_dma_pinned(folio), "%s %s: maybe pinned", dn, kind);
+	is_int(pm_machine_check(m), 0, "%s %s: pm_machine_check while pinned", dn, kind);
+	pm_unpin_user_page(p1);
+	pm_unpin_user_pages(&p2, 1);
+	pm_unpin_user_page_range_dirty_lock(p3, 1, false);
+	is_int(pm_folio_ref_count(folio), ref0, "%s %s: refcount back", dn, kind);
+	is_int(pm_folio_pincount(folio), pin0, "%s %s: pincount back", dn, kind);
+	if (thp)
+		ok(!pm_folio_maybe_dma_pinned(folio) || folio_hot(folio),
+		   "%s %s: a cold THP without pins is not maybe-pinned", dn, kind);
+	ok(pmt_peek(mm, BASE) == 'a', "%s %s: data", dn, kind);
+	is_int(pm_machine_check(m), 0, "%s %s: pm_machine_check after the unpins", dn, kind);
+	ok(pm_munmap(mm, BASE, len) == 0, "%s %s: munmap", dn, kind);
+	ok(!folio_hot(folio), "%s %s: unmapped: not hot", dn, kind);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, design_name[d]);
+}
+
+/* Two pins on the page at @addr (a small folio): the folio is hot in the range design. */
+static void two_pins(struct pm_mm *mm, unsigned long addr, struct pm_page **p)
+{
+	pm_pin_user_pages_fast(mm, addr, 1, PM_FOLL_WRITE, &p[0]);
+	pm_pin_user_pages_fast(mm, addr, 1, PM_FOLL_WRITE, &p[1]);
+}
+
+/* 2 and 3: the pins outlive the mapping (munmap or DONTNEED). */
+static void test_unmapped(bool dontneed)
+{
+	struct pm_machine *m = machine(RANGE);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	const char *what = dontneed ? "dontneed" : "munmap";
+	struct pm_page *p[2];
+	struct pm_folio *folio;
+	char *data;
+
+	pm_mmap(mm, BASE, PG, RW, ANON | PM_MAP_FIXED, NULL, 0);
+	pmt_poke(mm, BASE, 'z');
+	two_pins(mm, BASE, p);
+	folio = pm_page_folio(p[0]);
+	ok(folio_hot(folio), "%s: hot", what);
+	if (dontneed)
+		ok(pm_madvise(mm, BASE, PG, PM_MADV_DONTNEED) == 0, "%s: DONTNEED", what);
+	else
+		ok(pm_munmap(mm, BASE, PG) == 0, "%s: munmap", what);
+	ok(!folio_hot(folio), "%s: left hot mode at the last unmap", what);
+	is_int(pm_folio_ref_count(folio), 2 * 1024, "%s: the two pins hold it", what);
+	data = pm_page_address(p[0]);
+	ok(data && data[0] == 'z', "%s: the pinned page keeps its data", what);
+	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", what);
+	pm_unpin_user_page(p[0]);
+	pm_unpin_user_page(p[1]);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, what);
+}
+
+/* 4: fork's copy decision is exact. */
+static void test_fork(void)
+{
+	struct pm_machine *m = machine(RANGE);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m), *child;
+	struct pm_page *p[2], *q[2];
+	struct pm_folio *pinned, *unpinned;
+
+	pm_mmap(mm, BASE, 2 * PG, RW, ANON | PM_MAP_FIXED, NULL, 0);
+	pmt_poke(mm, BASE, 'p');
+	pmt_poke(mm, BASE + PG, 'u');
+	two_pins(mm, BASE, p);
+	two_pins(mm, BASE + PG, q);
+	pinned = pm_page_folio(p[0]);
+	unpinned = pm_page_folio(q[0]);
+	ok(folio_hot(pinned) && folio_hot(unpinned), "fork: both hot");
+	pm_unpin_user_page(q[0]);
+	pm_unpin_user_page(q[1]);
+	child = pm_mm_fork(mm);
+	ok(child, "fork: child");
+	ok(folio_at(child, BASE) != pinned, "fork: the pinned page is copied for the child");
+	ok(folio_at(child, BASE + PG) == unpinned, "fork: the page whose pins are gone is shared");
+	ok(pmt_peek(child, BASE) == 'p' && pmt_peek(child, BASE + PG) == 'u', "fork: child data");
+	pmt_poke(mm, BASE + PG, 'U');
+	ok(pmt_peek(child, BASE + PG) == 'u' && pmt_peek(mm, BASE + PG) == 'U', "fork: COW");
+	is_int(pm_machine_check(m), 0, "fork: pm_machine_check");
+	pm_unpin_user_page(p[0]);
+	pm_unpin_user_page(p[1]);
+	pm_mm_destroy(child);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "fork");
+}
+
+/* 5: migration refuses a hot pinned folio, and moves it once the pins are gone. */
+static void test_migrate(void)
+{
+	struct pm_machine *m = machine(RANGE);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	struct pm_page *p[2];
+	struct pm_folio *folio;
+
+	pm_mmap(mm, BASE, PG, RW, ANON | PM_MAP_FIXED, NULL, 0);
+	pmt_poke(mm, BASE, 'm');
+	two_pins(mm, BASE, p);
+	folio = pm_page_folio(p[0]);
+	ok(folio_hot(folio), "migrate: hot");
+	is_int(pm_migrate_range(mm, BASE, PG, PM_MIGRATE_ANYWHERE), 1, "migrate: pinned: refused");
+	ok(folio_at(mm, BASE) == folio, "migrate: still mapped where it was");
+	pm_unpin_user_page(p[0]);
+	pm_unpin_user_page(p[1]);
+	is_int(pm_migrate_range(mm, BASE, PG, PM_MIGRATE_ANYWHERE), 0, "migrate: unpinned: moved");
+	ok(folio_at(mm, BASE) != folio && pmt_peek(mm, BASE) == 'm', "migrate: new frame, data");
+	is_int(pm_machine_check(m), 0, "migrate: pm_machine_check");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "migrate");
+}
+
+int main(void)
+{
+	plan_no_plan();
+	for (enum design d = RANGE; d <= LINUX; d++) {
+		test_who(d, false);
+		test_who(d, true);
+	}
+	test_unmapped(false);
+	test_unmapped(true);
+	test_fork();
+	test_migrate();
+	return done_testing();
+}
