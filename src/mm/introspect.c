@@ -27,7 +27,7 @@
  * A walk of [start, end) inside one VMA: Linux's mm_walk, cut down to what these calls need.
  * @leaf: each present entry, a PTE (@n 1) or the part of a 2 MiB leaf inside the range, with
  * @ptl - the entry's lock - held. @hole: each stretch without a present entry, missing tables
- * included. Either may be NULL.
+ * included (@no_table: no PMD table reaches there, Linux's pte_hole). Either may be NULL.
  */
 struct walk {
 	struct pm_mm *mm;
@@ -36,13 +36,13 @@ struct walk {
 	void *out;
 	struct pm_spinlock *ptl; /* held while @leaf runs */
 	void (*leaf)(struct walk *w, unsigned long addr, unsigned long n, uint64_t e, bool pmd);
-	void (*hole)(struct walk *w, unsigned long addr, unsigned long end);
+	void (*hole)(struct walk *w, unsigned long addr, unsigned long end, bool no_table);
 };
 
-static void walk_hole(struct walk *w, unsigned long addr, unsigned long end)
+static void walk_hole(struct walk *w, unsigned long addr, unsigned long end, bool no_table)
 {
 	if (w->hole)
-		w->hole(w, addr, end);
+		w->hole(w, addr, end, no_table);
 }
 
 /* [@addr, @end) inside the PMD span of *@pmdp. Context: the mm's lock held (read). */
@@ -56,7 +56,7 @@ static void walk_pmd(struct walk *w, pm_entry_t *pmdp, unsigned long addr, unsig
 	for (;;) {
 		pmd = pmdp_get(pmdp);
 		if (!pmd_present(pmd)) {
-			walk_hole(w, addr, end);
+			walk_hole(w, addr, end, false);
 			return;
 		}
 		if (!pmd_leaf(pmd)) {
@@ -80,7 +80,7 @@ static void walk_pmd(struct walk *w, pm_entry_t *pmdp, unsigned long addr, unsig
 		pte_t pte = ptep_get(ptep);
 
 		if (!pte_present(pte))
-			walk_hole(w, addr, addr + PAGE_SIZE);
+			walk_hole(w, addr, addr + PAGE_SIZE, false);
 		else if (w->leaf)
 			w->leaf(w, addr, 1, pte.val, false);
 	}
@@ -98,7 +98,7 @@ static void walk_range(struct walk *w, unsigned long start, unsigned long end)
 		if (pmdp)
 			walk_pmd(w, pmdp, addr, next);
 		else
-			walk_hole(w, addr, next);
+			walk_hole(w, addr, next, true);
 	}
 }
 
@@ -215,7 +215,7 @@ static struct pm_page_info page_info(struct pm_machine *m, struct pm_spinlock *p
 	struct pm_page *head = pfn_to_page(m, pfn), *page = head + idx;
 	struct pm_folio *folio = page_folio(head);
 	struct pm_page_info pi = { .pfn = pfn + idx, .flags = PM_PAGE_PRESENT };
-	unsigned mapcount;
+	unsigned mapcount, entire;
 
 	pm_assert_locked(ptl);
 	if (e & _PAGE_RW)
@@ -243,11 +243,21 @@ static struct pm_page_info page_info(struct pm_machine *m, struct pm_spinlock *p
 		pi.flags |= PM_PAGE_MAYBE_PINNED;
 	/* folio_precise_page_mapcount(): a hugetlb page has only its folio's PMD mappings. */
 	mapcount = (unsigned)atomic_load_relaxed(&page->xmapcount);
+	entire = 0;
 	if (folio_test_large(folio))
-		mapcount += (unsigned)atomic_load_relaxed(&folio->page.xentire_mapcount);
-	pi.mapcount = mapcount;
-	if (mapcount == 1)
-		pi.flags |= PM_PAGE_EXCLUSIVE; /* PM_MMAP_EXCLUSIVE */
+		entire = (unsigned)atomic_load_relaxed(&folio->page.xentire_mapcount);
+	pi.mapcount = mapcount + entire; /* kpagecount: the page's own */
+	/*
+	 * PM_MMAP_EXCLUSIVE. Through a PMD leaf, pagemap_pmd_range asks about the leaf's head page
+	 * for every page it covers (__folio_page_mapped_exclusively(folio, pmd_page(pmd)), with
+	 * CONFIG_PAGE_MAPCOUNT): a THP that this mm maps whole, with the head also PTE-mapped
+	 * elsewhere (a fork's other side that split and copied a page), reads not exclusive on
+	 * every page, even one that only this PMD maps.
+	 */
+	if (pmd && page != head)
+		mapcount = (unsigned)atomic_load_relaxed(&head->xmapcount);
+	if (mapcount + entire == 1)
+		pi.flags |= PM_PAGE_EXCLUSIVE;
 	return pi;
 }
 
@@ -302,23 +312,29 @@ static void mincore_leaf(struct walk *w, unsigned long addr, unsigned long n, ui
 
 /*
  * Not mapped here (mincore_unmapped_range): an object's page is resident if its page cache
- * holds it; anonymous memory is not. Hugetlb mappings count only what they map
- * (mincore_hugetlb), so a hole there is 0 whatever the object holds.
+ * holds it; anonymous memory is not. A hugetlb mapping counts what it maps (mincore_hugetlb)
+ * where a PMD table reaches: a none entry there is 0 whatever the object holds. Where no
+ * table does, walk_hugetlb_range finds no entry and calls the pte_hole that every other
+ * mapping gets, which asks the page cache, 2 MiB folio by folio (hugetlbfs.c's index): so a
+ * fork child, whose shared hugetlb mapping fork did not copy, sees the object's pages as
+ * resident until a table is made there.
  */
-static void mincore_hole(struct walk *w, unsigned long addr, unsigned long end)
+static void mincore_hole(struct walk *w, unsigned long addr, unsigned long end, bool no_table)
 {
 	unsigned char *vec = (unsigned char *)w->out + ((addr - w->start) >> PAGE_SHIFT);
 	unsigned long n = (end - addr) >> PAGE_SHIFT, index;
 	struct pm_vma *vma = w->vma;
+	bool huge = is_vm_hugetlb_page(vma);
 
-	if (!vma->file || is_vm_hugetlb_page(vma)) {
+	if (!vma->file || (huge && !no_table)) {
 		memset(vec, 0, n);
 		return;
 	}
 	index = vma_pgoff(vma, addr);
 	pm_rcu_read_lock();
 	for (unsigned long i = 0; i < n; i++)
-		vec[i] = pm__shmem_peek(vma->file, index + i) != NULL;
+		vec[i] = pm__shmem_peek(vma->file, huge ? (index + i) >> HPAGE_PMD_ORDER :
+							  index + i) != NULL;
 	pm_rcu_read_unlock();
 }
 

@@ -8,12 +8,14 @@
  *
  *	after				PMD		pagemap of its 512 pages
  *	read fault			huge zero	PRESENT ZERO THP, mapcount 0, pfns of one folio
- *	  then write page 5		PTE table	page 5: anon exclusive; the rest: 4 KiB zero
- *	  R/O long-term pin of page 3	PTE table	page 3: anon exclusive, read-only
+ *	  then write page 5		THP		a new zeroed THP in its place (Linux 6.13+'s
+ *							do_huge_zero_wp_pmd): EXCL ANON THP AEXCL
+ *	  ... no 2 MiB block		PTE table	page 5: anon exclusive; the rest: 4 KiB zero
+ *	  R/O long-term pin of page 3	THP		unshared the same way: a THP, pinned
  *	  R/O pin (not long-term)	huge zero	pinned: the folio's pincount, nr_foll_pin_*
- *	  fork				huge zero	in both; a write in one copies 4 KiB there only
+ *	  fork				huge zero	in both; a write in one makes a THP there only
  *	  MADV_DONTNEED	all / 4 KiB	none / PTEs	not present / the rest 4 KiB zero
- *	  mprotect R, RW		huge zero	stays read-only: a write still copies 4 KiB
+ *	  mprotect R, RW		huge zero	stays read-only: a write makes a THP
  *	read fault, knob set		THP		PRESENT EXCL ANON THP AEXCL, mapcount 1
  *
  * and the figures: Rss, Anonymous and AnonHugePages 0 for the huge zero page, thp_faults not
@@ -82,6 +84,15 @@ static bool all_flags(unsigned long from, unsigned long to, unsigned flags, uint
 		if (!zero_base && flags == ZERO_FLAGS && pi[i].pfn != pi[from].pfn)
 			return false;
 	}
+	return true;
+}
+
+/* Every page of pi[] from @from to @to has exactly @flags, mapcount 1, in one THP's pfns. */
+static bool thp_flags(unsigned long from, unsigned long to, unsigned flags)
+{
+	for (unsigned long i = from; i < to; i++)
+		if (pi[i].flags != flags || pi[i].mapcount != 1 || pi[i].pfn != pi[0].pfn + i)
+			return false;
 	return true;
 }
 
@@ -181,7 +192,7 @@ static void knob(void)
 	teardown("no knob");
 }
 
-/* ---- write: split, one 4 KiB copy ---- */
+/* ---- write: a THP in its place; without a 2 MiB block, a split and one 4 KiB copy ---- */
 
 static void write_after_read(void)
 {
@@ -197,28 +208,54 @@ static void write_after_read(void)
 	cow0 = PMT_STAT(m, cow_copies);
 	before = pmt_free_pages(m);
 	is_int(pmt_poke(mm, h + 5 * PG + 1, 'x'), 1, "write: a store to page 5");
-	ok(PMT_STAT(m, thp_faults) == thp0 && PMT_STAT(m, thp_splits) == splits0 + 1 &&
-		   PMT_STAT(m, cow_copies) == cow0 + 1,
-	   "write: no THP allocated, the PMD split once, one page copied");
-	ok(before - pmt_free_pages(m) <= 2, "write: it cost %zu frames (one page)",
+	ok(PMT_STAT(m, thp_faults) == thp0 + 1 && PMT_STAT(m, thp_splits) == splits0 &&
+		   PMT_STAT(m, cow_copies) == cow0,
+	   "write: a THP allocated in the leaf's place, no split, no 4 KiB copy");
+	ok(before - pmt_free_pages(m) >= NR, "write: it cost %zu frames (a 2 MiB block)",
 	   before - pmt_free_pages(m));
 	pagemap(mm, h);
-	ok(pi[5].flags == ANON_RW && pi[5].mapcount == 1, "write: page 5 is anonymous, exclusive");
-	ok(all_flags(0, 5, ZERO_FLAGS, 0) && all_flags(6, NR, ZERO_FLAGS, 0) &&
-		   pi[0].pfn == pi[NR - 1].pfn,
-	   "write: the other 511 pages map the 4 KiB zero page");
+	ok(thp_flags(0, NR, ANON_RW | PM_PAGE_THP),
+	   "write: all 512 pages: one THP, EXCL ANON THP AEXCL WRITABLE, mapcount 1");
 	is_int(pmt_peek(mm, h + 5 * PG + 1), 'x', "write: page 5 reads what was written");
 	ok(pmt_reads_zero(mm, h, 5) && pmt_reads_zero(mm, h + 6 * PG, NR - 6) &&
 		   pmt_peek(mm, h + 5 * PG) == 0,
 	   "write: everything else still reads zero");
 	mi = map_of(mm, h);
-	ok(mi.rss_pages == 1 && mi.anon_pages == 1 && mi.anon_huge_pages == 0,
-	   "write: Rss 1 page, AnonHugePages 0");
+	ok(mi.rss_pages == NR && mi.anon_pages == NR && mi.anon_huge_pages == NR,
+	   "write: Rss, Anonymous and AnonHugePages 512");
+	cow0 = PMT_STAT(m, cow_copies);
 	is_int(pmt_poke(mm, h + 300 * PG, 'y'), 1, "write: a second page");
 	pagemap(mm, h);
-	ok(pi[300].flags == ANON_RW && pi[300].pfn != pi[5].pfn, "write: page 300 is copied too");
+	ok(thp_flags(0, NR, ANON_RW | PM_PAGE_THP) && PMT_STAT(m, cow_copies) == cow0,
+	   "write: page 300 is the THP's, written in place");
 	is_int(pm_machine_check(m), 0, "write: pm_machine_check");
 	teardown("write");
+
+	/* No 2 MiB block for the THP: the leaf is split and page 5 alone copied. */
+	setup(0);
+	h = thp_window(mm);
+	is_int(pmt_peek(mm, h), 0, "write, no block: read fault first");
+	thp0 = PMT_STAT(m, thp_faults);
+	splits0 = PMT_STAT(m, thp_splits);
+	cow0 = PMT_STAT(m, cow_copies);
+	pm_fail_nth(m, 1);
+	is_int(pmt_poke(mm, h + 5 * PG + 1, 'x'), 1, "write, no block: a store to page 5");
+	pm_fail_nth(m, 0);
+	ok(PMT_STAT(m, thp_faults) == thp0 && PMT_STAT(m, thp_splits) == splits0 + 1 &&
+		   PMT_STAT(m, cow_copies) == cow0 + 1,
+	   "write, no block: no THP, the PMD split once, one page copied");
+	pagemap(mm, h);
+	ok(pi[5].flags == ANON_RW && pi[5].mapcount == 1,
+	   "write, no block: page 5 is anonymous, exclusive");
+	ok(all_flags(0, 5, ZERO_FLAGS, 0) && all_flags(6, NR, ZERO_FLAGS, 0) &&
+		   pi[0].pfn == pi[NR - 1].pfn,
+	   "write, no block: the other 511 pages map the 4 KiB zero page");
+	is_int(pmt_peek(mm, h + 5 * PG + 1), 'x', "write, no block: page 5 reads what was written");
+	mi = map_of(mm, h);
+	ok(mi.rss_pages == 1 && mi.anon_pages == 1 && mi.anon_huge_pages == 0,
+	   "write, no block: Rss 1 page, AnonHugePages 0");
+	is_int(pm_machine_check(m), 0, "write, no block: pm_machine_check");
+	teardown("write, no block");
 
 	/* A write fault on an empty PMD still allocates a THP. */
 	setup(0);
@@ -269,15 +306,16 @@ static void gup(void)
 	ok(p && pm_page_folio(p) == hz, "gup: the same folio");
 	pm_put_page(p);
 
-	/* FOLL_LONGTERM R/O in a COW mapping: unshare, the page gets a copy of its own. */
+	/*
+	 * FOLL_LONGTERM R/O in a COW mapping: unshare, which replaces the leaf as a write does:
+	 * a THP of its own, mapped writable since the VMA is (map_anon_folio_pmd).
+	 */
 	is_int(pm_pin_user_pages_fast(mm, h + 3 * PG, 1, PM_FOLL_LONGTERM, &p), 1,
 	       "gup: R/O long-term pin of page 3");
 	pagemap(mm, h);
-	ok(pm_page_folio(p) != hz && pi[3].flags == (ANON_RO | PM_PAGE_MAYBE_PINNED) &&
-		   pi[3].pfn == pm_page_to_pfn(p),
-	   "gup: it unshared page 3 (anonymous, exclusive, read-only)");
-	ok(all_flags(0, 3, ZERO_FLAGS, 0) && all_flags(4, NR, ZERO_FLAGS, 0),
-	   "gup: the rest is the 4 KiB zero page");
+	ok(pm_page_folio(p) != hz && pi[3].pfn == pm_page_to_pfn(p) &&
+		   thp_flags(0, NR, ANON_RW | PM_PAGE_THP | PM_PAGE_MAYBE_PINNED),
+	   "gup: it unshared the 2 MiB into a THP (anonymous, exclusive), page 3 pinned");
 	is_int(pmt_poke(mm, h + 3 * PG + 9, 'q'), 1, "gup: the process writes page 3");
 	is_int(((char *)pm_page_address(p))[9], 'q', "gup: the pin sees the write");
 	pm_unpin_user_page(p);
@@ -290,11 +328,11 @@ static void gup(void)
 	is_int(pm_pin_user_pages_fast(mm, h + 10 * PG, 2, PM_FOLL_WRITE, pages), 2,
 	       "gup write: a W pin of 2 pages");
 	pagemap(mm, h);
-	ok((pi[10].flags & ~PM_PAGE_DIRTY) == (ANON_RW | PM_PAGE_MAYBE_PINNED) &&
-		   (pi[11].flags & ~PM_PAGE_DIRTY) == (ANON_RW | PM_PAGE_MAYBE_PINNED) &&
-		   all_flags(0, 10, ZERO_FLAGS, 0) &&
-		   all_flags(12, NR, ZERO_FLAGS, 0),
-	   "gup write: 2 fresh pages, the rest 4 KiB zero pages");
+	for (unsigned long i = 0; i < NR; i++)
+		pi[i].flags &= ~PM_PAGE_DIRTY;
+	ok(thp_flags(0, NR, ANON_RW | PM_PAGE_THP | PM_PAGE_MAYBE_PINNED) &&
+		   pm_page_to_pfn(pages[0]) == pi[10].pfn,
+	   "gup write: a fresh THP in the leaf's place, pinned");
 	pm_unpin_user_pages(pages, 2);
 	teardown("gup write");
 }
@@ -348,7 +386,7 @@ static void fork_case(void)
 	is_int(pm_machine_check(m), 0, "fork: pm_machine_check");
 	is_int(pmt_poke(child, h + 7 * PG, 'c'), 1, "fork: the child writes page 7");
 	pagemap(child, h);
-	ok(pi[7].flags == ANON_RW && all_flags(8, NR, ZERO_FLAGS, 0), "fork: the child copied 4 KiB");
+	ok(thp_flags(0, NR, ANON_RW | PM_PAGE_THP), "fork: the child got a THP of its own");
 	pagemap(mm, h);
 	ok(all_flags(0, NR, HZ_FLAGS, pfn), "fork: the parent still maps the huge zero page");
 	is_int(pmt_peek(mm, h + 7 * PG), 0, "fork: the parent reads 0 there");
@@ -407,7 +445,7 @@ static void zap_and_protect(void)
 	ok(pi[0].flags == HZ_FLAGS, "mprotect: still the huge zero page, read-only");
 	is_int(pmt_poke(mm, h + 2 * PG, 'w'), 1, "mprotect: a write");
 	pagemap(mm, h);
-	ok(pi[2].flags == ANON_RW && pi[3].flags == ZERO_FLAGS, "mprotect: copies 4 KiB");
+	ok(thp_flags(0, NR, ANON_RW | PM_PAGE_THP), "mprotect: a THP in its place");
 	h = thp_window(mm);
 	is_int(pmt_peek(mm, h), 0, "mprotect: read fault again");
 	is_int(pm_mprotect(mm, h + 4 * PG, PG, PM_PROT_READ), 0, "mprotect: one page R");
@@ -443,7 +481,7 @@ static void mremap_case(void)
 	ok(pmt_free_pages(m) <= before, "mremap: the move frees no frame");
 	is_int(pmt_poke(mm, to + 7 * PG, 'm'), 1, "mremap: a write at the new address");
 	pagemap(mm, to);
-	ok(pi[7].flags == ANON_RW && pi[8].flags == ZERO_FLAGS, "mremap: copies 4 KiB there");
+	ok(thp_flags(0, NR, ANON_RW | PM_PAGE_THP), "mremap: a THP there");
 	is_int(pm_machine_check(m), 0, "mremap: pm_machine_check");
 
 	h = thp_window(mm);
@@ -469,7 +507,7 @@ static void edges(void)
 	long a;
 
 	setup(0);
-	/* A read-only private mapping: the huge zero page; FOLL_FORCE writes through a copy. */
+	/* A read-only private mapping: the huge zero page; FOLL_FORCE writes through a THP. */
 	a = pm_mmap(mm, 0, 2 * HP, PM_PROT_READ, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0);
 	ASSERT_TRUE(a > 0);
 	h = ((unsigned long)a + HP - 1) & ~(HP - 1);
@@ -480,10 +518,11 @@ static void edges(void)
 	is_int(pm_pin_user_pages(mm, h + 6 * PG, 1, PM_FOLL_WRITE | PM_FOLL_FORCE, &p), 1,
 	       "read-only: FOLL_FORCE|FOLL_WRITE pin");
 	pagemap(mm, h);
+	for (unsigned long i = 0; i < NR; i++)
+		pi[i].flags &= ~PM_PAGE_DIRTY;
 	ok(p && !pm_page_is_zero(p) && pi[6].pfn == pm_page_to_pfn(p) &&
-		   !(pi[6].flags & PM_PAGE_WRITABLE) && (pi[6].flags & PM_PAGE_ANON_EXCLUSIVE) &&
-		   all_flags(7, NR, ZERO_FLAGS, 0),
-	   "read-only: a private copy, mapped read-only; the rest 4 KiB zero pages");
+		   thp_flags(0, NR, ANON_RO | PM_PAGE_THP | PM_PAGE_MAYBE_PINNED),
+	   "read-only: a private THP in the leaf's place, mapped read-only");
 	((char *)pm_page_address(p))[1] = 'f';
 	is_int(pmt_peek(mm, h + 6 * PG + 1), 'f', "read-only: the process sees the forced write");
 	pm_unpin_user_page(p);

@@ -502,6 +502,7 @@ static void test_thp(void)
 	   "%s: ... the child's maps: AnonHugePages 512, hg", dn);
 	pm_mm_destroy(c);
 	poke(mm, a); /* the parent's write reuses the folio, AnonExclusive again */
+
 	pi = pagemap(mm, a, 512);
 	is_int(entries_not(pi, 512, thp, 1, pfn0), -1, "%s: the child gone, a write: as before", dn);
 	free(pi);
@@ -531,6 +532,44 @@ static void test_thp(void)
 	is_int(vma_at(mm, a).vmflags, PM_VMF_NOHUGEPAGE, "%s: MADV_NOHUGEPAGE: nh, not hg", dn);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, "thp");
+}
+
+/*
+ * A fork child's write splits its PMD and copies one page: the parent's PMD still maps that
+ * page of the folio, and only the parent maps it (kpagecount 1), but pagemap asks about the
+ * leaf's head for every page of a PMD leaf, and the child still PTE-maps the head: not
+ * exclusive (pagemap_pmd_range with CONFIG_PAGE_MAPCOUNT; Linux 6.18, found by make oracle).
+ */
+static void test_thp_pmd_head(void)
+{
+	struct pm_machine *m = machine(64, 0);
+	size_t free0 = pmt_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m), *c;
+	const unsigned shared = PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP;
+	struct pm_page_info *pi;
+	unsigned long a, pfn0;
+
+	ASSERT_TRUE(mm != NULL);
+	a = pmt_map_anon(mm, HP, RW, true);
+	ASSERT_TRUE((a & (HP - 1)) == 0);
+	poke(mm, a + 0x67 * PG);
+	pfn0 = pfn_at(mm, a);
+	c = pmt_fork(mm);
+	ASSERT_TRUE(c != NULL);
+	poke(c, a + 0x15f * PG);
+	pi = pagemap(mm, a, 512);
+	is_int(entries_not(pi + 0x15f, 1, shared, 1, pfn0 + 0x15f), -1,
+	       "%s: THP, a child's COW of one page: the parent's PMD maps it alone, kpagecount 1, "
+	       "yet not EXCL (the head is mapped twice)", dn);
+	is_int(entries_not(pi, 1, shared, 2, pfn0), -1, "%s: ... the head: kpagecount 2", dn);
+	free(pi);
+	is_int(pinfo(c, a + 0x15f * PG).flags, ANON_RW,
+	       "%s: ... the child's copy: a 4 KiB page of its own", dn);
+	pm_mm_destroy(c);
+	is_int(pinfo(mm, a + 0x15f * PG).flags & PM_PAGE_EXCLUSIVE, PM_PAGE_EXCLUSIVE,
+	       "%s: ... the child gone: EXCL", dn);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "thp pmd head");
 }
 
 /* ---- 5. shmem: shared and private mappings of an object, shared anonymous memory ---- */
@@ -723,6 +762,44 @@ static void test_hugetlb(void)
 	pmt_end(m, free0, &pmt_end_returned, "hugetlb");
 }
 
+/*
+ * mincore of a shared hugetlb mapping where no PMD table reaches: a fork child's, which fork
+ * did not copy (no anon_vma). walk_hugetlb_range finds no entry and calls the pte_hole every
+ * mapping gets, which asks the page cache: the object's page is resident. Once a table is
+ * made in that 1 GiB (a fault elsewhere), the none entry there reads 0 (mincore_hugetlb).
+ * Linux 6.18, checked by make oracle.
+ */
+static void test_hugetlb_fork_mincore(void)
+{
+	struct pm_machine *m = machine(64, 2);
+	size_t free0 = pmt_free_pages(m);
+	struct pm_shmem *hf = pm_shmem_create_hugetlb(m, HP);
+	struct pm_mm *mm = pm_mm_create(m), *c;
+	const unsigned long a = 0x200000000000UL;
+
+	ASSERT_TRUE(mm && hf);
+	is_int(pm_mmap(mm, a, HP, PM_PROT_READ, PM_MAP_SHARED | PM_MAP_FIXED, hf, 0), (long)a,
+	       "%s: hugetlb fork mincore: a shared mapping at a 1 GiB boundary", dn);
+	ok(mincore_ones(mm, a, 512, 0), "%s: ... nothing in the cache: 0", dn);
+	peek(mm, a + 0xc9 * PG);
+	ok(mincore_ones(mm, a, 512, 512), "%s: ... faulted: 1", dn);
+	c = pmt_fork(mm);
+	ASSERT_TRUE(c != NULL);
+	is_int(pinfo(c, a).flags, 0, "%s: ... the child has no entry (fork copied none)", dn);
+	ok(mincore_ones(c, a + 0xaf * PG, 13, 13),
+	   "%s: ... the child's mincore: no table there, the page cache has it: 1", dn);
+	is_int(pm_mmap(c, a + 4 * HP, PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)(a + 4 * HP),
+	       "%s: ... an anonymous page in the same 1 GiB", dn);
+	poke(c, a + 4 * HP);
+	ok(mincore_ones(c, a, 512, 0), "%s: ... faulted: a PMD table now, its none entry: 0", dn);
+	peek(c, a);
+	ok(mincore_ones(c, a, 512, 512), "%s: ... mapped in the child too: 1", dn);
+	pm_mm_destroy(c);
+	pm_mm_destroy(mm);
+	pm_shmem_put(hf);
+	pmt_end(m, free0, &pmt_end_returned, "hugetlb fork mincore");
+}
+
 /* ---- 7. merges, and VMAs across the range design's 512 GiB ranges ---- */
 
 static void test_merges(void)
@@ -908,8 +985,10 @@ int main(void)
 		test_anon();
 		test_fork();
 		test_thp();
+		test_thp_pmd_head();
 		test_shmem();
 		test_hugetlb();
+		test_hugetlb_fork_mincore();
 		test_merges();
 		test_race();
 	}

@@ -886,6 +886,17 @@ static long pm_force(struct pm_mm *mm, unsigned long addr, bool write, unsigned 
 	return write ? 0 : *c;
 }
 
+bool pm_in_stack_guard_gap(struct pstate *p, int proc, unsigned long addr, unsigned long len)
+{
+	struct pm_map_info mi;
+	struct pm_mm *mm = p->mm[proc];
+
+	if (!mm || pm_mm_maps(mm, addr + len, &mi, 1) != 1)
+		return false;
+	return (mi.vmflags & PM_VMF_GROWSDOWN) && mi.start >= addr + len &&
+	       mi.start - (addr + len) < (256UL << 12);
+}
+
 struct res pm_do(struct pstate *p, const struct op *op)
 {
 	struct res r = { 0, 0 };
