@@ -635,6 +635,7 @@ __hidden void pm__folio_leave_hot(struct pm_folio *folio);
 __hidden void pm__folio_hot_unmapped(struct pm_folio *folio);
 __hidden int pm__folio_hot_ref_count(const struct pm_folio *folio);
 __hidden int pm__folio_hot_pincount(const struct pm_folio *folio);
+__hidden int pm__folio_counts_exact(struct pm_folio *folio, int *pincount);
 __hidden void pm__machine_hot_exit(struct pm_machine *m);
 
 /* Before a decision on @folio's counts: out of hot mode (mem/folio_hot.c). */

@@ -130,8 +130,13 @@ PM_API unsigned long pm_page_to_pfn(struct pm_page *page);
 /** pm_pfn_to_page() - the descriptor of frame @pfn, or NULL if @m has no such frame. */
 PM_API struct pm_page *pm_pfn_to_page(struct pm_machine *m, unsigned long pfn);
 PM_API bool pm_folio_maybe_dma_pinned(struct pm_folio *folio);
+/**
+ * pm_folio_ref_count(), pm_folio_pincount() - @folio's counts, as Linux reads them (the
+ * pincount of large folios; 0 for small ones). A folio whose pins are counted per CPU (hot,
+ * the range design) leaves that mode to answer, so a held reference never reads as none.
+ */
 PM_API int pm_folio_ref_count(struct pm_folio *folio);
-PM_API int pm_folio_pincount(struct pm_folio *folio); /* large folios; 0 for small ones */
+PM_API int pm_folio_pincount(struct pm_folio *folio);
 /* pm_folio_mapcount(): PTE mappings of its pages plus PMD mappings, a PMD mapping counting
  * once - Linux's folio_mapcount(). */
 PM_API int pm_folio_mapcount(struct pm_folio *folio);

@@ -343,12 +343,21 @@ bool pm_folio_maybe_dma_pinned(struct pm_folio *folio)
 
 int pm_folio_ref_count(struct pm_folio *folio)
 {
-	return folio_ref_count(folio);
+	int pins;
+
+	if (folio_is_zero(folio) || is_huge_zero_folio(folio))
+		return folio_ref_count(folio);
+	return pm__folio_counts_exact(folio, &pins);
 }
 
 int pm_folio_pincount(struct pm_folio *folio)
 {
-	return folio_test_large(folio) ? pm__folio_hot_pincount(folio) : 0;
+	int pins = 0;
+
+	if (!folio_test_large(folio) || is_huge_zero_folio(folio))
+		return 0;
+	pm__folio_counts_exact(folio, &pins);
+	return pins;
 }
 
 int pm_folio_mapcount(struct pm_folio *folio)

@@ -14,7 +14,8 @@
  *	refcount = xrefcount - PM_HOT_BIAS + sum(n) * (1024 small, 1 large)
  *	pincount = xpincount + sum(n)	(large)
  *
- * exact at quiescence, which is what pm_folio_ref_count() and pm_folio_pincount() report.
+ * exact at quiescence, which is what the debug checks read. The public queries
+ * (pm_folio_ref_count(), pm_folio_pincount()) leave hot mode and read the shared counts.
  * No decision is taken on such a sum: whatever compares or freezes counts leaves hot mode
  * first (pm__folio_cool: fork's copy decision, COW's reuse, migration, maybe_dma_pinned), and
  * while a folio is hot the bias makes every comparison with an expected count fail, which is the
@@ -366,30 +367,74 @@ static void hot_sum(struct pm_folio *folio, long *refs, long *pins)
 		*refs = n * GUP_PIN_COUNTING_BIAS;
 }
 
-/* refcount of a folio that is (or was just) hot: the shared count less the bias, plus the slots. */
-int pm__folio_hot_ref_count(const struct pm_folio *folio)
+/*
+ * The counts of a folio that is (or was just) hot: the shared counts, less the bias, plus the
+ * slots. The flags are read again after the sum, so that a leave (or an enter) in between is
+ * never read half done: a bias counted once and dropped, or slots read after their fold.
+ * Racy all the same while pins come and go (hot_sum()); for the debug checks, at quiescence.
+ */
+static int hot_counts(const struct pm_folio *folio, int *pincount)
 {
 	struct pm_folio *f = (struct pm_folio *)folio;
-	unsigned long flags = atomic_load_acquire(&f->page.xflags);
-	long refs, pins;
-	int shared = atomic_load_relaxed(&f->page.xrefcount);
 
-	if (!(flags & (PGF(PG_hot) | PGF(PG_hot_leave))))
-		return shared;
-	hot_sum(f, &refs, &pins);
-	return (int)(shared - PM_HOT_BIAS + refs);
+	for (;;) {
+		unsigned long flags = atomic_load_mb(&f->page.xflags);
+		int shared = atomic_load_mb(&f->page.xrefcount);
+		int spins = atomic_load_mb(&f->page.xpincount);
+		long refs, pins;
+
+		if (!(flags & (PGF(PG_hot) | PGF(PG_hot_leave)))) {
+			if (atomic_load_mb(&f->page.xflags) != flags)
+				continue;
+			*pincount = spins;
+			return shared;
+		}
+		hot_sum(f, &refs, &pins);
+		if (atomic_load_mb(&f->page.xflags) != flags)
+			continue;
+		*pincount = (int)(spins + pins);
+		return (int)(shared - PM_HOT_BIAS + refs);
+	}
+}
+
+int pm__folio_hot_ref_count(const struct pm_folio *folio)
+{
+	int pins;
+
+	return hot_counts(folio, &pins);
 }
 
 int pm__folio_hot_pincount(const struct pm_folio *folio)
 {
-	struct pm_folio *f = (struct pm_folio *)folio;
-	long refs, pins;
-	int shared = atomic_load_relaxed(&f->page.xpincount);
+	int pins;
 
-	if (!folio_hot(f))
-		return shared;
-	hot_sum(f, &refs, &pins);
-	return (int)(shared + pins);
+	hot_counts(folio, &pins);
+	return pins;
+}
+
+/*
+ * pm__folio_counts_exact() - @folio's refcount (and pincount) as Linux would read them, for
+ * the public queries. A sum of slots read while pins come and go on other CPUs is no answer
+ * (a held reference can read as none), so the folio leaves hot mode first, as for
+ * folio_maybe_dma_pinned(); and the counts are read under hot_lock, where no enter can add
+ * its bias before setting PG_hot. If a pin made it hot again in between, it leaves again.
+ */
+int pm__folio_counts_exact(struct pm_folio *folio, int *pincount)
+{
+	struct pm_machine *m = page_machine(&folio->page);
+
+	for (;;) {
+		pm__folio_cool(folio);
+		pm_spin_lock(&m->hot_lock);
+		if (!folio_hot(folio)) {
+			int refs = atomic_load_relaxed(&folio->page.xrefcount);
+
+			*pincount = atomic_load_relaxed(&folio->page.xpincount);
+			pm_spin_unlock(&m->hot_lock);
+			return refs;
+		}
+		pm_spin_unlock(&m->hot_lock);
+	}
 }
 
 /* pm_machine_destroy(): every folio is gone, so no state is in use. */

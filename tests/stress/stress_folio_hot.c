@@ -7,7 +7,8 @@
  * read and write: page 0 of the THP (all of them: "same"), their own page of it ("spread"),
  * and small page 0 (all of them), holding up to HOLD pins at a time, so that the folios go
  * hot and leave hot mode over and over. Every pinned page must hold its index's tag or zero
- * (a page just refaulted, or the zero page). Meanwhile a mutator thread drops pages (DONTNEED), unmaps and
+ * (a page just refaulted, or the zero page), and now and then the public counts of a held
+ * folio must count its pin (pm_folio_ref_count(), pm_folio_pincount()). Meanwhile a mutator thread drops pages (DONTNEED), unmaps and
  * remaps the window, forks (the child must see the tags; the parent then writes every page,
  * which COW-breaks the shared ones) and migrates the window. Each pin taken is counted by its
  * thread: at the end nr_foll_pin_acquired has grown by exactly that many, every pin is
@@ -123,6 +124,21 @@ static void *worker(void *arg)
 			if (folio_hot(pm_page_folio(page)))
 				atomic_fetch_add_explicit(&saw_hot, 1, memory_order_relaxed);
 			held[nheld++] = page;
+		}
+		if (nheld && ((r >> 16) & 7) == 0) {
+			/* The public counts of a folio held pinned: never less than that pin,
+			 * however the folio enters and leaves hot mode meanwhile. */
+			struct pm_page *p = held[(r >> 19) % nheld];
+			struct pm_folio *f = pm_page_folio(p);
+			bool large = pm_folio_order(f) > 0;
+			int refs = pm_folio_ref_count(f), pins = pm_folio_pincount(f);
+
+			/* Not the zero pages, whose pins are not counted. */
+			if (!pm_page_is_zero(p) && (refs < (large ? 1 : 1024) || (large && pins < 1))) {
+				diag("worker %u: a held pin reads refcount %d, pincount %d", w->id,
+				     refs, pins);
+				atomic_fetch_add(&errors, 1);
+			}
 		}
 		if (nheld == HOLD || (nheld && ((r >> 8) & 3) == 0)) {
 			unsigned i = (r >> 12) % nheld;
