@@ -345,16 +345,16 @@ int pm_folio_ref_count(struct pm_folio *folio)
 {
 	int pins;
 
-	if (folio_is_zero(folio) || is_huge_zero_folio(folio))
+	if (folio_is_zero(folio))
 		return folio_ref_count(folio);
 	return pm__folio_counts_exact(folio, &pins);
 }
 
 int pm_folio_pincount(struct pm_folio *folio)
 {
-	int pins = 0;
+	int pins;
 
-	if (!folio_test_large(folio) || is_huge_zero_folio(folio))
+	if (!folio_test_large(folio))
 		return 0;
 	pm__folio_counts_exact(folio, &pins);
 	return pins;

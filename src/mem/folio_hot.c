@@ -415,14 +415,28 @@ int pm__folio_hot_pincount(const struct pm_folio *folio)
 /*
  * pm__folio_counts_exact() - @folio's refcount (and pincount) as Linux would read them, for
  * the public queries. A sum of slots read while pins come and go on other CPUs is no answer
- * (a held reference can read as none), so the folio leaves hot mode first, as for
- * folio_maybe_dma_pinned(); and the counts are read under hot_lock, where no enter can add
- * its bias before setting PG_hot. If a pin made it hot again in between, it leaves again.
+ * (a held reference can read as none), so a hot folio leaves hot mode first, as for
+ * folio_maybe_dma_pinned(), and the counts are read under hot_lock, where no enter can add
+ * its bias before setting PG_hot; if a pin made it hot again in between, it leaves again.
+ * A small folio whose refcount, read between two reads of its flags that find it cold, is
+ * below a bias was cold at that moment (the bias comes before PG_hot and goes after it): one
+ * count, read at one moment, is exact without the lock. Free descriptors are read so too.
  */
 int pm__folio_counts_exact(struct pm_folio *folio, int *pincount)
 {
-	struct pm_machine *m = page_machine(&folio->page);
+	const unsigned long hot = PGF(PG_hot) | PGF(PG_hot_leave);
+	struct pm_machine *m;
 
+	if (!folio_test_large(folio)) {
+		unsigned long f1 = atomic_load_mb(&folio->page.xflags);
+		int refs = atomic_load_mb(&folio->page.xrefcount);
+
+		if (!((f1 | atomic_load_mb(&folio->page.xflags)) & hot) && refs < PM_HOT_BIAS) {
+			*pincount = 0;
+			return refs;
+		}
+	}
+	m = pm__page_machine_any(&folio->page);
 	for (;;) {
 		pm__folio_cool(folio);
 		pm_spin_lock(&m->hot_lock);
