@@ -295,6 +295,7 @@ struct pm_pcp {
 	unsigned home;		/* the zone whose frames it caches; read-only */
 	int nr[PCP_NR_LISTS];	/* frames on each list; under lock */
 	struct pm_list lists[PCP_NR_LISTS]; /* hottest first; under lock */
+	_Atomic unsigned long xids; /* ids this CPU gave (pm__machine_id) */
 } __cacheline_aligned;
 
 /*
@@ -428,7 +429,6 @@ struct pm_machine {
 	/* Page tables waiting for a grace period to be freed: written per table, so not on
 	 * the read-mostly lines above that every allocation reads. */
 	_Atomic long xrcu_pending __cacheline_aligned;
-	_Atomic unsigned long xanon_vma_seq; /* the last anon_vma id given (pm_vma.xanon_vma) */
 
 	/* The hugetlb pool (mem/hugetlb_pool.c): free 2 MiB pages on a list, under hugetlb_lock. */
 	struct pm_spinlock hugetlb_lock __cacheline_aligned;
@@ -707,6 +707,17 @@ static inline unsigned pm__this_cpu(const struct pm_machine *m)
 	return cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0;
 }
 
+/*
+ * An id unique in the machine, never 0, from this CPU's own counter (on its page cache's line,
+ * which its allocations write anyway): ids taken on different CPUs share no written byte.
+ */
+static inline unsigned long pm__machine_id(struct pm_machine *m)
+{
+	unsigned cpu = pm__this_cpu(m);
+
+	return (atomic_add_relaxed(&m->pcp[cpu].xids, 1) + 1) * m->nr_cpus + cpu;
+}
+
 static inline bool knob(const struct pm_machine *m, unsigned k)
 {
 	return unlikely(m->knobs & k);
@@ -859,6 +870,7 @@ __hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned
 			continue; \
 		else
 __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
+__hidden void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
 __hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
@@ -1047,6 +1059,10 @@ struct pm_mm_policy {
 	bool upper_cas;		/* PGD/PUD entries published by CAS (pgtable/pgtable.c) */
 	bool pte_cas;		/* PTE installs compare-and-swap, not under the PTL (fault/anon.c) */
 	bool hot_folios;	/* pins may make a folio hot (mem/folio_hot.c) */
+	bool lockless_miss;	/* a fault or slow pin where no VMA is answers without the
+				 * range's lock (mm/vma_lock.c, pm__vma_absent) */
+	bool eager_upper;	/* mmap fills the PGD and PUD entries of its span (pgtable.c,
+				 * pm__upper_tables_prepare) */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
 	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);
@@ -1072,6 +1088,8 @@ struct pm_mm {
 	const struct pm_mm_policy *policy;   /* the design; read-only */
 	struct pm_mm_range *ranges;	     /* policy->nr_ranges: the VMAs, their locks; read-only */
 	unsigned nr_ranges, range_shift;     /* the policy's, next to the pointer they index */
+	_Atomic bool xgrowsdown;	     /* a VM_GROWSDOWN VMA was ever stored: set once (tested
+					      * first), never cleared (pm__vma_absent) */
 	_Atomic bool xhuge_zero;	     /* MMF_HUGE_ZERO_FOLIO: holds a use of the machine's huge
 					      * zero folio (mem/folio.c); set once, cleared at teardown */
 	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
@@ -1198,6 +1216,7 @@ __hidden void pm__vma_start_write(struct pm_vma *vma);
 __hidden bool pm__vma_start_read(struct pm_vma *vma);
 __hidden void pm__vma_end_read(struct pm_vma *vma);
 __hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr);
+__hidden bool pm__vma_absent(struct pm_mm *mm, unsigned long addr, bool fault);
 
 /*
  * The locks of an address space, in pairs: a lock call and the unlock that ends it.

@@ -194,8 +194,11 @@ again:
 	if (knob(mm->m, PM_KNOB_NO_PER_VMA_LOCK))
 		goto lock_mmap;
 	vma = pm__lock_vma_under_rcu(mm, addr);
-	if (!vma)
+	if (!vma) {
+		if (pm__vma_absent(mm, addr, true))
+			return vm_fault_to_errno(VM_FAULT_SIGSEGV);
 		goto lock_mmap;
+	}
 	if (unlikely(access_error(vma, write)))
 		fault = VM_FAULT_SIGSEGV;
 	else

@@ -432,8 +432,12 @@ static long gup_vma_locked(struct pm_mm *mm, unsigned long start, unsigned long 
 	if (knob(mm->m, PM_KNOB_NO_PER_VMA_LOCK))
 		return 0;
 	vma = pm__lock_vma_under_rcu(mm, start);
-	if (!vma)
-		return 0;
+	if (!vma) {
+		if (!pm__vma_absent(mm, start, false))
+			return 0;
+		*rest = false; /* no VMA at the first page: the walk's answer (gup_walk) */
+		return (flags & FOLL_MADV_POPULATE) ? -ENOMEM : -EFAULT;
+	}
 	*rest = false;
 	ret = gup_walk(mm, start, nr_pages, flags, pages, vma, rest);
 	pm__vma_end_read(vma);

@@ -235,6 +235,7 @@ static void pcp_init(struct pm_machine *m, struct pm_pcp *pcp, unsigned zone)
 	atomic_store_relaxed(&pcp->xcount, 0);
 	pcp->high = m->pcp_high_min;
 	pcp->home = zone;
+	atomic_store_relaxed(&pcp->xids, 0);
 	for (unsigned l = 0; l < PCP_NR_LISTS; l++) {
 		pcp->nr[l] = 0;
 		pm_list_init(&pcp->lists[l]);

@@ -494,6 +494,8 @@ again:
 		goto fail;
 	vma->hresv = hresv; /* the VMA's now: released with it (mm/vma.c) */
 	hresv = NULL;
+	if (mm->policy->eager_upper)
+		pm__upper_tables_prepare(mm, vma->start, vma->end);
 	/* hugetlbfs_file_mmap: a writable mapping grows its object to its end - once the
 	 * mapping stands, so a failed mmap leaves the size as it was. */
 	if (hugetlb && !anon && (vm_flags & VM_WRITE))

@@ -38,7 +38,9 @@
  *  - A fault: no range lock at all. Its VMA comes from the tree of the range of its address,
  *    under RCU, and is read-locked as in Linux's design; only the lock sequence it is compared
  *    with is the range's (the range the VMA started in when it was write-locked) instead of
- *    the mm's. The fallback and slow GUP hold the ranges of their span for read.
+ *    the mm's. Where no VMA is, the miss is confirmed by reading the range's lock word and
+ *    sequence around the lookup (vma_lock.c, pm__vma_absent), not by holding the lock. The
+ *    fallback and slow GUP hold the ranges of their span for read.
  *  - fork and teardown hold every range, in order (pm__range_lock_all()).
  *  - MADV_DONTNEED holds its ranges for read, as Linux's design holds mmap_lock for read.
  *
@@ -67,7 +69,9 @@
  * clips the gap), so it never frees a table that a change elsewhere is filling. The PGD page
  * itself is shared, but each range writes only its own entry, once in the range's life or
  * after a munmap emptied the whole range: by compare-and-swap from empty (policy upper_cas),
- * where Linux's design takes the mm's page_table_lock.
+ * where Linux's design takes the mm's page_table_lock. mmap fills the PGD and PUD entries of
+ * a new mapping under its write hold (policy eager_upper, pgtable.c), so that the first faults
+ * of its different 2 MiB blocks only read them.
  *
  * To summarize:
  *  1. A VMA changes only under the write locks of every range it spans; holding one of them,
@@ -707,6 +711,8 @@ static const struct pm_mm_policy range_policy = {
 	.upper_cas = true,
 	.pte_cas = true,
 	.hot_folios = true,
+	.lockless_miss = true,
+	.eager_upper = true,
 	.lock_area = range_lock_area,
 	.area = area_all,
 	.count_charge = range_count_charge,

@@ -173,6 +173,9 @@ static int vmas_store(struct pm_mm *mm, unsigned long start, unsigned long end,
 	unsigned r = range_of(mm, start);
 
 	pm_assert(pm__range_covers(mm, start, end));
+	/* Before the entry is published, under the range's write hold (pm__vma_absent). */
+	if (vma && (vma->flags & VM_GROWSDOWN) && !atomic_load_relaxed(&mm->xgrowsdown))
+		atomic_store_release(&mm->xgrowsdown, true);
 	if (likely(r == range_of(mm, end - 1)))
 		return pm__vt_store(&mm->ranges[r].set.vmt, start, end, vma);
 	return vmas_store_ranges(mm, start, end, vma);
@@ -445,8 +448,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
  */
 void pm__vma_anon_prepare(struct pm_vma *vma)
 {
-	unsigned long id = (atomic_add_relaxed(&vma->mm->m->xanon_vma_seq, 1) + 1) *
-			   PM_ANON_VMA_ID, old = 0;
+	unsigned long id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID, old = 0;
 
 	atomic_cas_strong_mb(&vma->xanon_vma, &old, id);
 }

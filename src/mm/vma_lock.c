@@ -46,6 +46,29 @@
  * What a fault under a VMA lock may not rely on: any other VMA (merging neighbours, the tree).
  * pinmm's faults never look at another VMA, and never drop their lock, so none asks to be
  * retried; the retry plumbing (vma_lock_retry) is there for the paths that will.
+ *
+ * A miss without the lock (the range design, policy->lockless_miss; pm__vma_absent()). Where
+ * no VMA covers the address, Linux's fault and slow GUP take mmap_lock for read to be sure, and
+ * its reader count is a word that every such miss writes. Here the miss is confirmed by reads
+ * alone, as a seqlock reader would:
+ *
+ *	s = range's lock sequence (acquire)	down_write(range): WRITER set (mb)
+ *	WRITER set? give up			... change the range's tree ...
+ *	lookup(addr) under RCU: none		lock sequence++ (release)
+ *	rmb; WRITER set? give up		up_write: WRITER cleared (mb)
+ *	lock sequence still s? a miss
+ *
+ * Every write hold of a range bumps its sequence before it ends (mmap_write_downgrade() and
+ * mmap_unlock(), range.c for longer runs). If the lookup overlapped a write section, either one
+ * of the two reads of the lock word saw WRITER, or the second came after the section ended: it
+ * read the unlock, which follows the bump, so the sequence read after it is no longer s. If
+ * neither, no section overlapped the lookup, and the tree it read (vma_tree.c: a consistent
+ * version of each node) was the tree between two sections, where no VMA covered the address:
+ * the miss is the answer the locked path would have given at that moment. A fault below a
+ * VM_GROWSDOWN VMA would grow it (fault.c), which may be in another range, so a fault misses
+ * without the lock only in an mm that never had such a VMA (mm->xgrowsdown, set before the
+ * entry is stored, so a lookup that could find the VMA is ordered after it). Slow GUP does not
+ * grow stacks (Linux 6.5), so it needs no such test.
  */
 #include <linux/futex.h>
 #include <sched.h>
@@ -288,6 +311,32 @@ struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr)
 	pm_rcu_read_unlock();
 	count_event(mm->m, VMA_LOCK_ABORT, 1);
 	return NULL;
+}
+
+/*
+ * pm__vma_absent() - no VMA covers @addr, found with reads only (see the top of this file);
+ * @fault: for a fault, which would grow a VM_GROWSDOWN VMA above @addr. False means "not sure":
+ * the caller takes the range's lock and looks again. Context: any; takes no lock.
+ */
+bool pm__vma_absent(struct pm_mm *mm, unsigned long addr, bool fault)
+{
+	struct pm_mm_range *rg = &mm->ranges[range_of(mm, addr)];
+	unsigned long seq;
+	bool found;
+
+	if (!mm->policy->lockless_miss)
+		return false;
+	seq = atomic_load_acquire(&rg->xlock_seq);
+	if (atomic_load_acquire(&rg->lock.xcount) & PM_RWSEM_WRITER)
+		return false;
+	if (fault && atomic_load_acquire(&mm->xgrowsdown))
+		return false;
+	pm_rcu_read_lock();
+	found = pm__vt_lookup(&rg->set.vmt, addr);
+	pm_rcu_read_unlock();
+	pm_smp_rmb(); /* the lookup's loads before the re-checks */
+	return !found && !(atomic_load_acquire(&rg->lock.xcount) & PM_RWSEM_WRITER) &&
+	       atomic_load_acquire(&rg->xlock_seq) == seq;
 }
 
 /* ---- reusing what left the tree ---- */
