@@ -350,6 +350,8 @@ enum pm_stat_item {
 	COMPACT_SUCCESS,
 	COMPACT_FAIL,
 	MIGRATE_PINNED_SKIPS,
+	THP_SPLIT_PAGE,
+	THP_SPLIT_PAGE_FAILED,
 	PM_NR_PUBLIC_ITEMS,
 	/*
 	 * Private items, each an event that several public counters count: the hot path adds to

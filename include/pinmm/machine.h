@@ -139,6 +139,9 @@ struct pm_stats {
 	unsigned long compact_fail;	    /* compaction runs that freed none */
 	unsigned long migrate_pinned_skips; /* folios left in place: pinned or another extra
 					     * reference */
+	unsigned long thp_split_page;	    /* THPs split into 4 KiB folios (a migration with no
+					     * 2 MiB block in its target) */
+	unsigned long thp_split_page_failed; /* splits refused: a pin or another reference */
 };
 
 /**

@@ -356,8 +356,10 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
 		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
 			return MIGRATE_REFUSED;
-		if (folio_maybe_dma_pinned(folio))
+		if (folio_maybe_dma_pinned(folio)) {
+			count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 			return MIGRATE_PINNED;
+		}
 		pm__split_huge_pmd(mm, pmdp);
 		pmd = pmdp_get(pmdp);
 	}
@@ -396,6 +398,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 		folio_put(folio);
 		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
 			migration_wake(pfn + i);
+		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 		return MIGRATE_PINNED;
 	}
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
@@ -416,6 +419,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
 						  folio_page(folio, i));
 		folio_put(folio);
+		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 		return MIGRATE_PINNED;
 	}
 	/* __split_huge_page: nobody can take a reference now; make 512 small folios. */
@@ -441,6 +445,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 					  page_folio(page), page);
 		folio_put(page_folio(page)); /* a page zapped meanwhile is freed here */
 	}
+	count_event(m, THP_SPLIT_PAGE, 1);
 	return MIGRATE_DONE;
 
 refused:

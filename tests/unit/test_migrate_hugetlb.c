@@ -492,8 +492,14 @@ static void test_thp_split(void)
 
 	/* Pinned: neither split nor moved. */
 	ASSERT_EQ(pm_pin_user_pages(mm, t3 + 4 * PG, 1, PM_FOLL_WRITE, &pin), 1);
+	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, t3, HP, PM_MIGRATE_AWAY_MOVABLE), 1, "pinned THP: not moved");
+	pm_machine_stats(m, &s1);
 	is_int(pmt_order_at(mm, t3), 9, "and not split");
+	is_int(s1.thp_split_page_failed - s0.thp_split_page_failed, 1,
+	       "thp_split_page_failed 1, thp_split_page 0 (%lu)",
+	       s1.thp_split_page - s0.thp_split_page);
+	is_int(s1.thp_split_page - s0.thp_split_page, 0, "no split counted");
 	memset(pm_page_address(pin), 'P', 2);
 	is_int(pmt_peek(mm, t3 + 4 * PG), 'P', "the pin's write shows");
 	pm_unpin_user_page(pin);
@@ -512,6 +518,8 @@ static void test_thp_split(void)
 	       "PMD-mapped THP, no block: split, every page moved");
 	pm_machine_stats(m, &s1);
 	is_int(s1.pgmigrate_success - s0.pgmigrate_success, 512, "pgmigrate_success 512 (pages)");
+	is_int(s1.thp_split_page - s0.thp_split_page, 1, "thp_split_page 1");
+	is_int(s1.thp_split_page_failed - s0.thp_split_page_failed, 0, "thp_split_page_failed 0");
 	for (unsigned long i = 0; i < 512; i++)
 		all &= !pfn_in_movable_zone(m, pfn_at(mm, t1 + i * PG));
 	ok(all, "every page out of the movable zone");
