@@ -217,23 +217,26 @@ static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned lo
 }
 
 /*
- * A THP (an anonymous order-9 folio of this mm alone, mapped whole at @haddr: by a PMD leaf,
- * or by the 512 PTEs of one table) moves whole to @new, an order-9 folio of the target: a
- * PMD leaf is split into PTEs first (its deposited table: no allocation), so the folio comes
- * back PTE-mapped - pinmm has no PMD migration entry (Linux's keeps the PMD mapping). The
- * refusals are the small folio's, on the whole folio: a pin (pincount, exact for large
- * folios) after the PTEs became migration entries, or any other reference in the count
- * after unmap. Context: the mm's lock held for read over @haddr.
+ * The unmap both moves of a THP start with (an anonymous order-9 folio of this mm alone,
+ * mapped whole at @haddr: by a PMD leaf, or by the 512 PTEs of one table). A PMD leaf is split
+ * into PTEs first (its deposited table: no allocation) - pinmm has no PMD migration entry
+ * (Linux's keeps the PMD mapping). Then, under the PTL, the migration takes its reference,
+ * every PTE becomes a migration entry (so GUP-fast and faults keep off), and a pin (pincount,
+ * exact for large folios once the folio is out of hot mode) puts everything back. Otherwise
+ * each page drops its mapcount and the folio its mappings' references.
+ * Return: MIGRATE_DONE with *@foliop held by the migration's reference alone (besides any
+ * transient one) and @old, @entry the 512 entries before and now; or why not, with nothing
+ * changed (MIGRATE_PINNED: the PTEs are back, the waiters woken).
+ * Context: the mm's lock held for read over @haddr.
  */
-static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
-					   unsigned long haddr, struct pm_folio *new)
+static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
+				     struct pm_folio **foliop, pte_t *old, pte_t *entry)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
 	struct pm_folio *folio;
 	unsigned long pfn;
 	pm_entry_t *ptep;
-	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
 	pmd_t pmd;
 
 	mmap_assert_locked(mm);
@@ -244,8 +247,7 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
 		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
 			return MIGRATE_REFUSED;
-		pm__folio_cool(folio); /* an exact answer (mem/folio_hot.c) */
-		if (folio_maybe_dma_pinned(folio))
+		if (folio_maybe_dma_pinned(folio)) /* exact: it leaves hot mode to answer */
 			return MIGRATE_PINNED; /* refused before anything changes */
 		pm__split_huge_pmd(mm, pmdp);
 		pmd = pmdp_get(pmdp);
@@ -273,7 +275,6 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 			goto refused; /* partly mapped, or mapped by another mm too */
 	}
 
-	/* Unmap: the migration's reference, then every PTE; then the pin test on the folio. */
 	folio_get_refs(folio, 1);
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
@@ -300,21 +301,7 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 	}
 	atomic_sub_mb(&folio->page.xrefcount, HPAGE_PMD_NR);
 	pm_spin_unlock(ptl);
-
-	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
-		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
-						  folio_page(folio, i));
-		folio_put(folio);
-		return MIGRATE_PINNED;
-	}
-	memcpy(page_address(m, &new->page), page_address(m, &folio->page), PMD_SIZE);
-	folio_set_flags_new(new, PGF(PG_anon) | (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
-	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], new,
-					  folio_page(new, i));
-	folio_put(new);
-	folio_put(folio);
+	*foliop = folio;
 	return MIGRATE_DONE;
 
 refused:
@@ -322,102 +309,73 @@ refused:
 	return MIGRATE_REFUSED;
 }
 
+/* Put the 512 entries of an unmap_thp() back, as mappings of @folio's pages. */
+static void remap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
+		      const pte_t *entry, struct pm_folio *folio)
+{
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
+					  folio_page(folio, i));
+}
+
+/*
+ * A THP moves whole to @new, an order-9 folio of the target, and comes back PTE-mapped
+ * (unmap_thp()). The refusals are the small folio's, on the whole folio: a pin after the PTEs
+ * became migration entries, or any other reference in the count after unmap.
+ * Context: the mm's lock held for read over @haddr.
+ */
+static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
+					   unsigned long haddr, struct pm_folio *new)
+{
+	struct pm_machine *m = mm->m;
+	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
+	struct pm_folio *folio;
+	enum migrate_result r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
+
+	if (r != MIGRATE_DONE)
+		return r;
+	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
+		remap_thp(mm, pmdp, haddr, entry, folio);
+		folio_put(folio);
+		return MIGRATE_PINNED;
+	}
+	memcpy(page_address(m, &new->page), page_address(m, &folio->page), PMD_SIZE);
+	folio_set_flags_new(new, PGF(PG_anon) | (folio_test(folio, PG_dirty) ? PGF(PG_dirty) : 0));
+	remap_thp(mm, pmdp, haddr, entry, new);
+	folio_put(new);
+	folio_put(folio);
+	return MIGRATE_DONE;
+}
+
 /*
  * try_split_folio, for a THP whose migration found no free 2 MiB block in the target
  * (migrate_pages_batch splits it on -ENOMEM and retries its pages as small folios). The folio
- * must be what migrate_one_thp moves - an anonymous THP this mm alone maps whole at @haddr -
- * and is split as split_huge_page splits one: a PMD mapping becomes PTEs first; every PTE
- * becomes a migration entry under the PTL (so GUP-fast and faults keep off, as for a
- * migration); a pin refuses the split (can_split_folio: no extra references); the count is
- * frozen at the one reference we hold (folio_ref_freeze: a GUP-fast try_get taken before
- * makes the freeze fail and everything is put back); then the 512 pages become small folios,
- * each with our reference (the tails' head pointers cleared before the release store that
- * publishes each count, so a GUP-fast walker that grabs one re-checks page_folio() and the
- * order, try_grab_folio_fast), and each entry is put back as a mapping of its page with the
- * exclusivity it had. Return: MIGRATE_DONE (split), or why not.
+ * is unmapped as migrate_one_thp's is (unmap_thp(): a pin refuses the split, as
+ * can_split_folio's "no extra references"); the count is frozen at the one reference we hold
+ * (folio_ref_freeze: a GUP-fast try_get taken before makes the freeze fail and everything is
+ * put back); then the 512 pages become small folios, each with our reference (the tails' head
+ * pointers cleared before the release store that publishes each count, so a GUP-fast walker
+ * that grabs one re-checks page_folio() and the order, try_grab_folio_fast), and each entry is
+ * put back as a mapping of its page with the exclusivity it had. Counted as vmstat counts
+ * thp_split_page and thp_split_page_failed. Return: MIGRATE_DONE (split), or why not.
  * Context: the mm's lock held for read over @haddr.
  */
 static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
 {
 	struct pm_machine *m = mm->m;
-	struct pm_spinlock *ptl;
-	struct pm_folio *folio;
-	unsigned long pfn, flags;
-	pm_entry_t *ptep;
 	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
-	pmd_t pmd;
+	struct pm_folio *folio;
+	enum migrate_result r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
+	unsigned long flags;
 	int ref = 1;
 
-	mmap_assert_locked(mm);
-	pmd = pmdp_get(pmdp);
-	if (pmd_leaf(pmd)) {
-		folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
-		if ((pmd.val & _PAGE_SPECIAL) || !folio_test_anon(folio) ||
-		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
-		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
-			return MIGRATE_REFUSED;
-		if (folio_maybe_dma_pinned(folio)) {
-			count_event(m, THP_SPLIT_PAGE_FAILED, 1);
-			return MIGRATE_PINNED;
-		}
-		pm__split_huge_pmd(mm, pmdp);
-		pmd = pmdp_get(pmdp);
-	}
-	if (!pmd_table(pmd))
-		return MIGRATE_SKIP;
-	ptep = pm__pte_offset_map_lock(mm, pmdp, haddr, &ptl);
-	if (!ptep)
-		return MIGRATE_SKIP;
-	old[0] = ptep_get(ptep);
-	if (!pte_present(old[0]) || pte_special(old[0])) {
-		pm_spin_unlock(ptl);
-		return MIGRATE_SKIP;
-	}
-	pfn = pte_pfn(old[0]);
-	folio = page_folio(pfn_to_page(m, pfn));
-	if (!folio_test_anon(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
-	    page_to_pfn(m, &folio->page) != pfn ||
-	    atomic_load_relaxed(&folio->page.xentire_mapcount) != 0)
-		goto refused;
-	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
-		old[i] = ptep_get(ptep + i);
-		if (!pte_present(old[i]) || pte_pfn(old[i]) != pfn + i ||
-		    atomic_load_relaxed(&folio_page(folio, i)->xmapcount) != 1)
-			goto refused;
-	}
-	folio_get_refs(folio, 1);
-	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
-		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
-		atomic_xchg_mb(ptep + i, entry[i].val);
-	}
-	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
-	if (folio_maybe_dma_pinned(folio)) {
-		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			set_pte(ptep + i, old[i]);
-		pm_spin_unlock(ptl);
-		folio_put(folio);
-		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			migration_wake(pfn + i);
+	if (r == MIGRATE_PINNED)
 		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
-		return MIGRATE_PINNED;
-	}
-	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
-		struct pm_page *page = folio_page(folio, i);
-
-		if (is_migration_entry_exclusive(entry[i]))
-			page_clear(page, PG_anon_exclusive);
-		if (pte_dirty(old[i]))
-			pm__folio_mark_dirty(folio);
-		atomic_sub_relaxed(&page->xmapcount, 1);
-	}
-	atomic_sub_mb(&folio->page.xrefcount, HPAGE_PMD_NR);
-	pm_spin_unlock(ptl);
-
+	if (r != MIGRATE_DONE)
+		return r;
 	/* Freeze at our reference alone; anything else (a transient GUP-fast grab) refuses. */
 	if (!atomic_cas_mb(&folio->page.xrefcount, &ref, 0)) {
-		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
-						  folio_page(folio, i));
+		remap_thp(mm, pmdp, haddr, entry, folio);
 		folio_put(folio);
 		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 		return MIGRATE_PINNED;
@@ -447,10 +405,6 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	}
 	count_event(m, THP_SPLIT_PAGE, 1);
 	return MIGRATE_DONE;
-
-refused:
-	pm_spin_unlock(ptl);
-	return MIGRATE_REFUSED;
 }
 
 /*
