@@ -153,12 +153,15 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 
 		if (!src_pmdp)
 			continue;
-		pmd = pmdp_get(src_pmdp);
-		if (pmd_none(pmd))
-			continue;
+		/* Where the parent has a PMD table, the child gets one, entries or not, as
+		 * Linux's copy_pmd_range allocates it before its loop: mincore() of a hugetlb
+		 * mapping in the child reads a none entry there, the page cache elsewhere. */
 		dst_pmdp = pm__pmd_alloc(dst, addr);
 		if (!dst_pmdp)
 			return -ENOMEM;
+		pmd = pmdp_get(src_pmdp);
+		if (pmd_none(pmd))
+			continue;
 		if (pmd_leaf(pmd)) {
 			pm_entry_t *deposit;
 
