@@ -1063,7 +1063,7 @@ struct pm_mm_policy {
 	bool hot_folios;	/* pins may make a folio hot (mem/folio_hot.c) */
 	bool lockless_miss;	/* a fault or slow pin where no VMA is answers without the
 				 * range's lock (mm/vma_lock.c, pm__vma_absent) */
-	bool eager_upper;	/* mmap fills the PGD and PUD entries of its span (pgtable.c,
+	bool eager_upper;	/* mmap fills the PGD entries of its span (pgtable.c,
 				 * pm__upper_tables_prepare) */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);

@@ -69,9 +69,9 @@
  * clips the gap), so it never frees a table that a change elsewhere is filling. The PGD page
  * itself is shared, but each range writes only its own entry, once in the range's life or
  * after a munmap emptied the whole range: by compare-and-swap from empty (policy upper_cas),
- * where Linux's design takes the mm's page_table_lock. mmap fills the PGD and PUD entries of
- * a new mapping under its write hold (policy eager_upper, pgtable.c), so that the first faults
- * of its different 2 MiB blocks only read them.
+ * where Linux's design takes the mm's page_table_lock. mmap fills the PGD entries of a new
+ * mapping under its write hold (policy eager_upper, pgtable.c), so that its first faults only
+ * read them.
  *
  * To summarize:
  *  1. A VMA changes only under the write locks of every range it spans; holding one of them,

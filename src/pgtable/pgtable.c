@@ -219,30 +219,23 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 	return &pmd[pmd_index(addr)];
 }
 
-/*
- * Eager upper tables, at most this much of a new mapping (pm__upper_tables_prepare): a PMD
- * table per GiB, so 256 KiB of tables at most.
- */
-#define EAGER_UPPER_MAX (64UL << 30)
-
 /**
- * pm__upper_tables_prepare() - the range design's mmap (policy->eager_upper): fill the PGD and
- * PUD entries over [@start, @end), so that the first faults and pins of different 2 MiB
- * blocks of a new mapping only read the upper tables, where each would otherwise find them
- * empty and one would write the entry that the other reads (RadixVM fills its radix nodes at
- * mmap for the same reason). PMD entries stay empty: a THP or a 2 MiB hugetlb page may go
- * there. Best effort and bounded (EAGER_UPPER_MAX): without memory, or for a larger mapping,
- * the faults fill what they need, as Linux's do. The tables are freed as any others, by the
- * munmap that leaves their span empty.
+ * pm__upper_tables_prepare() - the range design's mmap (policy->eager_upper): fill the PGD
+ * entries over [@start, @end) (a PUD table per 512 GiB range, at most one per range of the
+ * address space), so that the first faults and pins of a new mapping only read them, where
+ * each would otherwise find an entry empty and one would write what the other reads (RadixVM
+ * fills its radix nodes at mmap for the same reason). PUD entries stay empty: whether a PMD
+ * table reaches an address is visible to a user (mincore() of a hugetlb mapping reads the
+ * page cache only where no table does, as Linux's walk calls pte_hole), and Linux makes them
+ * only at a fault. Best effort: without memory the faults fill what they need, as Linux's do.
+ * The tables are freed as any others, by the munmap that leaves their range empty.
  * Context: mmap_lock (W) over the span.
  */
 void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
 	mmap_assert_write_locked(mm);
-	if (end - start > EAGER_UPPER_MAX)
-		return;
-	for (unsigned long a = start; a < end; a = span_end(a, end, PUD_SIZE))
-		if (!pm__pmd_alloc(mm, a))
+	for (unsigned long a = start; a < end; a = span_end(a, end, PGDIR_SIZE))
+		if (!populate_upper(mm, &mm->pgd[pgd_index(a)], 3))
 			return;
 }
 

@@ -763,11 +763,45 @@ static void test_hugetlb(void)
 }
 
 /*
+ * fork gives the child a PMD table wherever the parent has one over a VMA it copies, entries
+ * or not (Linux's copy_pmd_range allocates it before its loop). So in the child a shared
+ * hugetlb page next to an anonymous VMA that fork copied, in the same 1 GiB, reads 0 (a none
+ * entry: mincore_hugetlb), not the page cache's 1. Found by make oracle (range design, both
+ * designs alike), Linux 6.18.
+ */
+static void test_fork_pmd_table_mincore(void)
+{
+	struct pm_machine *m = machine(64, 2);
+	size_t free0 = pmt_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m), *c;
+	const unsigned long a = 0x200000000000UL;
+
+	ASSERT_TRUE(mm != NULL);
+	is_int(pm_mmap(mm, a, 4 * HP, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)a,
+	       "%s: fork PMD table: 8 MiB anonymous", dn);
+	poke(mm, a + HP + 5 * PG); /* an anon_vma, and the PMD table of this 1 GiB */
+	is_int(pm_mmap(mm, a + HP, HP, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS | PM_MAP_HUGETLB |
+		       PM_MAP_FIXED, NULL, 0), (long)(a + HP),
+	       "%s: ... shared hugetlb over the faulted page: no anonymous page left", dn);
+	peek(mm, a + HP);
+	ok(mincore_ones(mm, a + HP, 512, 512), "%s: ... the parent's hugetlb page: 1", dn);
+	c = pmt_fork(mm);
+	ASSERT_TRUE(c != NULL);
+	ok(mincore_ones(c, a + HP, 512, 0),
+	   "%s: ... the child's: the PMD table came with the copied VMAs, a none entry: 0", dn);
+	ok(mincore_ones(c, a, 512, 0), "%s: ... its anonymous pages: none: 0", dn);
+	pm_mm_destroy(c);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "fork PMD table");
+}
+
+/*
  * mincore of a shared hugetlb mapping where no PMD table reaches: a fork child's, which fork
  * did not copy (no anon_vma). walk_hugetlb_range finds no entry and calls the pte_hole every
  * mapping gets, which asks the page cache: the object's page is resident. Once a table is
- * made in that 1 GiB (a fault elsewhere), the none entry there reads 0 (mincore_hugetlb).
- * Linux 6.18, checked by make oracle.
+ * made in that 1 GiB (a fault elsewhere, not a mapping: the range design's mmap fills PGD
+ * entries only), the none entry there reads 0 (mincore_hugetlb). Linux 6.18, checked by make
+ * oracle.
  */
 static void test_hugetlb_fork_mincore(void)
 {
@@ -790,6 +824,8 @@ static void test_hugetlb_fork_mincore(void)
 	   "%s: ... the child's mincore: no table there, the page cache has it: 1", dn);
 	is_int(pm_mmap(c, a + 4 * HP, PG, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)(a + 4 * HP),
 	       "%s: ... an anonymous page in the same 1 GiB", dn);
+	ok(mincore_ones(c, a, 512, 512),
+	   "%s: ... mapped, not faulted: still no PMD table there (none before a fault): 1", dn);
 	poke(c, a + 4 * HP);
 	ok(mincore_ones(c, a, 512, 0), "%s: ... faulted: a PMD table now, its none entry: 0", dn);
 	peek(c, a);
@@ -989,6 +1025,7 @@ int main(void)
 		test_shmem();
 		test_hugetlb();
 		test_hugetlb_fork_mincore();
+		test_fork_pmd_table_mincore();
 		test_merges();
 		test_race();
 	}
