@@ -137,12 +137,6 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
 #define VMA_LOCK_WRITER (1U << 31)
 #define VMA_LOCK_WAITER (1U << 30)
 #define VMA_LOCK_READERS (VMA_LOCK_WAITER - 1)
-extern __thread int pm__vma_read_held __hidden; /* counted in debug builds only */
-#if PM_DEBUG >= 1
-#define pm__vma_read_held_here() (pm__vma_read_held > 0)
-#else
-#define pm__vma_read_held_here() true
-#endif
 /* Populating page tables: mmap_lock, or a fault's VMA read lock (the tables under a live VMA
  * are never freed, and populating takes the parent table's lock). */
 #define pgtable_populate_assert_held(mm) \
@@ -1599,14 +1593,6 @@ __hidden void pm__shmem_limit_fini(struct pm_shmem *f);
 __hidden bool pm__shmem_limit_charge(struct pm_shmem *f);
 __hidden void pm__shmem_limit_uncharge(struct pm_shmem *f, long n);
 
-/* The i_mmap lock, counted per thread in debug builds for zap_assert_held(). */
-#if PM_DEBUG >= 1
-extern __thread int pm__i_mmap_held __hidden;
-#define PM_I_MMAP_HELD(delta) (pm__i_mmap_held += (delta))
-#else
-#define pm__i_mmap_held 1
-#define PM_I_MMAP_HELD(delta) ((void)0)
-#endif
 
 static inline void pm__shmem_map_lock(struct pm_shmem *f)
 {
