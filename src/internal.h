@@ -120,16 +120,6 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
  * someone holds it (readers are not tracked one by one). Release builds compile them away.
  */
 #define pm_assert_locked(spinlock) pm_assert(pm_spin_held(spinlock))
-#define mmap_assert_locked(mm) pm_assert(mm_locked(mm))
-#define mmap_assert_write_locked(mm) pm_assert(mm_write_locked(mm))
-/*
- * Page-table walks: mmap_lock, an RCU read section (tables are freed through RCU), a VMA's read
- * lock (a fault: the tables under a live VMA are not freed), or - for truncation's zaps of
- * other mms - an i_mmap lock, which keeps the VMA and its tables.
- */
-#define walk_assert_held(mm) \
-	pm_assert(mm_locked(mm) || pm_rcu_read_ongoing() || \
-		  pm__i_mmap_held > 0 || (PM_DEBUG >= 1 && pm__vma_read_held_here()))
 /*
  * The fault path: mmap_lock, or the VMA's own read lock (Linux's assert_fault_locked). Debug
  * builds count the VMA read locks each thread holds (pm__vma_read_held, mm/vma_lock.c).
@@ -137,17 +127,9 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
 #define VMA_LOCK_WRITER (1U << 31)
 #define VMA_LOCK_WAITER (1U << 30)
 #define VMA_LOCK_READERS (VMA_LOCK_WAITER - 1)
-/* Populating page tables: mmap_lock, or a fault's VMA read lock (the tables under a live VMA
- * are never freed, and populating takes the parent table's lock). */
-#define pgtable_populate_assert_held(mm) \
-	pm_assert(mm_locked(mm) || pm__vma_read_held_here())
 #define assert_vma_read_locked(vma) pm_assert(pm__vma_read_held_here())
 #define assert_fault_locked(vma) \
 	pm_assert(mm_locked((vma)->mm) || pm__vma_read_held_here())
-/* Splitting a PMD leaf: mmap_lock, a COW fault's VMA lock, or truncation's i_mmap lock. */
-#define split_assert_held(mm) \
-	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0 || \
-		  pm__vma_read_held_here())
 /* Zaps: the mm's mmap_lock, or - truncation zapping other mms - an object's i_mmap lock. */
 #define zap_assert_held(mm) \
 	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0)
@@ -169,43 +151,7 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
 
 #include "mem/mem.h"
 
-/* ------------------------------------------------------------------------------------------
- * Page tables (pgtable/).
- */
 #include "pgtable/pgtable.h"
-
-/* // pgtable/pgtable.c */
-__hidden pm_entry_t *pm__pgd_alloc(struct pm_machine *m);
-__hidden void pm__pgd_free(struct pm_machine *m, pm_entry_t *pgd);
-__hidden pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr);
-__hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end,
-				  unsigned long *next);
-/*
- * Walk [@start, @end) of @mm one PMD span at a time, declaring @addr and @next: the body runs
- * for each span whose PMD table exists, with @pmdp its slot; spans without one are skipped.
- * The body may set @next = @addr to look at the same span again.
- */
-#define for_each_pmd_span(mm, addr, next, start, end, pmdp) \
-	for (unsigned long addr = (start), next; addr < (end); addr = next) \
-		if (!((pmdp) = pm__pmd_span((mm), addr, (end), &next))) \
-			continue; \
-		else
-__hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
-__hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
-__hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
-__hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
-					     unsigned long addr, struct pm_spinlock **ptlp);
-__hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
-				 unsigned long floor, unsigned long ceiling);
-
-/* // pgtable/huge_memory.c */
-__hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
-__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
-
 /* ------------------------------------------------------------------------------------------
  * Address spaces (mm/).
  */
@@ -397,8 +343,13 @@ struct pm_mm_policy {
  * flag on every pin call, which makes this line bounce between CPUs: the 2021 seed.
  */
 struct pm_mm {
-	struct pm_machine *m;
-	pm_entry_t *pgd;
+	union {
+		struct pm_pgtables pgtables; /* what pgtable/ sees (pgtable/pgtable.h) */
+		struct {
+			struct pm_machine *m;
+			pm_entry_t *pgd;
+		};
+	};
 	_Atomic int xhas_pinned;	     /* MMF_HAS_PINNED: set before the first pin, never cleared */
 	_Atomic unsigned xwrite_protect_seq; /* odd while fork write-protects; under mmap_lock (W) */
 	const struct pm_mm_policy *policy;   /* the design; read-only */
@@ -409,6 +360,7 @@ struct pm_mm {
 	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
 					      * call reads it, only the destroy writes it */
 
+	/* Where pgtable/pgtable.h's mm_page_table_lock() and mm_upper_cas() look. */
 	struct pm_spinlock page_table_lock __cacheline_aligned; /* populating PGD/PUD entries */
 	bool upper_cas;			    /* PGD/PUD entries published by CAS, not under
 					     * page_table_lock (policy->upper_cas; pgtable.c) */
@@ -418,6 +370,12 @@ struct pm_mm {
 	struct pm_list link;		    /* on machine->mms, under machine->lock */
 	struct pm_mm_notifier *notifiers;   /* told of the teardown; under machine->lock */
 };
+_Static_assert(offsetof(struct pm_mm, pgtables) == 0 &&
+		       offsetof(struct pm_mm, pgd) == offsetof(struct pm_pgtables, pgd),
+	       "pgtable/ reads struct pm_pgtables at the start of the mm");
+_Static_assert(offsetof(struct pm_mm, page_table_lock) == PM_MM_PAGE_TABLE_LOCK_OFFSET &&
+		       offsetof(struct pm_mm, upper_cas) == PM_MM_UPPER_CAS_OFFSET,
+	       "pgtable/ finds page_table_lock and upper_cas at their offsets");
 
 /*
  * An address space its machine was destroyed under (a misuse, documented) was emptied then
@@ -464,16 +422,6 @@ static inline bool mm_one_range(const struct pm_mm *mm)
 }
 
 /* // mm/range.c */
-/* What this thread holds of @mm: a run of its ranges (lib/rwsem.h's per-thread records, which
- * every layer's lock assertions read), or NULL. */
-static inline struct pm_rwsem_run *pm__range_hold(const struct pm_mm *mm)
-{
-	if (pm__rwsem_runs[0].owner == mm)
-		return &pm__rwsem_runs[0];
-	if (pm__rwsem_runs[1].owner == mm)
-		return &pm__rwsem_runs[1];
-	return NULL;
-}
 __hidden int pm__range_init(struct pm_mm *mm, bool range_design);
 __hidden void pm__range_fini(struct pm_mm *mm);
 __hidden void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long end);
@@ -492,19 +440,6 @@ __hidden long pm__get_unmapped_area(struct pm_mm *mm, unsigned long hint, unsign
 static inline unsigned long mm_map_count(struct pm_mm *mm)
 {
 	return mm->policy->count_read(mm);
-}
-
-/* Does this thread hold @mm's lock - some of its ranges, mmap_lock in Linux's design? */
-static inline bool mm_locked(struct pm_mm *mm)
-{
-	return pm__range_hold(mm) != NULL;
-}
-
-static inline bool mm_write_locked(struct pm_mm *mm)
-{
-	const struct pm_rwsem_run *h = pm__range_hold(mm);
-
-	return h && h->write && !h->downgraded;
 }
 
 static inline bool mm_has_pinned(struct pm_mm *mm)
