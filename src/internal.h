@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * internal.h - the types every layer of pinmm shares, and the prototypes that cross files,
- * grouped by the file that defines them ("// mem/page_alloc.c").
+ * internal.h - what every layer of pinmm shares: the naming rule, the invariants and the
+ * assertion macros. Each layer's types, inline helpers and the prototypes that cross its files
+ * are in the layer's own header (mem/mem.h, pgtable/pgtable.h, shmem/shmem.h, mm/mm.h,
+ * fault/fault.h, gup/gup.h), grouped by the file that defines them ("// mem/page_alloc.c");
+ * a file includes the highest one it uses, which includes those below it.
  *
  * Naming (the one rule; docs/architecture.md repeats it):
  *  pm_*		the public API (include/pinmm/), and the primitives of lib/ (pm_spin_lock,
  *		pm_rcu_read_lock, pm_down_read: a small library of their own, named as such)
- *  pm__*		hidden functions and variables that cross files, declared here (or, for
- *		lib/, in the primitive's header) under the file that defines them
- *  no prefix	static functions of one file, and the static inline helpers below, which
+ *  pm__*		hidden functions and variables that cross files, declared in their layer's
+ *		header (for lib/, the primitive's) under the file that defines them
+ *  no prefix	static functions of one file, and the static inline helpers in the headers, which
  *		keep Linux's names (folio_put, pte_none, mmap_read_lock)
  *  *_locked	the caller holds the lock that the function's "Context:" line names; the
  *		function asserts it (pm_assert_locked and friends, below)
@@ -52,15 +55,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <pinmm/pinmm.h>
-
-#include "lib/atomic.h"
 #include "lib/compiler.h"
-#include "lib/list.h"
-#include "lib/rcu.h"
-#include "lib/rwsem.h"
-#include "lib/spinlock.h"
-#include "lib/trace.h"
 
 /* ------------------------------------------------------------------------------------------
  * Debug levels: PM_DEBUG=0 (release), 1 (asserts, poisoning, generation counts), 2 (also
@@ -119,6 +114,9 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
  * someone holds it (readers are not tracked one by one). Release builds compile them away.
  */
 #define pm_assert_locked(spinlock) pm_assert(pm_spin_held(spinlock))
+/* The assertions on an mm's locks are in the layers' headers: mmap_assert_locked() and the
+ * page-table walks' in pgtable/pgtable.h, the VMA, fault and zap ones in mm/mm.h, the i_mmap
+ * lock's in shmem/shmem.h; they read lib/rwsem.h's per-thread records. */
 /* An RCU read-side section (Linux's rcu_read_lock_held()). */
 #define rcu_assert_held() pm_assert(pm_rcu_read_ongoing())
 
@@ -130,16 +128,5 @@ __hidden __cold __attribute__((noreturn)) void pm__die_cmp(const char *file, int
 			fprintf(stderr, "pinmm: WARNING: %s (%s:%d)\n", (msg), __FILE__, __LINE__); \
 		c__; \
 	})
-
-#include "mem/mem.h"
-
-#include "pgtable/pgtable.h"
-#include "mm/mm.h"
-
-#include "fault/fault.h"
-
-#include "shmem/shmem.h"
-
-#include "gup/gup.h"
 
 #endif /* PM_INTERNAL_H */

@@ -27,7 +27,7 @@
  * (2021, "mm: gup: allow FOLL_PIN to scale in SMP"); PM_KNOB_HAS_PINNED_ALWAYS_WRITE restores
  * the unconditional store of the code before that patch.
  */
-#include "internal.h"
+#include "gup/gup.h"
 #include "gup/gup_pte.h"
 #include "pgtable/pte_cas.h"
 

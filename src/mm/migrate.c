@@ -86,7 +86,7 @@
  * asks pm_fault() to run it after the fault dropped its locks (VM_FAULT_COMPACT), never from
  * inside the fault.
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 #define NR_MAX_MIGRATE_PAGES_RETRY 10
 

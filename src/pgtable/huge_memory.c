@@ -17,7 +17,7 @@
  * munmap, VMA splits, zap) and by the fault layer (COW of a shared THP, fork), and calls only
  * down (pgtable.c, folios).
  */
-#include "internal.h"
+#include "pgtable/pgtable.h"
 
 /* Context: the PMD lock of the table holding @pmdp. */
 void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)

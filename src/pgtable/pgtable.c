@@ -38,7 +38,7 @@
  * Holders of mmap_lock (read) or of a VMA's read lock need no RCU: they walk only under a VMA
  * they found, and a table any live VMA reaches into is never freed.
  */
-#include "internal.h"
+#include "pgtable/pgtable.h"
 
 static void table_init(struct pm_page *page, int level)
 {
