@@ -40,7 +40,7 @@
 
 #include <pinmm/pinmm.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "cli.h"
 
 #define MiB (1UL << 20)

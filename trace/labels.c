@@ -36,7 +36,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "trace/trace.h"
 
 /* ---- types ---- */

@@ -36,7 +36,7 @@
  * cover those, the frame walk stops there, and the never-used frames above it count as free
  * by arithmetic. An entry that maps a frame above the frontier is an error.
  */
-#include "internal.h"
+#include "gup/gup.h"
 
 struct check {
 	struct pm_machine *m;

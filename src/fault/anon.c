@@ -113,7 +113,7 @@
  * teardown, after every leaf is gone), so a zap or split racing a reader frees nothing that
  * reader can hold.
  */
-#include "internal.h"
+#include "fault/fault.h"
 #include "pgtable/pte_cas.h"
 
 bool pm__thp_vma_suitable(struct pm_vma *vma, unsigned long addr)

@@ -33,7 +33,7 @@
  * The new leaf is stored under the PMD lock, after the folio is complete; a lockless reader
  * (GUP-fast) that took the zero leaf re-reads the PMD and sees it changed, as after a split.
  */
-#include "internal.h"
+#include "fault/fault.h"
 
 /*
  * May a write fault reuse @page of the large anonymous @folio, PTE-mapped read-only at *@ptep

@@ -13,7 +13,7 @@
  * VMA and the page tables it covers are stable; entries are not - GUP-fast, pm_access, other
  * faults, MADV_DONTNEED and truncation change them under their locks concurrently.
  */
-#include "internal.h"
+#include "fault/fault.h"
 
 /* Would an unshare fault change anything for this read-only mapped page? */
 static bool needs_unshare(struct pm_page *page, bool special)

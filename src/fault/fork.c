@@ -39,7 +39,7 @@
  * torn down and the parent is left as it was, up to pages that are now write-protected and no
  * longer exclusive, which only costs it a reuse fault.
  */
-#include "internal.h"
+#include "fault/fault.h"
 
 /* Copy one PTE table's worth of [addr, end). Return: 0 or -ENOMEM. */
 static int copy_pte_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma,

@@ -13,7 +13,7 @@
  * direction only: fault.c -> the handlers -> huge_pmd.c, and fork.c -> hugetlb_fault.c for the page
  * tables of a hugetlb VMA. The leaves' encoding is pgtable/pgtable.h's (mk_huge_pmd).
  */
-#include "internal.h"
+#include "fault/fault.h"
 
 /**
  * pm__wp_huge_pmd_lock() - the start of a write or unshare fault on a PMD leaf, THP or hugetlb

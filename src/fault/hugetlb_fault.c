@@ -81,7 +81,7 @@
  * The owner keeps a reference on the page throughout, so the page a child maps is compared
  * with the very page the owner maps, never with a page reused from the pool meanwhile.
  */
-#include "internal.h"
+#include "fault/fault.h"
 
 /*
  * Map @folio (our reference passes to the mapping), @writable or not, at the empty *@pmdp, if

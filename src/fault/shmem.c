@@ -91,7 +91,7 @@
  */
 #include <time.h>
 
-#include "internal.h"
+#include "fault/fault.h"
 
 /* ---- lookup and fault ---- */
 

@@ -2,7 +2,7 @@
 /*
  * gup.c - get_user_pages and pin_user_pages: the slow path under mmap_lock and its entry
  * points, and the unpin family with its folio batching. The argument checks and the
- * has-pinned flag are inlines in internal.h; the fast entry points and their lockless walk
+ * has-pinned flag are inlines in gup/gup.h; the fast entry points and their lockless walk
  * are gup_fast.c.
  *
  * References. A get adds 1 to the folio's refcount per page. A pin (FOLL_PIN) adds
@@ -27,7 +27,7 @@
  * (2021, "mm: gup: allow FOLL_PIN to scale in SMP"); PM_KNOB_HAS_PINNED_ALWAYS_WRITE restores
  * the unconditional store of the code before that patch.
  */
-#include "internal.h"
+#include "gup/gup.h"
 #include "gup/gup_pte.h"
 #include "pgtable/pte_cas.h"
 

@@ -136,7 +136,7 @@
  *  4) A read-only pin keeps an anonymous page only if it is exclusive; anything else goes
  *     to the slow path, which unshares first.
  */
-#include "internal.h"
+#include "gup/gup.h"
 #include "gup/gup_pte.h"
 
 /* Walk one PTE table's entries for [addr, end). Return: pages taken; stops at the first miss. */

@@ -19,7 +19,7 @@
 
 __thread struct pm_rwsem_run pm__rwsem_runs[2]; /* ranges this thread holds (mm/range.c) */
 #if PM_DEBUG >= 1
-__thread int pm__i_mmap_held; /* i_mmap locks this thread holds (internal.h) */
+__thread int pm__i_mmap_held; /* i_mmap locks this thread holds (rwsem.h) */
 __thread int pm__vma_read_held; /* VMA read locks this thread holds (mm/vma_lock.c) */
 #endif
 

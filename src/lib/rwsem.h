@@ -48,6 +48,24 @@ struct pm_rwsem_run {
 };
 extern __thread struct pm_rwsem_run pm__rwsem_runs[2] __hidden;
 
+/* The other per-thread lock records that assertions read (internal.h, pgtable/pgtable.h,
+ * mm/mm.h), defined in rwsem.c beside pm__rwsem_runs. */
+extern __thread int pm__vma_read_held __hidden; /* counted in debug builds only */
+#if PM_DEBUG >= 1
+#define pm__vma_read_held_here() (pm__vma_read_held > 0)
+#else
+#define pm__vma_read_held_here() true
+#endif
+
+/* The i_mmap lock, counted per thread in debug builds for zap_assert_held(). */
+#if PM_DEBUG >= 1
+extern __thread int pm__i_mmap_held __hidden;
+#define PM_I_MMAP_HELD(delta) (pm__i_mmap_held += (delta))
+#else
+#define pm__i_mmap_held 1
+#define PM_I_MMAP_HELD(delta) ((void)0)
+#endif
+
 #define PM_RWSEM_WRITER 1L
 #define PM_RWSEM_WWAIT 2L
 #define PM_RWSEM_READER (1L << 8)

@@ -19,7 +19,7 @@
  */
 #include <sched.h>
 
-#include "internal.h"
+#include "mem/mem.h"
 
 struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags)
 {

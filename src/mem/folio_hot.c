@@ -70,7 +70,7 @@
  */
 #include <sys/mman.h>
 
-#include "internal.h"
+#include "mem/mem.h"
 
 /* The slots of one state, after its header line. */
 static inline struct pm_hot_slot *hot_slot(struct pm_folio_hot *h, unsigned cpu)

@@ -49,7 +49,7 @@
  * creation); resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
  * the VMA lock), and never two fault mutexes at once.
  */
-#include "internal.h"
+#include "mem/mem.h"
 
 struct pm_hugetlb_resv {
 	struct pm_machine *m;

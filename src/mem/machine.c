@@ -28,7 +28,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "mem/mem.h"
 
 struct pm_machine *_Atomic pm__machines[PM_MAX_MACHINES];
 static pthread_mutex_t machines_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -6,7 +6,7 @@
  * The pool's counts (mem/hugetlb_pool.c) are written under hugetlb_lock; a reader takes it too, so
  * what it returns is one consistent state of the pool, (H) of internal.h holding in it.
  */
-#include "internal.h"
+#include "mem/mem.h"
 
 int pm_hugetlb_reserved(struct pm_machine *m, size_t *resv)
 {

@@ -21,7 +21,7 @@
  * between taking its CPU number and the lock uses the other CPU's cache, which is only
  * slower: every cache is locked.
  */
-#include "internal.h"
+#include "mem/mem.h"
 
 static struct pm_obj_cache *depot_of(struct pm_machine *m, struct pm_obj_cache *c)
 {

@@ -60,7 +60,7 @@
  */
 #include <sched.h>
 
-#include "internal.h"
+#include "mem/mem.h"
 
 #define PCP_HIGH_FRACTION 8 /* per-CPU caches hold at most this share of memory, together */
 

@@ -11,7 +11,7 @@
  * so a copy is entirely before or entirely after it - a store can never land in a page after
  * it has been unmapped, shared with a fork child, or freed.
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 /* Copy within one page if it is mapped with the right permission. Return: 0 or -EAGAIN. */
 static int access_page(struct pm_mm *mm, unsigned long addr, void *buf, size_t n, bool write)

@@ -86,7 +86,7 @@
  * asks pm_fault() to run it after the fault dropped its locks (VM_FAULT_COMPACT), never from
  * inside the fault.
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 #define NR_MAX_MIGRATE_PAGES_RETRY 10
 
@@ -330,8 +330,10 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 	struct pm_machine *m = mm->m;
 	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
 	struct pm_folio *folio;
-	enum migrate_result r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
+	enum migrate_result r;
 
+	mmap_assert_locked(mm);
+	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
 	if (r != MIGRATE_DONE)
 		return r;
 	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
@@ -365,10 +367,12 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	struct pm_machine *m = mm->m;
 	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
 	struct pm_folio *folio;
-	enum migrate_result r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
+	enum migrate_result r;
 	unsigned long flags;
 	int ref = 1;
 
+	mmap_assert_locked(mm);
+	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
 	if (r == MIGRATE_PINNED)
 		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 	if (r != MIGRATE_DONE)

@@ -8,7 +8,7 @@
  * GUP) queue behind it, and waiters spin briefly before sleeping. Nothing takes them
  * recursively: a thread holds one run of an mm's ranges at a time.
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 /* Default top of the top-down mmap area: below the user space's end, leaving a stack gap. */
 #define PM_MMAP_BASE ((PM_TASK_SIZE - (128UL << 20)) & PMD_MASK)

@@ -93,7 +93,7 @@
  * each range that refill from a pool COUNT_BATCH units at a time, exact at the limit (see
  * "the VMA count" below).
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 /* The range design: 512 GiB ranges, one PGD entry each. Linux's design is one range, the
  * whole user address space. */

@@ -20,7 +20,7 @@
  * (pm__vma_retire), since a lockless lookup may still hold it; retired VMAs and tree nodes go
  * to RCU in batches (pm__vma_set_flush).
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 /*
  * The ranges (range.c): a tree per range - one in Linux's design, under mmap_lock - and a VMA

@@ -75,7 +75,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "mm/mm.h"
 
 #define VMA_LOCK_SPINS 256
 /* Read locks taken while another reader held the VMA, before it gets per-CPU counts. */

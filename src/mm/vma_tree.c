@@ -45,7 +45,7 @@
  * returns -ENOMEM before anything changes. Writer-only summaries in every node (first start,
  * last end, longest inner gap) make the gap searches of mmap O(log n).
  */
-#include "internal.h"
+#include "mm/mm.h"
 #include "mm/vma_tree.h"
 
 #define VT_CAP 16

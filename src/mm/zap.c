@@ -29,7 +29,7 @@
  * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive
  * (pm__zap_range asserts one of the two).
  */
-#include "internal.h"
+#include "mm/mm.h"
 
 #define ZAP_GATHER 64 /* folios gathered, and frames freed, per batch */
 

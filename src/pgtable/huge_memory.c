@@ -17,12 +17,12 @@
  * munmap, VMA splits, zap) and by the fault layer (COW of a shared THP, fork), and calls only
  * down (pgtable.c, folios).
  */
-#include "internal.h"
+#include "pgtable/pgtable.h"
 
 /* Context: the PMD lock of the table holding @pmdp. */
 void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
 {
-	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = table_page(mm->m, table);
+	struct pm_page *pmd_page = table_page(mm_pgtables(mm)->m, pmdp), *pte_page = table_page(mm_pgtables(mm)->m, table);
 
 	pm_assert_locked(&pmd_page->ptl);
 	pte_page->deposit_next = pmd_page->huge_ptes;
@@ -32,13 +32,13 @@ void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
 /* Context: the PMD lock of the table holding @pmdp; *@pmdp was a leaf. */
 pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
 {
-	struct pm_page *pmd_page = table_page(mm->m, pmdp), *pte_page = pmd_page->huge_ptes;
+	struct pm_page *pmd_page = table_page(mm_pgtables(mm)->m, pmdp), *pte_page = pmd_page->huge_ptes;
 
 	pm_assert_locked(&pmd_page->ptl);
 	pm_bug_on(!pte_page); /* a leaf without its deposit */
 	pmd_page->huge_ptes = pte_page->deposit_next;
 	pte_page->deposit_next = NULL;
-	return page_address(mm->m, pte_page);
+	return page_address(mm_pgtables(mm)->m, pte_page);
 }
 
 /*
@@ -48,7 +48,7 @@ pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
  */
 static void split_huge_zero_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t pmd)
 {
-	struct pm_machine *m = mm->m;
+	struct pm_machine *m = mm_pgtables(mm)->m;
 	uint64_t bits = pmd.val & (_PAGE_PRESENT | _PAGE_USER | _PAGE_ACCESSED | _PAGE_SPECIAL);
 	pte_t zero = pfn_pte(page_to_pfn(m, m->zero_page), bits);
 	pm_entry_t *table;
@@ -74,7 +74,7 @@ static void split_huge_zero_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t
  */
 static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
 {
-	struct pm_machine *m = mm->m;
+	struct pm_machine *m = mm_pgtables(mm)->m;
 	pmd_t pmd = pmdp_get(pmdp);
 	struct pm_page *head = pfn_to_page(m, pmd_pfn(pmd));
 	struct pm_folio *folio = page_folio(head);

@@ -38,7 +38,7 @@
  * Holders of mmap_lock (read) or of a VMA's read lock need no RCU: they walk only under a VMA
  * they found, and a table any live VMA reaches into is never freed.
  */
-#include "internal.h"
+#include "pgtable/pgtable.h"
 
 static void table_init(struct pm_page *page, int level)
 {
@@ -137,10 +137,10 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
 	pm_entry_t *pud, *pmd;
 
 	walk_assert_held(mm);
-	pud = next_table(mm->m, &mm->pgd[pgd_index(addr)]);
+	pud = next_table(mm_pgtables(mm)->m, &mm_pgtables(mm)->pgd[pgd_index(addr)]);
 	if (!pud)
 		return NULL;
-	pmd = next_table(mm->m, &pud[pud_index(addr)]);
+	pmd = next_table(mm_pgtables(mm)->m, &pud[pud_index(addr)]);
 	if (!pmd)
 		return NULL;
 	return &pmd[pmd_index(addr)];
@@ -157,31 +157,31 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
  */
 static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
 {
-	pm_entry_t *table = next_table(mm->m, slot), *new;
+	pm_entry_t *table = next_table(mm_pgtables(mm)->m, slot), *new;
 	uint64_t val, empty = 0;
 
 	if (table)
 		return table;
-	new = table_alloc(mm->m, level);
+	new = table_alloc(mm_pgtables(mm)->m, level);
 	if (!new)
 		return NULL;
-	val = (virt_to_pfn(mm->m, new) << PAGE_SHIFT) | _PAGE_TABLE;
-	if (mm->upper_cas) {
+	val = (virt_to_pfn(mm_pgtables(mm)->m, new) << PAGE_SHIFT) | _PAGE_TABLE;
+	if (mm_upper_cas(mm)) {
 		if (atomic_cas_strong_mb(slot, &empty, val))
 			return new;
-		table_free_now(mm->m, new);
-		return next_table(mm->m, slot);
+		table_free_now(mm_pgtables(mm)->m, new);
+		return next_table(mm_pgtables(mm)->m, slot);
 	}
-	pm_spin_lock(&mm->page_table_lock);
-	table = next_table(mm->m, slot);
+	pm_spin_lock(mm_page_table_lock(mm));
+	table = next_table(mm_pgtables(mm)->m, slot);
 	if (!table) {
 		atomic_store_release(slot, val);
 		table = new;
 		new = NULL;
 	}
-	pm_spin_unlock(&mm->page_table_lock);
+	pm_spin_unlock(mm_page_table_lock(mm));
 	if (new)
-		table_free_now(mm->m, new);
+		table_free_now(mm_pgtables(mm)->m, new);
 	return table;
 }
 
@@ -210,7 +210,7 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 	pm_entry_t *pud, *pmd;
 
 	pgtable_populate_assert_held(mm);
-	pud = populate_upper(mm, &mm->pgd[pgd_index(addr)], 3);
+	pud = populate_upper(mm, &mm_pgtables(mm)->pgd[pgd_index(addr)], 3);
 	if (!pud)
 		return NULL;
 	pmd = populate_upper(mm, &pud[pud_index(addr)], 2);
@@ -235,13 +235,13 @@ void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned lo
 {
 	mmap_assert_write_locked(mm);
 	for (unsigned long a = start; a < end; a = span_end(a, end, PGDIR_SIZE))
-		if (!populate_upper(mm, &mm->pgd[pgd_index(a)], 3))
+		if (!populate_upper(mm, &mm_pgtables(mm)->pgd[pgd_index(a)], 3))
 			return;
 }
 
 struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp)
 {
-	return &table_page(mm->m, pmdp)->ptl;
+	return &table_page(mm_pgtables(mm)->m, pmdp)->ptl;
 }
 
 /**
@@ -257,18 +257,18 @@ int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
 	pgtable_populate_assert_held(mm);
 	if (!pmd_none(pmdp_get(pmdp)))
 		return 0;
-	new = table_alloc(mm->m, 1);
+	new = table_alloc(mm_pgtables(mm)->m, 1);
 	if (!new)
 		return -ENOMEM;
 	pml = pm__pmd_lockptr(mm, pmdp);
 	pm_spin_lock(pml);
 	if (pmd_none(pmdp_get(pmdp))) {
-		set_pmd(pmdp, (pmd_t){ (virt_to_pfn(mm->m, new) << PAGE_SHIFT) | _PAGE_TABLE });
+		set_pmd(pmdp, (pmd_t){ (virt_to_pfn(mm_pgtables(mm)->m, new) << PAGE_SHIFT) | _PAGE_TABLE });
 		new = NULL;
 	}
 	pm_spin_unlock(pml);
 	if (new)
-		table_free_now(mm->m, new);
+		table_free_now(mm_pgtables(mm)->m, new);
 	return 0;
 }
 
@@ -291,8 +291,8 @@ pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp, unsigned
 
 		if (!pmd_table(pmd))
 			return NULL;
-		table = entry_table(mm->m, pmd.val);
-		ptl = &table_page(mm->m, table)->ptl;
+		table = entry_table(mm_pgtables(mm)->m, pmd.val);
+		ptl = &table_page(mm_pgtables(mm)->m, table)->ptl;
 		pm_spin_lock(ptl);
 		if (likely(pmd_same(pmd, pmdp_get(pmdp)))) {
 			*ptlp = ptl;
@@ -324,7 +324,7 @@ static bool span_free(unsigned long s, unsigned long size, unsigned long floor,
 static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long start,
 			    unsigned long end, unsigned long floor, unsigned long ceiling)
 {
-	struct pm_spinlock *pml = &table_page(mm->m, pmdt)->ptl;
+	struct pm_spinlock *pml = &table_page(mm_pgtables(mm)->m, pmdt)->ptl;
 
 	for (unsigned long a = start; a < end; a = span_end(a, end, PMD_SIZE)) {
 		pm_entry_t *pmdp = &pmdt[pmd_index(a)];
@@ -334,24 +334,24 @@ static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long st
 
 		if (!pmd_table(pmd) || !span_free(a & PMD_MASK, PMD_SIZE, floor, ceiling))
 			continue;
-		pte = entry_table(mm->m, pmd.val);
-		ptl = &table_page(mm->m, pte)->ptl;
+		pte = entry_table(mm_pgtables(mm)->m, pmd.val);
+		ptl = &table_page(mm_pgtables(mm)->m, pte)->ptl;
 		pm_spin_lock(pml);
 		pm_spin_lock(ptl);
 		set_pmd(pmdp, (pmd_t){ 0 });
 		pm_spin_unlock(ptl);
 		pm_spin_unlock(pml);
-		table_free_rcu(mm->m, pte);
+		table_free_rcu(mm_pgtables(mm)->m, pte);
 	}
 }
 
 /* Unlink and free an empty upper-level table from @slot (a PGD or PUD entry). */
 static void free_upper(struct pm_mm *mm, pm_entry_t *slot, pm_entry_t *table)
 {
-	pm_spin_lock(&mm->page_table_lock);
+	pm_spin_lock(mm_page_table_lock(mm));
 	atomic_store_release(slot, 0);
-	pm_spin_unlock(&mm->page_table_lock);
-	table_free_rcu(mm->m, table);
+	pm_spin_unlock(mm_page_table_lock(mm));
+	table_free_rcu(mm_pgtables(mm)->m, table);
 }
 
 /**
@@ -368,11 +368,11 @@ static void free_upper(struct pm_mm *mm, pm_entry_t *slot, pm_entry_t *table)
 void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 			unsigned long floor, unsigned long ceiling)
 {
-	struct pm_machine *m = mm->m;
+	struct pm_machine *m = mm_pgtables(mm)->m;
 
 	mmap_assert_locked(mm);
 	for (unsigned long g = start; g < end; g = span_end(g, end, PGDIR_SIZE)) {
-		pm_entry_t *pgdp = &mm->pgd[pgd_index(g)];
+		pm_entry_t *pgdp = &mm_pgtables(mm)->pgd[pgd_index(g)];
 		pm_entry_t *pud = next_table(m, pgdp);
 		unsigned long gend = span_end(g, end, PGDIR_SIZE);
 

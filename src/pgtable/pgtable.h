@@ -2,11 +2,13 @@
 /*
  * pgtable/pgtable.h - page-table entries: their bits (x86-64's layout), how they are read and
  * written (single 64-bit atomics, acquire/release), and the index and span arithmetic of the
- * four levels. Included by internal.h after the frame and folio types it uses; the functions
- * that allocate, walk, lock and free tables are declared in internal.h under pgtable/.
+ * four levels; what the page-table code sees of an address space (struct pm_pgtables) and the
+ * lock assertions it makes; and the functions that allocate, walk, lock and free tables.
  */
 #ifndef PM_PGTABLE_PGTABLE_H
 #define PM_PGTABLE_PGTABLE_H
+
+#include "mem/mem.h"
 
 typedef _Atomic uint64_t pm_entry_t; /* a slot of a table at any level */
 
@@ -184,5 +186,120 @@ static inline pm_entry_t *entry_table(struct pm_machine *m, uint64_t val)
 {
 	return pfn_to_virt(m, (val & _PAGE_PFN_MASK) >> PAGE_SHIFT);
 }
+
+/* ------------------------------------------------------------------------------------------
+ * What pgtable/ knows of an address space (struct pm_mm is mm/mm.h's, a layer above).
+ */
+struct pm_mm;
+
+/*
+ * struct pm_pgtables - the fields of an address space that the page-table code reads: struct
+ * pm_mm's first member, which names them in place too (mm/mm.h), so that mm_pgtables() is a
+ * conversion to the first member. Its page_table_lock and upper_cas start the mm's second
+ * cache line: mm_page_table_lock() and mm_upper_cas() find them there (mm/mm.h checks the
+ * offsets).
+ */
+struct pm_pgtables {
+	struct pm_machine *m;
+	pm_entry_t *pgd;
+};
+
+#define PM_MM_PAGE_TABLE_LOCK_OFFSET PM_CACHELINE
+#define PM_MM_UPPER_CAS_OFFSET (PM_CACHELINE + sizeof(struct pm_spinlock))
+
+static inline struct pm_pgtables *mm_pgtables(struct pm_mm *mm)
+{
+	return (struct pm_pgtables *)mm;
+}
+
+static inline struct pm_spinlock *mm_page_table_lock(struct pm_mm *mm)
+{
+	return (struct pm_spinlock *)((char *)mm + PM_MM_PAGE_TABLE_LOCK_OFFSET);
+}
+
+static inline bool mm_upper_cas(const struct pm_mm *mm)
+{
+	return *(const bool *)((const char *)mm + PM_MM_UPPER_CAS_OFFSET);
+}
+
+/* What this thread holds of @mm: a run of its ranges (lib/rwsem.h's per-thread records, which
+ * every layer's lock assertions read), or NULL. */
+static inline struct pm_rwsem_run *pm__range_hold(const struct pm_mm *mm)
+{
+	if (pm__rwsem_runs[0].owner == mm)
+		return &pm__rwsem_runs[0];
+	if (pm__rwsem_runs[1].owner == mm)
+		return &pm__rwsem_runs[1];
+	return NULL;
+}
+
+/* Does this thread hold @mm's lock - some of its ranges, mmap_lock in Linux's design? */
+static inline bool mm_locked(struct pm_mm *mm)
+{
+	return pm__range_hold(mm) != NULL;
+}
+
+static inline bool mm_write_locked(struct pm_mm *mm)
+{
+	const struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	return h && h->write && !h->downgraded;
+}
+
+/*
+ * The lock assertions of page-table code (internal.h's list): they read only lib/rwsem.h's
+ * per-thread records, so they sit at the lowest layer that asserts them.
+ */
+#define mmap_assert_locked(mm) pm_assert(mm_locked(mm))
+#define mmap_assert_write_locked(mm) pm_assert(mm_write_locked(mm))
+/*
+ * Page-table walks: mmap_lock, an RCU read section (tables are freed through RCU), a VMA's read
+ * lock (a fault: the tables under a live VMA are not freed), or - for truncation's zaps of
+ * other mms - an i_mmap lock, which keeps the VMA and its tables.
+ */
+#define walk_assert_held(mm) \
+	pm_assert(mm_locked(mm) || pm_rcu_read_ongoing() || \
+		  pm__i_mmap_held > 0 || (PM_DEBUG >= 1 && pm__vma_read_held_here()))
+/* Populating page tables: mmap_lock, or a fault's VMA read lock (the tables under a live VMA
+ * are never freed, and populating takes the parent table's lock). */
+#define pgtable_populate_assert_held(mm) \
+	pm_assert(mm_locked(mm) || pm__vma_read_held_here())
+/* Splitting a PMD leaf: mmap_lock, a COW fault's VMA lock, or truncation's i_mmap lock. */
+#define split_assert_held(mm) \
+	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0 || \
+		  pm__vma_read_held_here())
+
+/* // pgtable/pgtable.c */
+__hidden pm_entry_t *pm__pgd_alloc(struct pm_machine *m);
+__hidden void pm__pgd_free(struct pm_machine *m, pm_entry_t *pgd);
+__hidden pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr);
+__hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end,
+				  unsigned long *next);
+/*
+ * Walk [@start, @end) of @mm one PMD span at a time, declaring @addr and @next: the body runs
+ * for each span whose PMD table exists, with @pmdp its slot; spans without one are skipped.
+ * The body may set @next = @addr to look at the same span again.
+ */
+#define for_each_pmd_span(mm, addr, next, start, end, pmdp) \
+	for (unsigned long addr = (start), next; addr < (end); addr = next) \
+		if (!((pmdp) = pm__pmd_span((mm), addr, (end), &next))) \
+			continue; \
+		else
+__hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
+__hidden void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
+__hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
+__hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
+					     unsigned long addr, struct pm_spinlock **ptlp);
+__hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
+				 unsigned long floor, unsigned long ceiling);
+
+/* // pgtable/huge_memory.c */
+__hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
+__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 
 #endif /* PM_PGTABLE_PGTABLE_H */

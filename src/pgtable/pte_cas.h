@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pgtable/pte_cas.h - the range design's lockless PTE installs and PTE reads (the protocol and
- * its argument: the top comment of fault/anon.c). Included after internal.h by the files that
- * install or follow PTEs without the table's PTL.
+ * its argument: the top comment of fault/anon.c). Included after the layer headers by the
+ * files that install or follow PTEs without the table's PTL.
  */
 #ifndef PM_PGTABLE_PTE_CAS_H
 #define PM_PGTABLE_PTE_CAS_H

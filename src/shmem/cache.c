@@ -39,7 +39,7 @@
  * VMA that maps it): they use folios and RCU only. The fault and truncate paths that use the
  * cache are in fault/shmem.c.
  */
-#include "internal.h"
+#include "shmem/shmem.h"
 
 #define SHMEM_TREE_SHIFT 6
 #define SHMEM_TREE_SLOTS (1U << SHMEM_TREE_SHIFT)

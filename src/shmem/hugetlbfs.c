@@ -21,7 +21,7 @@
  * never both allocate. Lookups of present pages do not take it (pm__shmem_lookup is lockless).
  * Lock order: truncate_lock > hugetlb_mutex > tree_lock > hugetlb_lock.
  */
-#include "internal.h"
+#include "shmem/shmem.h"
 
 #define BITS_PER_LONG (8 * sizeof(unsigned long))
 

@@ -11,7 +11,7 @@
  *
  * limit.lock is the innermost shmem lock: a charge runs under tree_lock (cache.c).
  */
-#include "internal.h"
+#include "shmem/shmem.h"
 
 #define LIMIT_STRIDE (PM_CACHELINE / sizeof(long))
 

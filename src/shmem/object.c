@@ -7,7 +7,7 @@
  * (LOCK_TWICE: info_lock > tree_lock, never with a PTL held) > limit.lock. The page cache is
  * cache.c, the exact limit limit.c; the fault and truncate paths are fault/shmem.c.
  */
-#include "internal.h"
+#include "shmem/shmem.h"
 
 static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t max_bytes,
 				    bool internal)

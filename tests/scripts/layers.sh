@@ -19,7 +19,7 @@
 #     (mm/range.c) and the mm's creation (mm/mm.c, from the machine's flag, mem/machine.c).
 #     Outside those, no line names the machine's flag (range_mm), a policy table
 #     (linux_policy, range_policy), a policy's name, or compares the number of ranges - but
-#     mm_one_range() in internal.h, the geometry query of the one-range fast paths.
+#     mm_one_range() in mm/mm.h, the geometry query of the one-range fast paths.
 #  4. Headers are included only down. From the compiler's dependency files $O/src/*/*.d (-MMD,
 #     so every header a file reaches, through other headers too): no file of a layer reaches a
 #     header of a higher layer or of a sibling (pgtable/ and shmem/); debug/ may reach any.
@@ -110,7 +110,7 @@ fi
 grep -rnE '(->|\.)range_mm|(linux|range)_policy|policy->name|nr_ranges *(==|!=|>|<)|mm_range_design' \
 	"$SRC" --include=*.c --include=*.h |
 	grep -vE '^[^:]*/(mm/range\.c|mm/mm\.c|mem/machine\.c):' |
-	grep -vE '^[^:]*/internal\.h:[0-9]+:	return mm->nr_ranges == 1;$' |
+	grep -vE '^[^:]*/mm/mm\.h:[0-9]+:	return mm->nr_ranges == 1;$' |
 	grep -vE '^[^:]*:[0-9]+: *(/?\*|//)' >"$tmp/design" || true
 if [ -s "$tmp/design" ]; then
 	ok 1 "no branch on the design outside the policy table and the mm's creation"
@@ -151,16 +151,9 @@ else
 		hh = q[n - 1] "/" q[n]
 		if (rank(from) >= 0 && rank(to) >= 0 && rank(to) < rank(from))
 			next
-		# What every file reaches through src/internal.h until it is split by layer (issue
-		# 25): remove these lines with the split.
-		if (((from == "mem" || from == "shmem") && hh == "pgtable/pgtable.h") ||
-		    ((from == "mem" || from == "pgtable" || from == "shmem") && hh == "mm/vma_tree.h")) {
-			nknown++
-			next
-		}
 		printf "%s.c includes %s (%s/)\n", $1, hh, to
 	}
-	END { printf "%d header uses, %d upward through internal.h\n", nh, nknown > "/dev/stderr" }' 2>"$tmp/nincl" | sort -u >"$tmp/upinc"
+	END { printf "%d header uses\n", nh > "/dev/stderr" }' 2>"$tmp/nincl" | sort -u >"$tmp/upinc"
 	if [ -s "$tmp/upinc" ]; then
 		ok 1 "headers are included only down"
 		sed 's/^/#   /' "$tmp/upinc"

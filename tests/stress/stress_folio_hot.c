@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

@@ -24,7 +24,7 @@
  */
 #include <pthread.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

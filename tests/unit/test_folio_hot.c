@@ -19,7 +19,7 @@
  */
 #include <string.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

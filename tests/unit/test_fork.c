@@ -17,7 +17,7 @@
 
 #include <pinmm/pinmm.h>
 
-#include "internal.h" /* white-box: mm->xwrite_protect_seq */
+#include "gup/gup.h" /* white-box: mm->xwrite_protect_seq */
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

@@ -25,7 +25,7 @@
 
 #include <pinmm/pinmm.h>
 
-#include "internal.h" /* white-box: a PTE table under a hugetlb VMA, a VMA's pgoff */
+#include "gup/gup.h" /* white-box: a PTE table under a hugetlb VMA, a VMA's pgoff */
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

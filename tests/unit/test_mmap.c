@@ -12,7 +12,7 @@
 
 #include <pinmm/pinmm.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

@@ -17,7 +17,7 @@
 #include <errno.h>
 #include <sched.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

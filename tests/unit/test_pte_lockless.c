@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

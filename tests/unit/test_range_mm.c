@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

@@ -45,7 +45,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/tap.h"
 
 #define PG ((unsigned long)PM_PAGE_SIZE)

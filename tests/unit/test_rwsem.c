@@ -6,7 +6,7 @@
  */
 #include <pthread.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/tap.h"
 
 static struct pm_rwsem sem;

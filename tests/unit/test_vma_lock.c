@@ -16,7 +16,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 

@@ -11,7 +11,7 @@
  */
 #include <pthread.h>
 
-#include "internal.h"
+#include "gup/gup.h"
 #include "mm/vma_tree.h"
 #include "lib/tap.h"
 #include "lib/pmtest.h"
