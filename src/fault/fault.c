@@ -58,7 +58,7 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 		if (pmd_none(pmd)) {
 			if (pm__thp_vma_suitable(vma, addr)) {
 				if ((fault_flags & FAULT_FLAG_COMPACT) && (vma->flags & VM_HUGEPAGE) &&
-				    !pm__free_pmd_blocks(mm->m, 0))
+				    !pm__pmd_block_available(mm->m))
 					return VM_FAULT_COMPACT;
 				ret = pm__do_huge_pmd_anonymous_page(mm, vma, pmdp, fault_flags);
 				if (ret & VM_FAULT_AGAIN)

@@ -119,10 +119,11 @@ struct pm_folio {
 };
 
 /*
- * Per-CPU free-frame cache (order 0), the pcp lists of Linux: a list per kind of memory
+ * Per-CPU free-frame cache, the pcp lists of Linux: for order 0, a list per kind of memory
  * (page_alloc.c, "Two kinds"), each refilled one PCP_BATCH block at a time, drained
  * PCP_BATCH frames at a time when both together pass @high, which tunes itself between the
- * machine's pcp_high_min and pcp_high_max (page_alloc.c). Only its CPU's threads use it in
+ * machine's pcp_high_min and pcp_high_max; and a list of freed max-order user blocks, at most
+ * pcp_thp_high (page_alloc.c, "THP-sized blocks"). Only its CPU's threads use it in
  * the common case; a thread that migrated, and the drain before an allocation fails, take its
  * lock like anyone else.
  */
@@ -134,11 +135,16 @@ enum pcp_list {
 
 struct pm_pcp {
 	struct pm_spinlock lock;
-	_Atomic int xcount;	/* frames on both lists; written under lock, read by anyone */
+	_Atomic int xcount;	/* frames on all lists, thp's blocks included; written under
+				 * lock, read by anyone */
 	int high;		/* drain above this; under lock */
 	unsigned home;		/* the zone whose frames it caches; read-only */
 	int nr[PCP_NR_LISTS];	/* frames on each list; under lock */
 	struct pm_list lists[PCP_NR_LISTS]; /* hottest first; under lock */
+	int nr_thp;		/* blocks on thp; under lock */
+	struct pm_list thp;	/* free user blocks of PM_MAX_ORDER, the oldest first (Linux's
+				 * pcp list for THP-sized pages); under lock */
+	_Atomic int xnr_thp;	/* nr_thp, for readers without the lock */
 	_Atomic unsigned long xids; /* ids this CPU gave (pm__machine_id) */
 } __cacheline_aligned;
 
@@ -257,6 +263,7 @@ struct pm_machine {
 					 * zones' frames (its home's entry unused); NULL with
 					 * one zone */
 	int pcp_high_min, pcp_high_max;	/* bounds of each cache's high mark */
+	int pcp_thp_high;		/* max-order blocks a cache keeps at most */
 	struct pm_obj_cache *shmem_nodes; /* free shmem tree nodes: nr_cpus caches and the
 					   * depot (mem/objcache.c, shmem/cache.c) */
 	_Atomic long xfail_nth;		/* pm_fail_nth(): allocations until one fails; 0 = off */
@@ -598,6 +605,7 @@ __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
 __hidden unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags);
+__hidden bool pm__pmd_block_available(struct pm_machine *m);
 __hidden void pm__drain_all_pcp(struct pm_machine *m);
 __hidden void pm__zone_block_usage(struct pm_machine *m, unsigned zi, uint16_t *used);
 __hidden struct pm_page *pm__alloc_frame_in_blocks(struct pm_machine *m, unsigned zi,

@@ -42,6 +42,18 @@
  * for them (pm_rcu_barrier) and tries again: frames freed "soon" count too. Allocations never
  * happen inside an RCU read section or under a spinlock, so waiting here is allowed.
  *
+ * THP-sized blocks. A freed max-order block of user memory (a THP's last put) goes to the
+ * freeing CPU's cache of its zone, on a list of its own, up to pcp_thp_high blocks (within
+ * the cache's share of memory, as for order 0: none on a small machine); an
+ * allocation of that order takes from this CPU's caches first, the oldest block first, in the
+ * zone order of any larger block (below), before any zone's lock. This is Linux's pcp list for
+ * THP-sized pages (5.13): a CPU that unmaps and faults THPs in turn never takes a zone lock nor
+ * writes a line another CPU's faults write. The oldest first keeps a mapping's run: a teardown
+ * frees its THPs in address order, and the refaults take them back in the same order. A cached
+ * block's head is PG_pcp with its order in xorder, so the checker and compaction's scanner
+ * step over it as one free block; the drain before an allocation fails, and compaction's own,
+ * give it back to the buddy lists.
+ *
  * Lazy descriptors. A machine may be far larger than the host's memory as long as the work
  * touches little of it: its frames and the descriptor array are reserved, not written, at
  * creation (machine.c), and the frames above a zone's frontier (z->xfrontier, a multiple of 2 MiB)
@@ -63,6 +75,7 @@
 #include "mem/mem.h"
 
 #define PCP_HIGH_FRACTION 8 /* per-CPU caches hold at most this share of memory, together */
+#define PCP_THP_HIGH 4	    /* max-order blocks per cache, at most (within that share) */
 
 /*
  * Homes. Per-CPU caches alone keep a CPU's frames its own only while they fit its cache; past
@@ -236,6 +249,9 @@ static void pcp_init(struct pm_machine *m, struct pm_pcp *pcp, unsigned zone)
 	pcp->high = m->pcp_high_min;
 	pcp->home = zone;
 	atomic_store_relaxed(&pcp->xids, 0);
+	pcp->nr_thp = 0;
+	atomic_store_relaxed(&pcp->xnr_thp, 0);
+	pm_list_init(&pcp->thp);
 	for (unsigned l = 0; l < PCP_NR_LISTS; l++) {
 		pcp->nr[l] = 0;
 		pm_list_init(&pcp->lists[l]);
@@ -284,6 +300,9 @@ int pm__page_alloc_init(struct pm_machine *m)
 	m->pcp_high_max = (int)min(m->nr_pages / (PCP_HIGH_FRACTION * m->nr_cpus),
 				   (unsigned long)INT_MAX / 2);
 	m->pcp_high_max = max(m->pcp_high_max, m->pcp_high_min);
+	/* Blocks count against the same share: a machine whose share is below a block caches
+	 * none, as Linux's pcp high mark drains a THP at once. */
+	m->pcp_thp_high = min(m->pcp_high_max >> PM_MAX_ORDER, PCP_THP_HIGH);
 	if (m->nr_zones > 1 &&
 	    posix_memalign((void **)&m->pcp_away, PM_CACHELINE,
 			   (size_t)m->nr_cpus * m->nr_zones * sizeof(*m->pcp_away))) {
@@ -319,10 +338,17 @@ static uint8_t cpu_tag(unsigned cpu)
 	return (uint8_t)(cpu % 255 + 1);
 }
 
-/* Frames on both lists of @pcp (xcount publishes it for readers without the lock). */
+/* Frames on the order-0 lists of @pcp, which its high mark bounds. */
 static int pcp_count(const struct pm_pcp *pcp)
 {
 	return pcp->nr[PCP_MOVABLE] + pcp->nr[PCP_UNMOVABLE];
+}
+
+/* Publish @pcp's counts for readers without its lock (pm__nr_free_frames and the like). */
+static void pcp_publish(struct pm_pcp *pcp)
+{
+	atomic_store_relaxed(&pcp->xcount, pcp_count(pcp) + (pcp->nr_thp << PM_MAX_ORDER));
+	atomic_store_relaxed(&pcp->xnr_thp, pcp->nr_thp);
 }
 
 static void pcp_add_tail(struct pm_pcp *pcp, struct pm_page *page, enum pcp_list l)
@@ -452,7 +478,7 @@ static struct pm_page *pcp_take(struct pm_machine *m, struct pm_pcp *pcp, enum p
 	/* A refill of one list while the other is full: the excess goes, as a free's would. */
 	if (unlikely(pcp_count(pcp) > pcp->high))
 		pcp_drain(m, pcp, pcp_count(pcp) - pcp->high);
-	atomic_store_relaxed(&pcp->xcount, pcp_count(pcp));
+	pcp_publish(pcp);
 	pm_spin_unlock(&pcp->lock);
 	return page;
 }
@@ -509,7 +535,7 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n,
 			pcp = cpu_zone_pcp(m, cpu, (unsigned)(pfn_zone(m, pfn) - m->zones));
 		if (pcp != locked) {
 			if (locked) {
-				atomic_store_relaxed(&locked->xcount, pcp_count(locked));
+				pcp_publish(locked);
 				pm_spin_unlock(&locked->lock);
 			}
 			pm_spin_lock(&pcp->lock);
@@ -524,9 +550,84 @@ static void pcp_free(struct pm_machine *m, struct pm_page **pages, unsigned n,
 			pcp_drain(m, pcp, PCP_BATCH);
 	}
 	if (locked) {
-		atomic_store_relaxed(&locked->xcount, pcp_count(locked));
+		pcp_publish(locked);
 		pm_spin_unlock(&locked->lock);
 	}
+}
+
+/*
+ * THP-sized blocks (see the top comment): this CPU's caches, in the zone order of
+ * alloc_frames(), before any zone's lock. Return: the block, or NULL.
+ */
+static struct pm_page *thp_take(struct pm_machine *m, unsigned flags)
+{
+	unsigned cpu = pm__this_cpu(m);
+
+	for (unsigned n = 0; n < m->nr_zones; n++) {
+		unsigned i = has_movable_zone(m) ? (n + m->nr_normal_zones) % m->nr_zones : n;
+		struct pm_pcp *pcp = cpu_zone_pcp(m, cpu, i);
+		struct pm_page *page = NULL;
+
+		/* Tested before locked: a cache with no block is not written. */
+		if (!zone_allowed(m, i, flags) || !atomic_load_relaxed(&pcp->xnr_thp))
+			continue;
+		pm_spin_lock(&pcp->lock);
+		if (pcp->nr_thp) {
+			page = pm_list_first_entry(&pcp->thp, struct pm_page, lru);
+			pm_list_del(&page->lru);
+			pcp->nr_thp--;
+			atomic_store_relaxed(&page->xorder, 0);
+			atomic_store_relaxed(&page->xflags, 0);
+			pcp_publish(pcp);
+		}
+		pm_spin_unlock(&pcp->lock);
+		if (page)
+			return page;
+	}
+	return NULL;
+}
+
+/*
+ * Keep a freed max-order block of user memory in this CPU's cache of its zone, oldest first,
+ * unless the cache holds pcp_thp_high already. Return: whether it was kept.
+ */
+static bool thp_put(struct pm_machine *m, struct pm_page *page)
+{
+	unsigned cpu = pm__this_cpu(m);
+	unsigned long pfn = page_to_pfn(m, page);
+	struct pm_pcp *pcp = cpu_zone_pcp(m, cpu, (unsigned)(pfn_zone(m, pfn) - m->zones));
+	bool kept = false;
+
+	pm_spin_lock(&pcp->lock);
+	if (pcp->nr_thp < m->pcp_thp_high) {
+		atomic_store_relaxed(&page->xorder, PM_MAX_ORDER);
+		atomic_store_relaxed(&page->xflags, PGF(PG_pcp));
+		page->free_cpu = cpu_tag(cpu);
+		pm_list_add_tail(&page->lru, &pcp->thp);
+		pcp->nr_thp++;
+		pcp_publish(pcp);
+		kept = true;
+	}
+	pm_spin_unlock(&pcp->lock);
+	return kept;
+}
+
+/* Give every cached max-order block of @pcp back to its zone. Caller holds pcp->lock. */
+static void thp_drain(struct pm_machine *m, struct pm_pcp *pcp)
+{
+	struct pm_zone *z = &m->zones[pcp->home];
+
+	pm_assert_locked(&pcp->lock);
+	zone_lock(m, z);
+	while (pcp->nr_thp) {
+		struct pm_page *page = pm_list_first_entry(&pcp->thp, struct pm_page, lru);
+
+		pm_assert(pfn_zone(m, page_to_pfn(m, page)) == z);
+		pm_list_del(&page->lru);
+		pcp->nr_thp--;
+		free_one(m, z, page, PM_MAX_ORDER);
+	}
+	zone_unlock(z);
 }
 
 /*
@@ -542,10 +643,11 @@ void pm__drain_all_pcp(struct pm_machine *m)
 
 			pm_spin_lock(&pcp->lock);
 			pcp->high = m->pcp_high_min;
-			if (pcp_count(pcp)) {
+			if (pcp_count(pcp))
 				pcp_drain(m, pcp, pcp_count(pcp));
-				atomic_store_relaxed(&pcp->xcount, 0);
-			}
+			if (pcp->nr_thp)
+				thp_drain(m, pcp);
+			pcp_publish(pcp);
 			pm_spin_unlock(&pcp->lock);
 		}
 	}
@@ -562,6 +664,8 @@ static struct pm_page *alloc_frames(struct pm_machine *m, unsigned order, unsign
 	if (order == 0)
 		return pcp_alloc(m, flags & PM_ALLOC_UNMOVABLE ? PCP_UNMOVABLE : PCP_MOVABLE,
 				 flags);
+	if (order == PM_MAX_ORDER && !(flags & PM_ALLOC_UNMOVABLE) && (page = thp_take(m, flags)))
+		return page;
 	for (unsigned n = 0; n < m->nr_zones && !page; n++) {
 		/* n = 0 is the movable zone when there is one, then the homes in order. */
 		unsigned i = has_movable_zone(m) ? (n + m->nr_normal_zones) % m->nr_zones : n;
@@ -589,13 +693,12 @@ void pm__zone_block_usage(struct pm_machine *m, unsigned zi, uint16_t *used)
 	for (unsigned long pfn = z->base; pfn < top;) {
 		unsigned long f = atomic_load_relaxed(&pfn_to_page(m, pfn)->xflags);
 
-		if (f & PGF(PG_buddy)) {
+		if (f & (PGF(PG_buddy) | PGF(PG_pcp))) {
 			pfn += 1UL << min(atomic_load_relaxed(&pfn_to_page(m, pfn)->xorder),
 					   (uint8_t)PM_MAX_ORDER);
 			continue;
 		}
-		if (!(f & PGF(PG_pcp)))
-			used[(pfn - z->base) >> PM_MAX_ORDER]++;
+		used[(pfn - z->base) >> PM_MAX_ORDER]++;
 		pfn++;
 	}
 }
@@ -642,24 +745,50 @@ struct pm_page *pm__alloc_frame_in_blocks(struct pm_machine *m, unsigned zi,
 	return page;
 }
 
+/* Free 2 MiB blocks of zone @z: order-9 buddy blocks and never-used blocks. */
+static unsigned long zone_free_pmd_blocks(struct pm_zone *z)
+{
+	return atomic_load_relaxed(&z->xnr_free[PM_MAX_ORDER]) +
+	       ((z->end - atomic_load_relaxed(&z->xfrontier)) >> PM_MAX_ORDER);
+}
+
 /*
  * pm__free_pmd_blocks() - free naturally aligned 2 MiB blocks in the zones an allocation with
- * @flags may use: order-9 buddy blocks and never-used blocks above the frontiers (frames in
- * per-CPU caches are not counted: a drain may merge them). A racy snapshot.
+ * @flags may use: order-9 buddy blocks, never-used blocks above the frontiers and blocks in
+ * per-CPU caches (order-0 frames in caches are not counted: a drain may merge them). A racy
+ * snapshot.
  */
 unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags)
 {
 	unsigned long n = 0;
 
 	for (unsigned i = 0; i < m->nr_zones; i++) {
-		struct pm_zone *z = &m->zones[i];
-
 		if (!zone_allowed(m, i, flags))
 			continue;
-		n += atomic_load_relaxed(&z->xnr_free[PM_MAX_ORDER]);
-		n += (z->end - atomic_load_relaxed(&z->xfrontier)) >> PM_MAX_ORDER;
+		n += zone_free_pmd_blocks(&m->zones[i]);
+		for (unsigned c = 0; c < m->nr_cpus; c++)
+			n += (unsigned long)atomic_load_relaxed(&cpu_zone_pcp(m, c, i)->xnr_thp);
 	}
 	return n;
+}
+
+/*
+ * pm__pmd_block_available() - is there a free 2 MiB block of user memory (a THP fault's
+ * question before it compacts)? This CPU's caches are asked first, then the zones, and only
+ * then the other CPUs' caches, so that a fault that will take its block from its own cache
+ * reads no line another CPU's faults write. A racy answer, as pm__free_pmd_blocks()'s.
+ */
+bool pm__pmd_block_available(struct pm_machine *m)
+{
+	unsigned cpu = pm__this_cpu(m);
+
+	for (unsigned i = 0; i < m->nr_zones; i++)
+		if (atomic_load_relaxed(&cpu_zone_pcp(m, cpu, i)->xnr_thp))
+			return true;
+	for (unsigned i = 0; i < m->nr_zones; i++)
+		if (zone_free_pmd_blocks(&m->zones[i]))
+			return true;
+	return pm__free_pmd_blocks(m, 0) > 0;
 }
 
 /**
@@ -742,7 +871,7 @@ void pm__free_frames(struct pm_machine *m, struct pm_page *page, unsigned order,
 	free_frames_prepare(m, page, order);
 	if (order == 0) {
 		pcp_free(m, &page, 1, flags & PM_ALLOC_UNMOVABLE ? PCP_UNMOVABLE : PCP_MOVABLE);
-	} else {
+	} else if (order != PM_MAX_ORDER || (flags & PM_ALLOC_UNMOVABLE) || !thp_put(m, page)) {
 		struct pm_zone *z = pfn_zone(m, page_to_pfn(m, page));
 
 		zone_lock(m, z);
@@ -836,7 +965,7 @@ bool pm__frame_is_free(struct pm_page *page, unsigned *order)
 		return true;
 	}
 	if (f & PGF(PG_pcp)) {
-		*order = 0;
+		*order = atomic_load_relaxed(&page->xorder);
 		return true;
 	}
 	return false;

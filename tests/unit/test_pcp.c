@@ -10,7 +10,8 @@
  * another CPU goes to that CPU's cache of the frame's zone, huge pages come
  * from the lowest zone whichever CPU asks, and the checker counts the never-used frames
  * between zones as free. Page tables have cache lists of their own, so a CPU that maps and
- * unmaps the same area again and again gets its pages back as runs of adjacent frames.
+ * unmaps the same area again and again gets its pages back as runs of adjacent frames. A
+ * freed THP's block waits in the freeing CPU's cache for that CPU's next THP.
  *
  * Migration is forced with sched_setaffinity(); on a host with one CPU those checks skip.
  */
@@ -373,15 +374,114 @@ static void test_homes(void)
 	pm_machine_destroy(m);
 }
 
+/* Max-order blocks in CPU @cpu's caches, over all zones (their published counts). */
+static int cpu_thp_blocks(struct pm_machine *m, unsigned cpu)
+{
+	int n = atomic_load_relaxed(&m->pcp[cpu].xnr_thp);
+
+	for (unsigned z = 0; m->pcp_away && z < m->nr_zones; z++)
+		if (z != m->pcp[cpu].home)
+			n += atomic_load_relaxed(&m->pcp_away[cpu * m->nr_zones + z].xnr_thp);
+	return n;
+}
+
+/* Map @n 2 MiB THP-eligible blocks at @addr and fault each; the THPs that were mapped. */
+static unsigned long fault_thps(struct pm_machine *m, struct pm_mm *mm, unsigned long addr,
+				unsigned long n)
+{
+	struct pm_stats s0, s1;
+
+	ASSERT_EQ(pm_mmap(mm, addr, n * 2 * MiB, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)addr);
+	ASSERT_EQ(pm_madvise(mm, addr, n * 2 * MiB, PM_MADV_HUGEPAGE), 0);
+	pm_machine_stats(m, &s0);
+	for (unsigned long i = 0; i < n; i++)
+		if (pm_fault(mm, addr + i * 2 * MiB, PM_FAULT_WRITE))
+			break;
+	pm_machine_stats(m, &s1);
+	return s1.thp_faults - s0.thp_faults;
+}
+
+/*
+ * THP-sized blocks (page_alloc.c): a THP freed on a CPU waits in that CPU's cache, the next
+ * THP fault there takes the same block back with no zone lock for it, the free count and the
+ * checker count it, a machine whose per-CPU share is below a block caches none, and a block
+ * cached on one CPU still counts before another CPU's THP fault falls back.
+ */
+static void test_thp_blocks(void)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	/* Each cache's share is an eighth of memory over the CPUs: at least one block. */
+	struct pm_config cfg = { .mem_bytes = max(32 * MiB, (unsigned long)ncpu * 16 * MiB) };
+	struct pm_config tiny = { .mem_bytes = 4 * MiB };
+	struct pm_machine *m = pm_machine_create(&cfg);
+	unsigned long addr = 0x40000000UL, pfn, nblocks = cfg.mem_bytes / (2 * MiB), got[2];
+	struct pm_stats s0, s1;
+	struct pm_mm *mm;
+	size_t free0, before;
+
+	mm = mm_on_cpu0(m, &free0);
+	ok(m->pcp_thp_high >= 1, "each cache may keep a 2 MiB block (%d)", m->pcp_thp_high);
+	is_int(fault_thps(m, mm, addr, 1), 1, "a THP fault maps a THP");
+	pfn = pfn_at(mm, addr);
+	before = pm_machine_free_pages(m);
+	ASSERT_EQ(pm_munmap(mm, addr, 2 * MiB), 0);
+	is_int(cpu_thp_blocks(m, 0), 1, "its block waits in the freeing CPU's cache");
+	pm_rcu_barrier();
+	ok(pm_machine_free_pages(m) >= before + 512, "the free count counts the cached block");
+	is_int(pm_machine_check(m), 0, "pm_machine_check knows a cached block");
+	pm_machine_stats(m, &s0);
+	ASSERT_EQ(pm_mmap(mm, addr, 2 * MiB, RW, PRIV | PM_MAP_FIXED, NULL, 0), (long)addr);
+	ASSERT_EQ(pm_madvise(mm, addr, 2 * MiB, PM_MADV_HUGEPAGE), 0);
+	ASSERT_EQ(pm_fault(mm, addr, PM_FAULT_WRITE), 0);
+	pm_machine_stats(m, &s1);
+	is_int(pfn_at(mm, addr), pfn, "the next THP fault on that CPU takes the block back");
+	is_int(cpu_thp_blocks(m, 0), 0, "and the cache is empty again");
+	is_int(s1.thp_faults - s0.thp_faults, 1, "as a THP");
+	ASSERT_EQ(pm_munmap(mm, addr, 2 * MiB), 0);
+
+	/* Fill the machine with THPs on CPU 1 while CPU 0 keeps one block cached, then again
+	 * with nothing cached anywhere: the same count, so the cached block was drained before
+	 * a fault fell back. */
+	for (int round = 0; round < 2; round++) {
+		ASSERT_TRUE(pmt_run_on(1));
+		if (round == 0)
+			ok(cpu_thp_blocks(m, 0) == 1, "round 0: CPU 0 keeps a block");
+		got[round] = fault_thps(m, mm, addr, nblocks);
+		ASSERT_EQ(pm_munmap(mm, addr, nblocks * 2 * MiB), 0);
+		pm_rcu_barrier();
+		ASSERT_TRUE(pmt_run_on(0));
+		pm_compact(m); /* gives every cached block back */
+		is_int(cpu_thp_blocks(m, 1), 0, "round %d: compaction drained the caches", round);
+	}
+	ok(got[0] > 1, "THPs fill the machine (%lu)", got[0]);
+	is_int(got[0], got[1], "a block cached on another CPU counts before a THP fault falls back");
+	pm_mm_destroy(mm);
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free0, "free count exact after destroy");
+	is_int(pm_machine_check(m), 0, "pm_machine_check");
+	pm_machine_destroy(m);
+
+	m = pm_machine_create(&tiny);
+	mm = mm_on_cpu0(m, &free0);
+	is_int(m->pcp_thp_high, 0, "a machine whose per-CPU share is below a block caches none");
+	is_int(fault_thps(m, mm, addr, 1), 1, "a THP fault there maps a THP");
+	ASSERT_EQ(pm_munmap(mm, addr, 2 * MiB), 0);
+	is_int(cpu_thp_blocks(m, 0), 0, "and its block goes straight back to the zone");
+	pm_mm_destroy(mm);
+	pm_rcu_barrier();
+	is_int(pm_machine_free_pages(m), free0, "free count exact after destroy");
+	pm_machine_destroy(m);
+}
+
 int main(void)
 {
 	cpu_set_t saved;
 
-	plan(49);
+	plan(68);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !pmt_run_on(1) || !pmt_run_on(0)) {
-		skip(49, "needs CPUs 0 and 1");
+		skip(68, "needs CPUs 0 and 1");
 		run_anywhere(&saved);
 		return done_testing();
 	}
@@ -390,6 +490,7 @@ int main(void)
 	test_homes();
 	test_kinds();
 	test_drain_runs();
+	test_thp_blocks();
 	run_anywhere(&saved);
 	return done_testing();
 }

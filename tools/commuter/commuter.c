@@ -35,6 +35,8 @@
 
 #define KiB 1024UL
 #define MiB (1024 * KiB)
+#define CPU_SHARE_MIB 16 /* memory per CPU for its page cache to keep a 2 MiB block: the
+			  * caches share an eighth of memory (src/mem/page_alloc.c) */
 #define GiB (1024 * MiB)
 #define PG 4096UL
 
@@ -765,7 +767,8 @@ static void traced_op(void *p)
 
 /*
  * Warm-up, on each worker's CPU: the thread's per-thread counters and RCU registration for
- * this machine exist, its CPU's page cache holds free frames, and the mm's has-pinned flag
+ * this machine exist, its CPU's page cache holds free frames and a free THP-sized block, and
+ * the mm's has-pinned flag
  * is set - all once-per-lifetime transitions that a steady workload has long made.
  */
 static void warm_cpu(void *p)
@@ -787,6 +790,15 @@ static void warm_cpu(void *p)
 		if (pm_pin_user_pages_fast(mm, a, 1, PM_FOLL_WRITE, &pg) == 1)
 			pm_unpin_user_page(pg);
 		pm_munmap(mm, a, 16 * PG);
+		/* A THP, unmapped: its block waits in this CPU's cache for the next THP. */
+		a += 2 * MiB;
+		if (i == 0 && pm_mmap(mm, a, 2 * MiB, PM_PROT_READ | PM_PROT_WRITE,
+				      PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL,
+				      0) == (long)a) {
+			pm_madvise(mm, a, 2 * MiB, PM_MADV_HUGEPAGE);
+			pm_fault(mm, a, PM_FAULT_WRITE);
+			pm_munmap(mm, a, 2 * MiB);
+		}
 	}
 }
 
@@ -893,9 +905,14 @@ static int run_setup(struct run *r)
 	const struct cs *c = r->c;
 	bool huge = c->bk[0] == BK_HUGETLB || c->bk[1] == BK_HUGETLB ||
 		    ops[c->a].mk == BK_HUGETLB || ops[c->b].mk == BK_HUGETLB;
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	struct pm_config cfg = { .mem_bytes = (huge ? 48 : 32) * MiB, .knobs = r->knobs,
 				 .flags = r->flags, .nr_hugepages = huge ? 8 : 0 };
 	struct region g[2];
+
+	/* Large enough that each CPU's page cache may keep a THP-sized block, as on any machine
+	 * of a useful size (src/mem/page_alloc.c, "THP-sized blocks"). */
+	cfg.mem_bytes = max(cfg.mem_bytes, (size_t)(ncpu > 0 ? ncpu : 1) * CPU_SHARE_MIB * MiB);
 
 	r->m = pm_machine_create(&cfg);
 	if (!r->m)
