@@ -208,7 +208,7 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 	new->file = vma->file;
 	/* anon_vma_fork: an anon_vma of the child's own, its chain linked to the parent's; a
 	 * WIPEONFORK range starts without one */
-	if (atomic_load_relaxed(&vma->xanon_vma) && !(vma->flags & VM_WIPEONFORK)) {
+	if (pm__vma_anon_vma(vma) && !(vma->flags & VM_WIPEONFORK)) {
 		pm__vma_anon_prepare(new);
 		atomic_or_relaxed(&new->xanon_vma, PM_ANON_VMA_FORKED);
 	}
@@ -260,7 +260,7 @@ struct pm_mm *pm_mm_fork(struct pm_mm *parent)
 		 * whose VMA keeps the flag (dup_mmap). A VMA without an anon_vma holds no
 		 * anonymous page: the child faults its pages in again (vma_needs_copy). */
 		if ((vma->flags & (VM_SHARED | VM_WIPEONFORK)) ||
-		    !atomic_load_relaxed(&vma->xanon_vma))
+		    !pm__vma_anon_vma(vma))
 			continue;
 		if (is_vm_hugetlb_page(vma))
 			err = pm__copy_hugetlb_page_range(child, parent, vma);

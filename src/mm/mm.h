@@ -76,7 +76,8 @@ struct pm_vma {
 	 * THP fault even for the huge zero page, a private hugetlb page), never for a 4 KiB
 	 * zero page or a page-cache page mapped read-only; split, move and merge keep it.
 	 * Set from 0 by a cmpxchg under a fault lock; otherwise changed under the VMA's write
-	 * lock (vma_anon_prepare, dup_vma, vma.c).
+	 * lock (vma_anon_prepare, dup_vma, vma.c). A fault under a per-CPU read lock marks its
+	 * slot instead, so read it through pm__vma_anon_vma(), never directly.
 	 */
 	_Atomic unsigned long xanon_vma;
 
@@ -109,6 +110,10 @@ struct pm_vma_cache {
 #define PM_ANON_VMA_ID 2UL
 
 __hidden void pm__vma_anon_prepare(struct pm_vma *vma);
+__hidden unsigned long pm__vma_anon_vma(struct pm_vma *vma);
+__hidden void pm__vma_anon_clear(struct pm_vma *vma);
+__hidden bool pm__vma_anon_mark_pcpu(struct pm_vma *vma);	/* vma_lock.c */
+__hidden bool pm__vma_anon_marked(struct pm_vma *vma, bool clear); /* vma_lock.c */
 
 /* The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
  * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing. */

@@ -386,7 +386,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	new->flags = vma->flags;
 	new->pgoff = vma_pgoff(vma, addr);
 	new->file = vma->file;
-	atomic_store_relaxed(&new->xanon_vma, atomic_load_relaxed(&vma->xanon_vma)); /* copy_vma */
+	atomic_store_relaxed(&new->xanon_vma, pm__vma_anon_vma(vma)); /* copy_vma */
 	if (new->file)
 		pm__shmem_get(new->file);
 	err = prepare_tables(mm, addr, new_addr, v->old_len);
@@ -408,7 +408,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__shmem_map_unlock(vma->file);
 	/* copy_vma: an anonymous VMA without an anon_vma takes the new address as its pgoff,
 	 * so that it may merge there; one with an anon_vma keeps its own. */
-	if (!vma->file && !atomic_load_relaxed(&vma->xanon_vma))
+	if (!vma->file && !pm__vma_anon_vma(vma))
 		new->pgoff = new_addr >> PAGE_SHIFT;
 
 	if (!dontunmap && v->old_len) {
@@ -435,7 +435,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
 		vma->flags &= ~VM_LOCKED;
 		if (vma->start == addr && vma->end == old_end)
-			atomic_store_relaxed(&vma->xanon_vma, 0);
+			pm__vma_anon_clear(vma);
 	}
 	new->hresv = hresv;
 	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
@@ -492,7 +492,7 @@ static long expand_in_place(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 	ext->end = vma->end + delta;
 	ext->flags = vma->flags;
 	/* vma_merge_extend merges with vma's own anon_vma */
-	atomic_store_relaxed(&ext->xanon_vma, atomic_load_relaxed(&vma->xanon_vma));
+	atomic_store_relaxed(&ext->xanon_vma, pm__vma_anon_vma(vma));
 	ext->pgoff = vma_pgoff(vma, vma->end);
 	ext->file = vma->file;
 	if (ext->file)

@@ -214,7 +214,7 @@ void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma)
 	mm->policy->count_force(mm);
 }
 
-static bool can_merge(const struct pm_vma *a, const struct pm_vma *b);
+static bool can_merge(struct pm_vma *a, struct pm_vma *b);
 
 /* Will @vma, not yet in the tree, merge with a neighbour (pm__vma_try_merge)? */
 static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
@@ -420,7 +420,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	/* A PMD leaf never straddles two VMAs: split it (from its deposit; this cannot fail). */
 	pm__split_huge_pmd_at(mm, addr);
 	new->file = vma->file;
-	atomic_store_relaxed(&new->xanon_vma, atomic_load_relaxed(&vma->xanon_vma));
+	atomic_store_relaxed(&new->xanon_vma, pm__vma_anon_vma(vma));
 	new->hresv = vma->hresv;
 	if (new->hresv)
 		pm__hugetlb_resv_get(new->hresv);
@@ -448,9 +448,40 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
  */
 void pm__vma_anon_prepare(struct pm_vma *vma)
 {
-	unsigned long id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID, old = 0;
+	unsigned long id, old = 0;
 
+	if (pm__vma_anon_mark_pcpu(vma))
+		return;
+	id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID;
 	atomic_cas_strong_mb(&vma->xanon_vma, &old, id);
+}
+
+/*
+ * pm__vma_anon_vma() - @vma's anon_vma id, 0 if none. Faults in one contended VMA would all
+ * test, and the first would write, the VMA's shared word; under per-CPU read locks each marks
+ * its own slot instead (vma_lock.c), and the id is made here, at the first reader that asks:
+ * an id is only compared with others, so one made later than Linux would make it is the same
+ * anon_vma as far as anyone can see. Every reader that decides by it (fork, split, merge,
+ * mremap) holds the VMA's write lock, which waits for the faults that marked, or holds the
+ * mmap_lock for write and asks about a neighbour before it write-locks it, a check that is
+ * racy in the same way as Linux's own (the write lock then comes before anything is changed).
+ */
+unsigned long pm__vma_anon_vma(struct pm_vma *vma)
+{
+	unsigned long id = atomic_load_relaxed(&vma->xanon_vma), old = 0;
+
+	if (id || !pm__vma_anon_marked(vma, false))
+		return id;
+	id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID;
+	return atomic_cas_strong_mb(&vma->xanon_vma, &old, id) ? id : old;
+}
+
+/* @vma loses its anon_vma (mremap DONTUNMAP of all of it). Caller holds its write lock. */
+void pm__vma_anon_clear(struct pm_vma *vma)
+{
+	mmap_assert_write_locked(vma->mm); /* under which it was write-locked */
+	pm__vma_anon_marked(vma, true);
+	atomic_store_relaxed(&vma->xanon_vma, 0);
 }
 
 /*
@@ -467,7 +498,7 @@ static bool anon_vma_compatible(unsigned long a, unsigned long b)
 	return a == b || !((a | b) & PM_ANON_VMA_FORKED);
 }
 
-static bool can_merge(const struct pm_vma *a, const struct pm_vma *b)
+static bool can_merge(struct pm_vma *a, struct pm_vma *b)
 {
 	/* Hugetlb VMAs never merge (Linux: vm_ops->close). */
 	return a->end == b->start && a->flags == b->flags && a->file == b->file &&
@@ -475,8 +506,7 @@ static bool can_merge(const struct pm_vma *a, const struct pm_vma *b)
 	       /* anonymous memory too: its pgoff is where it was first mapped (vma.c's
 		* can_vma_merge_before/after compare vm_pgoff for every VMA) */
 	       a->pgoff + ((a->end - a->start) >> PAGE_SHIFT) == b->pgoff &&
-	       anon_vma_compatible(atomic_load_relaxed(&a->xanon_vma),
-				   atomic_load_relaxed(&b->xanon_vma));
+	       anon_vma_compatible(pm__vma_anon_vma(a), pm__vma_anon_vma(b));
 }
 
 /* Absorb @gone into its neighbour @keep. Return false (nothing changed) without memory. */
@@ -502,8 +532,8 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 	keep->start = start;
 	keep->end = end;
 	keep->pgoff = pgoff;
-	if (!atomic_load_relaxed(&keep->xanon_vma)) /* the merged VMA keeps an anon_vma */
-		atomic_store_relaxed(&keep->xanon_vma, atomic_load_relaxed(&gone->xanon_vma));
+	if (!pm__vma_anon_vma(keep)) /* the merged VMA keeps an anon_vma */
+		atomic_store_relaxed(&keep->xanon_vma, pm__vma_anon_vma(gone));
 	if (keep->file)
 		pm__shmem_map_unlock(keep->file);
 	pm__vma_retire(mm, gone);
@@ -543,9 +573,8 @@ static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, un
 	{
 		struct pm_vma *grows = addr > b ? lo : hi, *shrinks = addr > b ? hi : lo;
 
-		if (!atomic_load_relaxed(&grows->xanon_vma))
-			atomic_store_relaxed(&grows->xanon_vma,
-					     atomic_load_relaxed(&shrinks->xanon_vma));
+		if (!pm__vma_anon_vma(grows))
+			atomic_store_relaxed(&grows->xanon_vma, pm__vma_anon_vma(shrinks));
 	}
 	if (lo->file)
 		pm__shmem_map_unlock(lo->file);
@@ -553,12 +582,12 @@ static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, un
 }
 
 /* Could [@s, @e) of @vma, given @flags, merge with @nb, the VMA before or after it? */
-static bool piece_can_merge(const struct pm_vma *vma, unsigned long s, unsigned long e,
-			    unsigned long flags, const struct pm_vma *nb)
+static bool piece_can_merge(struct pm_vma *vma, unsigned long s, unsigned long e,
+			    unsigned long flags, struct pm_vma *nb)
 {
 	struct pm_vma piece = { .start = s, .end = e, .flags = flags, .file = vma->file,
 				.pgoff = vma_pgoff(vma, s),
-				.xanon_vma = atomic_load_relaxed(&vma->xanon_vma) };
+				.xanon_vma = pm__vma_anon_vma(vma) };
 
 	return nb->start < s ? can_merge(nb, &piece) : can_merge(&piece, nb);
 }

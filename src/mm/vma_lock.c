@@ -97,6 +97,7 @@ struct pm_vma_pcpu {
 	unsigned mask;		/* slots - 1 */
 	struct {
 		_Atomic long xreaders;
+		_Atomic bool xanon; /* a fault here gave the VMA an anon_vma (vma.c) */
 	} __cacheline_aligned slot[];
 };
 
@@ -166,6 +167,42 @@ static void vma_note_contention(struct pm_vma *vma)
 		pm__trace_object_gone(pc);
 		free(pc);
 	}
+}
+
+/*
+ * The VMA's first anonymous page, under a per-CPU read lock (vma.c, pm__vma_anon_prepare):
+ * mark the reader's own slot, tested before set, instead of the VMA's shared word. Return:
+ * false if this thread holds no per-CPU read lock of @vma (the caller uses the shared word).
+ */
+bool pm__vma_anon_mark_pcpu(struct pm_vma *vma)
+{
+	struct pm_vma_pcpu *pc = atomic_load_relaxed(&vma->xpcpu);
+	size_t i;
+
+	if (!vma_read_slot || !pc || (char *)vma_read_slot < (char *)pc->slot ||
+	    (char *)vma_read_slot >= (char *)&pc->slot[pc->mask + 1])
+		return false;
+	i = (size_t)((char *)vma_read_slot - (char *)pc->slot) / sizeof(pc->slot[0]);
+	if (!atomic_load_relaxed(&pc->slot[i].xanon))
+		atomic_store_relaxed(&pc->slot[i].xanon, true);
+	return true;
+}
+
+/* Did a fault mark a slot of @vma (pm__vma_anon_mark_pcpu)? Clear the marks if @clear. */
+bool pm__vma_anon_marked(struct pm_vma *vma, bool clear)
+{
+	struct pm_vma_pcpu *pc = atomic_load_acquire(&vma->xpcpu);
+	bool marked = false;
+
+	for (unsigned i = 0; pc && i <= pc->mask; i++) {
+		if (!atomic_load_relaxed(&pc->slot[i].xanon))
+			continue;
+		marked = true;
+		if (!clear)
+			break;
+		atomic_store_relaxed(&pc->slot[i].xanon, false);
+	}
+	return marked;
 }
 
 /* Free the per-CPU counts of a VMA no reader can reach any more. */
