@@ -992,6 +992,9 @@ static int run_setup(struct run *r)
 		    kind == OK_UMEM_GET || kind == OK_UMEM_RELEASE)
 			warm_folio(r->mm[c->mmi[k]], c->t[k]);
 	}
+	/* The set-up's munmaps left page tables to free after a grace period: free them now,
+	 * so that no RCU callback runs beside the traced operations. */
+	pm_rcu_barrier();
 	return 0;
 }
 
