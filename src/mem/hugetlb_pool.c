@@ -147,8 +147,9 @@ bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr, unsigned
 	bool ok;
 
 	pm_spin_lock(&m->hugetlb_lock);
-	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo). */
-	ok = m->hugetlb_nr_free + credit >= m->hugetlb_resv + nr;
+	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo), and
+	 * be below zero (the top of the file): signed, as Linux's unsigned sums wrap. */
+	ok = (long)(m->hugetlb_nr_free + credit) >= m->hugetlb_resv + (long)nr;
 	if (ok)
 		m->hugetlb_resv += nr;
 	pm_spin_unlock(&m->hugetlb_lock);
@@ -163,8 +164,7 @@ bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr)
 void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr)
 {
 	pm_spin_lock(&m->hugetlb_lock);
-	pm_assert_cmp(m->hugetlb_resv, >=, nr);
-	m->hugetlb_resv -= nr;
+	m->hugetlb_resv -= nr; /* below zero while a restored page lives (top of the file) */
 	pm_spin_unlock(&m->hugetlb_lock);
 }
 
@@ -172,8 +172,10 @@ static struct pm_folio *hugetlb_prep(struct pm_machine *m, struct pm_folio *foli
 
 /**
  * pm__hugetlb_alloc() - a zeroed 2 MiB folio from the pool, with one reference.
- * @reserved: the caller consumes one of the reservations (which guarantees a page);
- *	otherwise only a page nobody was promised is taken.
+ * @reserved: the caller consumes one of the reservations: any free page will do, and the
+ *	count of reservations drops with it (alloc_hugetlb_folio); otherwise only a page nobody
+ *	was promised is taken. A reserved caller finds none only while a restored page is
+ *	still held (the top of the file); then nothing is consumed.
  * Return: the folio, or NULL when no page is free for the caller.
  */
 struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
@@ -181,14 +183,12 @@ struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 	struct pm_folio *folio = NULL;
 
 	pm_spin_lock(&m->hugetlb_lock);
-	if (reserved) {
-		pm_assert_cmp(m->hugetlb_resv, >, 0);
-		m->hugetlb_resv--;
-	}
-	if (m->hugetlb_nr_free > m->hugetlb_resv || (reserved && m->hugetlb_nr_free)) {
+	if ((long)m->hugetlb_nr_free > m->hugetlb_resv || (reserved && m->hugetlb_nr_free)) {
 		folio = pm_list_entry(m->hugetlb_free.next, struct pm_folio, page.lru);
 		pm_list_del(&folio->page.lru);
 		m->hugetlb_nr_free--;
+		if (reserved)
+			m->hugetlb_resv--;
 	}
 	pm_spin_unlock(&m->hugetlb_lock);
 	if (!folio) {
@@ -217,7 +217,7 @@ struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_
 	if (pm__should_fail(m))
 		return NULL;
 	pm_spin_lock(&m->hugetlb_lock);
-	if (m->hugetlb_nr_free > m->hugetlb_resv) {
+	if ((long)m->hugetlb_nr_free > m->hugetlb_resv) {
 		pm_list_for_each(pos, &m->hugetlb_free) {
 			struct pm_folio *f = pm_list_entry(pos, struct pm_folio, page.lru);
 			bool movable = pfn_in_movable_zone(m, page_to_pfn(m, &f->page));
@@ -295,14 +295,21 @@ static void hugetlb_free_prepare(struct pm_machine *m, struct pm_folio *folio)
 	atomic_store_relaxed(&folio->page.xflags, PGF(PG_head) | PGF(PG_hugetlb));
 }
 
-/* The last reference of a hugetlb folio went (folio.c): back to the pool, never split. */
+/*
+ * The last reference of a hugetlb folio went (folio.c): back to the pool, never split; a
+ * page marked PG_hugetlb_restore brings its reservation back with it, in the same section
+ * (free_huge_folio's restore_reserve; the top of the file, (b)).
+ */
 void pm__hugetlb_free_folio(struct pm_folio *folio)
 {
 	struct pm_machine *m = page_machine(&folio->page);
+	bool restore = folio_test(folio, PG_hugetlb_restore);
 
 	hugetlb_free_prepare(m, folio);
 	pm_spin_lock(&m->hugetlb_lock);
 	pool_add_locked(m, folio);
+	if (restore)
+		m->hugetlb_resv++;
 	pm_spin_unlock(&m->hugetlb_lock);
 }
 
@@ -467,64 +474,29 @@ void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
 		pm__hugetlb_unreserve(resv->m, n);
 }
 
-/*
- * MADV_DONTNEED of [start, end), where nothing was mapped: reserve the pages again for the
- * mapping, as Linux 6.9+ does, where the pool still has a free page to promise (a page a pin
- * or a fork child still holds did not come back; that one is faulted later without a
- * reservation). A page it unmaps comes back through pm__hugetlb_put_restore instead.
- */
-void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
-			      unsigned long end)
-{
-	unsigned long first, last;
-
-	if (!resv || !resv_range(resv, start, end, &first, &last))
-		return;
-	pm_spin_lock(&resv->lock);
-	for (unsigned long i = first; i < last; i++)
-		if (!test_bit(resv->bits, i) && pm__hugetlb_reserve(resv->m, 1))
-			set_bit(resv->bits, i);
-	pm_spin_unlock(&resv->lock);
-}
-
 /**
- * pm__hugetlb_put_restore() - MADV_DONTNEED's put of @folio, which it has just unmapped at
- * @addr of a private mapping with the reservation map @resv (the mapping's reference): if it
- * was the last, the page goes back to the pool and the reservation of @addr comes back with
- * it, in one section (see the top of the file, (b)); if not, the reservation comes back only
- * where the pool has a page nobody was promised (pm__hugetlb_resv_restore).
- * Context: the page's fault mutex (top of the file, (a)).
+ * pm__hugetlb_zap_restore() - a zap has just cleared the leaf at @addr that mapped @folio in
+ * a private mapping with the reservation map @resv (its owner: munmap, exit, MADV_DONTNEED,
+ * truncation, a MAP_FIXED mapping over it), and still holds the leaf's reference. An
+ * anonymous page gets its reservation back in the map (Linux 6.9+'s __unmap_hugepage_range:
+ * vma_add_reservation) and is marked PG_hugetlb_restore, so that the put that frees it -
+ * this zap's, or a pin's, a fork child's, a GUP-fast walker's later - gives the reservation
+ * back to the pool's count (pm__hugetlb_free_folio). Where the bit is set already (a fault
+ * that raced a truncation), nothing is restored: one reservation per bit.
  */
-void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
+void pm__hugetlb_zap_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 			     struct pm_folio *folio)
 {
-	struct pm_machine *m = resv->m;
-	bool last = atomic_sub_mb(&folio->page.xrefcount, 1) == 1;
 	unsigned long i = 0, end;
-	bool in_map = resv_range(resv, addr, addr + 1, &i, &end);
 
-	if (last) {
-		/* pm__folio_free()'s checks; the page goes to the list below instead. */
-		pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
-		pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
-		pm_assert(!folio_test(folio, PG_locked));
-		folio->page.mapping = NULL;
-		hugetlb_free_prepare(m, folio);
-	}
+	if (!resv || !folio_test_anon(folio) || !resv_range(resv, addr, addr + 1, &i, &end))
+		return;
 	pm_spin_lock(&resv->lock);
-	pm_spin_lock(&m->hugetlb_lock);
-	if (last)
-		pool_add_locked(m, folio);
-	/* Freed: nr_free > resv now, since resv <= nr_free held before (or a GUP-fast walker
-	 * holds a page that pm__hugetlb_resv_undo counted already; then nothing is restored). */
-	if (in_map && !test_bit(resv->bits, i) && m->hugetlb_nr_free > m->hugetlb_resv) {
+	if (!test_bit(resv->bits, i)) {
 		set_bit(resv->bits, i);
-		m->hugetlb_resv++;
+		page_set(&folio->page, PG_hugetlb_restore);
 	}
-	pm_spin_unlock(&m->hugetlb_lock);
 	pm_spin_unlock(&resv->lock);
-	if (!last && unlikely(folio_hot(folio)))
-		pm__folio_hot_unmapped(folio); /* mem/folio_hot.c, (H3) */
 }
 
 /**
@@ -536,7 +508,9 @@ void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m, struct pm_hugetlb_resv *resv,
 					unsigned long addr, bool *consumed)
 {
-	unsigned long i, last;
+	unsigned long i = 0, last;
+
+	struct pm_folio *folio;
 
 	*consumed = false;
 	if (resv && resv_range(resv, addr, addr + 1, &i, &last)) {
@@ -547,7 +521,16 @@ struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m, struct pm_hugetlb_
 		}
 		pm_spin_unlock(&resv->lock);
 	}
-	return pm__hugetlb_alloc(m, *consumed);
+	folio = pm__hugetlb_alloc(m, *consumed);
+	if (!folio && *consumed) {
+		/* Nothing consumed (the pool is empty while a restored page is held): the
+		 * mapping keeps its reservation, as alloc_hugetlb_folio's failure leaves it. */
+		pm_spin_lock(&resv->lock);
+		set_bit(resv->bits, i);
+		pm_spin_unlock(&resv->lock);
+		*consumed = false;
+	}
+	return folio;
 }
 
 /*
