@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * hugetlb_pool.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate) and
- * the reservations of private hugetlb mappings (Linux's hugetlb_reserve_pages with a private
- * resv_map).
+ * hugetlb_pool.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate),
+ * its count of reservations, and the reservations of private hugetlb mappings (Linux's
+ * hugetlb_reserve_pages with a private resv_map).
  *
  * The pool. pm_config.nr_hugepages order-9 blocks are taken from the buddy allocator when the
  * machine is made and never go back to it. A pool page is a folio of order 9 with PG_hugetlb
@@ -11,39 +11,55 @@
  * frame) and sits on m->hugetlb_free, linked through the head's lru. The last folio_put of a
  * hugetlb folio brings it back here (folio.c), never to the buddy lists.
  *
- * Reservations. hugetlb_resv counts free pages promised to mappings: a mapping reserves its
- * pages at mmap time, and the faults of that mapping take reserved pages, which are always
- * there. Pages not promised (free - resv) go to whoever asks without a reservation: a fork
- * child's COW, or a fault after truncate grew an object. Invariant, under hugetlb_lock:
+ * Reservations. hugetlb_resv is Linux's resv_huge_pages (HugePages_Rsvd): free pages promised
+ * to mappings. A mapping reserves its pages at mmap time, and the faults of that mapping take
+ * reserved pages. Pages not promised (free - resv) go to whoever asks without a reservation: a
+ * fork child's COW, or a fault after truncate grew an object. Invariant, under hugetlb_lock:
  *	hugetlb_resv <= hugetlb_nr_free <= hugetlb_total
+ * hugetlb_resv is signed: Linux's count can dip below zero (below).
  *
  * A private mapping's reservations are a bitmap over its 2 MiB pages (struct pm_hugetlb_resv):
  * bit set = a pool page is reserved for that page of the mapping and not yet consumed. mmap
- * sets every bit; the fault that first maps a page consumes its bit; MADV_DONTNEED gives the
- * page back and restores the bit (Linux 6.9+); munmap releases the bits of the range. The VMAs
- * split from one mapping share its map (a reference each); a fork child gets none. Shared
- * mappings keep their reservations on the object instead (shmem/hugetlbfs.c).
+ * sets every bit; the fault that first maps an anonymous page there consumes its bit (a read
+ * fault that maps the object's cached page read-only consumes nothing until its COW); munmap
+ * and the end of the mapping take the bits of the range off the count (hugetlb_vm_op_close).
+ * The VMAs split from one mapping share its map (a reference each); a fork child gets none.
+ * Shared mappings keep their reservations on the object instead (shmem/hugetlbfs.c), until
+ * truncation.
+ *
+ * Restore (Linux 6.9+). A zap of the owner's anonymous page - munmap, exit, truncation, a
+ * MAP_FIXED mapping over it, MADV_DONTNEED - sets the page's bit again and marks the page
+ * PG_hugetlb_restore (pm__hugetlb_zap_restore, __unmap_hugepage_range); whichever put frees
+ * the marked page gives its reservation back to hugetlb_resv, with the page, in one hugetlb_lock
+ * section (pm__hugetlb_free_folio, free_huge_folio's restore_reserve). So a page nobody else
+ * holds comes back as a reservation at once; a page a pin, a fork child or a GUP-fast walker
+ * still holds comes back when that holder lets go, and if the mapping closes in between, the
+ * close has taken the bit off the count before the free adds it: HugePages_Rsvd is one lower
+ * meanwhile, and reads below zero where nothing else was reserved, exactly as Linux's
+ * (pm_hugetlb_reserved reads it as Linux's unsigned long does). A reserved fault takes any
+ * free page, so while such a page is held a reserved fault can find the pool empty and get
+ * SIGBUS, as in Linux; it then consumes nothing.
  *
  * MADV_DONTNEED against the owner's refault (issue 26). The page a DONTNEED unmaps must come
  * back to the owner as its page or as its reservation, with no moment in between where its
- * fault finds neither: the entry empty, the bit clear and the page not yet free. Two things
- * close that window:
+ * fault finds neither: the entry empty and the bit clear. Two things close that window:
  *  (a) the hugetlb fault mutex (Linux's hugetlb_fault_mutex_table, hashed by object and 2 MiB
  *      index): a private mapping's fault on an empty entry (fault/hugetlb_fault.c, hugetlb_no_page)
  *      holds it from its look at the entry to the installed page, and DONTNEED of a mapping
- *      with a reservation map holds it from clearing the leaf to the restored bit (mm/zap.c).
+ *      with a reservation map holds it from clearing the leaf to the set bit (mm/zap.c).
  *      So a fault of the mapping comes wholly before the DONTNEED, and finds the entry
  *      present, or wholly after it, and finds the bit; and of two faults on one empty entry
  *      - two threads of the owner - the second finds the first's page installed, never the
  *      first's page held and nothing left for itself;
- *  (b) pm__hugetlb_put_restore: the put that frees the page puts it on the free list and sets
- *      the bit, with hugetlb_resv, in one section under resv->lock and hugetlb_lock; so no
- *      allocation without a reservation (a fork child's COW, another mapping's fault) can take
- *      the page as unpromised in between, which the old restore after the free allowed.
- * If the put is not the last (a pin, a GUP reference or a fork child keeps the page; or a
- * GUP-fast walker's speculative reference, for as long as it lasts) the page does not come
- * back, and the bit is set only where the pool has a page nobody was promised, as before;
- * otherwise that page is faulted later without a reservation, as in Linux.
+ *  (b) the free of a marked page: it puts the page on the free list and raises hugetlb_resv
+ *      in one section under hugetlb_lock, so no allocation without a reservation (a fork
+ *      child's COW, another mapping's fault) can take the page as unpromised in between.
+ * The bit is set whether or not the page comes back now: the owner's refault before it does
+ * consumes the bit and takes any free page (hugetlb_resv drops below its promises meanwhile,
+ * as Linux's). Other zaps (munmap, exit, truncation) set the bit without the fault mutex: the
+ * mapping is gone, or the page is past the object's end; a fault that raced a truncation and
+ * found the bit clear maps a page anyway, and the zap that finds the bit set later restores
+ * nothing (one reservation per bit, where Linux would count one more).
  *
  * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
  * creation); resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
@@ -135,12 +151,14 @@ pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const void *mappi
 
 /* Promise @nr free pages to a mapping. Return: false (nothing reserved) if they are not there. */
 /*
- * pm__hugetlb_reserve_credit() - reserve @nr free pages, counting @credit reservations the
- * caller is about to give back as free already: a MAP_FIXED mapping over a private owner's
- * mapping, whose reservations Linux returns (hugetlb_vm_op_close, from vms_clean_up_area)
- * before the new mapping reserves. The caller holds what it counted (the old VMAs
- * write-locked under the mm's write hold), so it does come back; until then resv may pass
- * nr_free by up to @credit, which every test below is written to allow.
+ * pm__hugetlb_reserve_credit() - reserve @nr free pages, counting as room already the @credit
+ * the caller's unmap makes next: a MAP_FIXED mapping over private mappings, which Linux zaps
+ * and closes (vms_clean_up_area) before the new mapping reserves - the owners' reservations
+ * closed, the pages only they held freed (mm/mmap.c, hugetlb_resv_credit). The caller holds
+ * what it counted (the old VMAs write-locked under the mm's write hold), so it does come;
+ * until then resv may pass nr_free by up to @credit, which every test below is written to
+ * allow. Linux's second test, @nr against the free pages alone (allowed_mems_nr), matters
+ * only while the count is below zero and is not made.
  */
 bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr, unsigned long credit)
 {

@@ -555,9 +555,12 @@ again:
 	return ret;
 
 fail:
-	/* A credit spent on a mapping that failed after all: the old mappings give it back
-	 * now, or the pool would stay promised past its free pages. They keep their pages;
-	 * their later faults there take what the pool has (pinmm's failure path only). */
+	/* A credit spent on a mapping that failed after all: the old mappings give their
+	 * reservations back now, or the pool would stay promised past its free pages. They
+	 * keep their pages; their later faults there take what the pool has (pinmm's failure
+	 * path only). The part of the credit that counted pages they still map is not given
+	 * back: a private new mapping's reservation goes with it below; a shared one's stays
+	 * with its object, over-promising by at most those pages until they are unmapped. */
 	if (credit)
 		hugetlb_resv_drop(mm, addr, addr + len);
 	mmap_write_unlock(mm);
