@@ -201,7 +201,8 @@ struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 	struct pm_folio *folio = NULL;
 
 	pm_spin_lock(&m->hugetlb_lock);
-	if ((long)m->hugetlb_nr_free > m->hugetlb_resv || (reserved && m->hugetlb_nr_free)) {
+	/* A count below zero lets an unreserved caller past free pages that are not there. */
+	if (m->hugetlb_nr_free && (reserved || (long)m->hugetlb_nr_free > m->hugetlb_resv)) {
 		folio = pm_list_entry(m->hugetlb_free.next, struct pm_folio, page.lru);
 		pm_list_del(&folio->page.lru);
 		m->hugetlb_nr_free--;

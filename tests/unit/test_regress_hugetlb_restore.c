@@ -263,11 +263,42 @@ static void fixed_over_child_copy(void)
 	finish();
 }
 
+/* Below zero with the pool empty: an allocation without a reservation finds nothing there,
+ * though free - reserved is positive (it must not take a page the free list lacks). */
+static void below_zero_empty(void)
+{
+	struct pm_mm *mm = window(), *other = window();
+	struct pm_page *pg;
+	int i;
+
+	ASSERT_EQ(pm_mmap(mm, WIN, HP, RW, ANON_HUGE | PM_MAP_FIXED, NULL, 0), (long)WIN);
+	ASSERT_EQ(pin(mm, WIN, &pg), 1);
+	ASSERT_EQ(pm_munmap(mm, WIN, HP), 0);
+	pool_is(7, -1, "a pinned page unmapped: below zero");
+	ASSERT_EQ(pm_mmap(mm, WIN, 4 * HP, RW, ANON_HUGE | PM_MAP_FIXED | PM_MAP_NORESERVE, NULL, 0),
+		  (long)WIN);
+	ASSERT_EQ(pm_mmap(other, WIN, 4 * HP, RW, ANON_HUGE | PM_MAP_FIXED | PM_MAP_NORESERVE, NULL,
+			  0), (long)WIN);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(pmt_poke(mm, WIN + (unsigned long)i * HP, 'n'), 1);
+	for (i = 0; i < 3; i++)
+		ASSERT_EQ(pmt_poke(other, WIN + (unsigned long)i * HP, 'o'), 1);
+	pool_is(0, -1, "seven unreserved pages: the pool empty, the count below zero");
+	ok(pmt_poke(other, WIN + 3 * HP, 'o') != 1,
+	   "%s: one more without a reservation: SIGBUS, not a page the list lacks", dn);
+	pm_mm_destroy(other);
+	pm_unpin_user_pages(&pg, 1);
+	pool_is(4, 0, "the unpin: the page and its reservation back");
+	pm_mm_destroy(mm);
+	finish();
+}
+
 int main(void)
 {
 	static void (*const cases[])(void) = {
 		truncate_private, truncate_same_size, fixed_over_forked, anon_over_forked,
 		munmap_pinned, shared_over_pinned, dontneed_pinned, fixed_over_child_copy,
+		below_zero_empty,
 	};
 
 	plan_no_plan();
