@@ -310,6 +310,7 @@ static unsigned long hugetlb_anon_mapped(struct pm_mm *mm, unsigned long start, 
 {
 	unsigned long n = 0;
 
+	mmap_assert_write_locked(mm);
 	for (unsigned long a = start & PMD_MASK; a < end; a += PMD_SIZE) {
 		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
 		pmd_t pmd = pmdp ? pmdp_get(pmdp) : (pmd_t){ 0 };
