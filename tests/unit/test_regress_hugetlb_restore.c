@@ -263,6 +263,43 @@ static void fixed_over_child_copy(void)
 	finish();
 }
 
+/* A pinned private page truncated away, then unpinned (oracle: unpin/pool). */
+static void truncate_pinned(void)
+{
+	struct pm_mm *mm = window();
+	struct pm_shmem *f = pm_shmem_create_hugetlb(m, 2 * HP);
+	struct pm_page *pg;
+
+	ASSERT_EQ(pm_mmap(mm, WIN + HP, HP, RW, PM_MAP_PRIVATE | PM_MAP_FIXED, f, HP),
+		  (long)(WIN + HP));
+	ASSERT_EQ(pin(mm, WIN + HP, &pg), 1);
+	pool_is(7, 0, "a pinned private page");
+	ASSERT_EQ(pm_shmem_truncate(f, HP), 0);
+	pool_is(7, 0, "truncated away while pinned: the map has it, the count not yet");
+	pm_unpin_user_pages(&pg, 1);
+	pool_is(8, 1, "the unpin frees it with its reservation");
+	pm_mm_destroy(mm);
+	pool_is(8, 0, "exit");
+	pm_shmem_put(f);
+	finish();
+}
+
+/* The owner exits first while a fork child keeps its page (oracle: exit/pool). */
+static void owner_exits_first(void)
+{
+	struct pm_mm *mm = window(), *c;
+
+	ASSERT_EQ(pm_mmap(mm, WIN, 2 * HP, RW, ANON_HUGE | PM_MAP_FIXED, NULL, 0), (long)WIN);
+	ASSERT_EQ(pmt_poke(mm, WIN, 'o'), 1);
+	c = pmt_fork(mm);
+	pool_is(7, 1, "one page faulted, shared with a child");
+	pm_mm_destroy(mm);
+	pool_is(7, -1, "the owner's exit closes both reservations: below zero (Linux)");
+	pm_mm_destroy(c);
+	pool_is(8, 0, "the child's exit frees the page with its reservation");
+	finish();
+}
+
 /* Below zero with the pool empty: an allocation without a reservation finds nothing there,
  * though free - reserved is positive (it must not take a page the free list lacks). */
 static void below_zero_empty(void)
@@ -298,7 +335,7 @@ int main(void)
 	static void (*const cases[])(void) = {
 		truncate_private, truncate_same_size, fixed_over_forked, anon_over_forked,
 		munmap_pinned, shared_over_pinned, dontneed_pinned, fixed_over_child_copy,
-		below_zero_empty,
+		below_zero_empty, truncate_pinned, owner_exits_first,
 	};
 
 	plan_no_plan();
