@@ -87,7 +87,10 @@ PM_API int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free);
 /**
  * pm_hugetlb_reserved() - @resv gets the pool's pages promised to hugetlb mappings and not yet
  * faulted in (HugePages_Rsvd): they are among the free pages of pm_hugetlb_pool(). @resv may be
- * NULL. Return: 0, or -EINVAL for a NULL machine.
+ * NULL. Linux 6.9+'s count, which is lower while a private mapping's page outlives the mapping
+ * (pinned, or kept by a fork child) and can go below zero then: it reads as Linux's does, an
+ * unsigned count that wrapped ((size_t)-1 for -1), until the page is freed.
+ * Return: 0, or -EINVAL for a NULL machine.
  */
 PM_API int pm_hugetlb_reserved(struct pm_machine *m, size_t *resv);
 

@@ -417,9 +417,9 @@ static void check_frames(struct check *c)
 	}
 	pm_spin_lock(&m->hugetlb_lock);
 	if (pool_free != m->hugetlb_nr_free || pool_free + pool_used != m->hugetlb_total ||
-	    m->hugetlb_resv > m->hugetlb_nr_free)
+	    m->hugetlb_resv > (long)m->hugetlb_nr_free)
 		complain(c, "hugetlb pool: found %lu free + %lu in use; counts %lu free of %lu, "
-			    "%lu reserved", pool_free, pool_used, m->hugetlb_nr_free,
+			    "%ld reserved", pool_free, pool_used, m->hugetlb_nr_free,
 			 m->hugetlb_total, m->hugetlb_resv);
 	pm_spin_unlock(&m->hugetlb_lock);
 	free_found += m->nr_pages - c->nr; /* never used: free */

@@ -165,7 +165,9 @@ static vm_fault_t hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma,
 	if (!new) {
 		if (folio)
 			folio_put(folio);
-		return VM_FAULT_SIGBUS; /* no reservation and an empty pool */
+		/* No reservation and nothing unpromised; or a reservation and an empty pool, while
+		 * a restored page is still held (mem/hugetlb_pool.c): SIGBUS, as Linux. */
+		return VM_FAULT_SIGBUS;
 	}
 	ret = hugetlb_install(mm, vma, pmdp, new, write && (vma->flags & VM_WRITE), folio);
 	if (ret)

@@ -291,7 +291,7 @@ static void unmap_mapping_range(struct pm_shmem *f, unsigned long first, unsigne
 		stop = end - vma->pgoff < npages ? vma->start + ((end - vma->pgoff) << PAGE_SHIFT) :
 						   vma->end;
 		if (even_cows)
-			pm__zap_range(vma->mm, start, stop);
+			pm__zap_vma_range(vma, start, stop);
 		else
 			pm__zap_file_range(vma->mm, start, stop);
 	}
@@ -367,25 +367,23 @@ static void remove_hugetlb_pages(struct pm_shmem *f, unsigned long first, unsign
 
 /*
  * A hugetlb object: sizes in whole 2 MiB pages, cache indices in 2 MiB units. The same steps
- * as below, with the reservations past the new size released; hugetlb_mutex orders the size
- * against a fault filling a hole (shmem/hugetlbfs.c), and the PMD lock and the barriers order
- * PG_shmem against the mapping, as in (a) and (b) above with the PMD lock as the PTL.
+ * as below, with the reservations past the new size released - whatever the old size was:
+ * Linux's hugetlb_vmtruncate runs for every size change, growing or not, and its
+ * hugetlb_unreserve_pages drops the shared reservations a mapping past the end made.
+ * hugetlb_mutex orders the size against a fault filling a hole (shmem/hugetlbfs.c), and the
+ * PMD lock and the barriers order PG_shmem against the mapping, as in (a) and (b) above with
+ * the PMD lock as the PTL.
  */
 static int hugetlb_truncate(struct pm_shmem *f, size_t size)
 {
-	unsigned long new_hp = size >> PMD_SHIFT, old_hp;
+	unsigned long new_hp = size >> PMD_SHIFT;
 
 	if (size & ~PMD_MASK)
 		return -EINVAL;
 	pthread_mutex_lock(&f->truncate_lock);
 	pthread_mutex_lock(&f->hugetlb_mutex);
-	old_hp = atomic_load_relaxed(&f->xsize) >> PMD_SHIFT;
 	atomic_store_mb(&f->xsize, size);
 	pthread_mutex_unlock(&f->hugetlb_mutex);
-	if (new_hp >= old_hp) {
-		pthread_mutex_unlock(&f->truncate_lock);
-		return 0;
-	}
 	remove_hugetlb_pages(f, new_hp, ULONG_MAX, true);
 	unmap_mapping_range(f, new_hp << HPAGE_PMD_ORDER, ULONG_MAX, true);
 	pthread_mutex_unlock(&f->truncate_lock);

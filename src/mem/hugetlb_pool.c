@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * hugetlb_pool.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate) and
- * the reservations of private hugetlb mappings (Linux's hugetlb_reserve_pages with a private
- * resv_map).
+ * hugetlb_pool.c - the machine's hugetlb pool (Linux's vm.nr_hugepages for the 2 MiB hstate),
+ * its count of reservations, and the reservations of private hugetlb mappings (Linux's
+ * hugetlb_reserve_pages with a private resv_map).
  *
  * The pool. pm_config.nr_hugepages order-9 blocks are taken from the buddy allocator when the
  * machine is made and never go back to it. A pool page is a folio of order 9 with PG_hugetlb
@@ -11,39 +11,55 @@
  * frame) and sits on m->hugetlb_free, linked through the head's lru. The last folio_put of a
  * hugetlb folio brings it back here (folio.c), never to the buddy lists.
  *
- * Reservations. hugetlb_resv counts free pages promised to mappings: a mapping reserves its
- * pages at mmap time, and the faults of that mapping take reserved pages, which are always
- * there. Pages not promised (free - resv) go to whoever asks without a reservation: a fork
- * child's COW, or a fault after truncate grew an object. Invariant, under hugetlb_lock:
+ * Reservations. hugetlb_resv is Linux's resv_huge_pages (HugePages_Rsvd): free pages promised
+ * to mappings. A mapping reserves its pages at mmap time, and the faults of that mapping take
+ * reserved pages. Pages not promised (free - resv) go to whoever asks without a reservation: a
+ * fork child's COW, or a fault after truncate grew an object. Invariant, under hugetlb_lock:
  *	hugetlb_resv <= hugetlb_nr_free <= hugetlb_total
+ * hugetlb_resv is signed: Linux's count can dip below zero (below).
  *
  * A private mapping's reservations are a bitmap over its 2 MiB pages (struct pm_hugetlb_resv):
  * bit set = a pool page is reserved for that page of the mapping and not yet consumed. mmap
- * sets every bit; the fault that first maps a page consumes its bit; MADV_DONTNEED gives the
- * page back and restores the bit (Linux 6.9+); munmap releases the bits of the range. The VMAs
- * split from one mapping share its map (a reference each); a fork child gets none. Shared
- * mappings keep their reservations on the object instead (shmem/hugetlbfs.c).
+ * sets every bit; the fault that first maps an anonymous page there consumes its bit (a read
+ * fault that maps the object's cached page read-only consumes nothing until its COW); munmap
+ * and the end of the mapping take the bits of the range off the count (hugetlb_vm_op_close).
+ * The VMAs split from one mapping share its map (a reference each); a fork child gets none.
+ * Shared mappings keep their reservations on the object instead (shmem/hugetlbfs.c), until
+ * truncation.
+ *
+ * Restore (Linux 6.9+). A zap of the owner's anonymous page - munmap, exit, truncation, a
+ * MAP_FIXED mapping over it, MADV_DONTNEED - sets the page's bit again and marks the page
+ * PG_hugetlb_restore (pm__hugetlb_zap_restore, __unmap_hugepage_range); whichever put frees
+ * the marked page gives its reservation back to hugetlb_resv, with the page, in one hugetlb_lock
+ * section (pm__hugetlb_free_folio, free_huge_folio's restore_reserve). So a page nobody else
+ * holds comes back as a reservation at once; a page a pin, a fork child or a GUP-fast walker
+ * still holds comes back when that holder lets go, and if the mapping closes in between, the
+ * close has taken the bit off the count before the free adds it: HugePages_Rsvd is one lower
+ * meanwhile, and reads below zero where nothing else was reserved, exactly as Linux's
+ * (pm_hugetlb_reserved reads it as Linux's unsigned long does). A reserved fault takes any
+ * free page, so while such a page is held a reserved fault can find the pool empty and get
+ * SIGBUS, as in Linux; it then consumes nothing.
  *
  * MADV_DONTNEED against the owner's refault (issue 26). The page a DONTNEED unmaps must come
  * back to the owner as its page or as its reservation, with no moment in between where its
- * fault finds neither: the entry empty, the bit clear and the page not yet free. Two things
- * close that window:
+ * fault finds neither: the entry empty and the bit clear. Two things close that window:
  *  (a) the hugetlb fault mutex (Linux's hugetlb_fault_mutex_table, hashed by object and 2 MiB
  *      index): a private mapping's fault on an empty entry (fault/hugetlb_fault.c, hugetlb_no_page)
  *      holds it from its look at the entry to the installed page, and DONTNEED of a mapping
- *      with a reservation map holds it from clearing the leaf to the restored bit (mm/zap.c).
+ *      with a reservation map holds it from clearing the leaf to the set bit (mm/zap.c).
  *      So a fault of the mapping comes wholly before the DONTNEED, and finds the entry
  *      present, or wholly after it, and finds the bit; and of two faults on one empty entry
  *      - two threads of the owner - the second finds the first's page installed, never the
  *      first's page held and nothing left for itself;
- *  (b) pm__hugetlb_put_restore: the put that frees the page puts it on the free list and sets
- *      the bit, with hugetlb_resv, in one section under resv->lock and hugetlb_lock; so no
- *      allocation without a reservation (a fork child's COW, another mapping's fault) can take
- *      the page as unpromised in between, which the old restore after the free allowed.
- * If the put is not the last (a pin, a GUP reference or a fork child keeps the page; or a
- * GUP-fast walker's speculative reference, for as long as it lasts) the page does not come
- * back, and the bit is set only where the pool has a page nobody was promised, as before;
- * otherwise that page is faulted later without a reservation, as in Linux.
+ *  (b) the free of a marked page: it puts the page on the free list and raises hugetlb_resv
+ *      in one section under hugetlb_lock, so no allocation without a reservation (a fork
+ *      child's COW, another mapping's fault) can take the page as unpromised in between.
+ * The bit is set whether or not the page comes back now: the owner's refault before it does
+ * consumes the bit and takes any free page (hugetlb_resv drops below its promises meanwhile,
+ * as Linux's). Other zaps (munmap, exit, truncation) set the bit without the fault mutex: the
+ * mapping is gone, or the page is past the object's end; a fault that raced a truncation and
+ * found the bit clear maps a page anyway, and the zap that finds the bit set later restores
+ * nothing (one reservation per bit, where Linux would count one more).
  *
  * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
  * creation); resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
@@ -135,20 +151,23 @@ pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const void *mappi
 
 /* Promise @nr free pages to a mapping. Return: false (nothing reserved) if they are not there. */
 /*
- * pm__hugetlb_reserve_credit() - reserve @nr free pages, counting @credit reservations the
- * caller is about to give back as free already: a MAP_FIXED mapping over a private owner's
- * mapping, whose reservations Linux returns (hugetlb_vm_op_close, from vms_clean_up_area)
- * before the new mapping reserves. The caller holds what it counted (the old VMAs
- * write-locked under the mm's write hold), so it does come back; until then resv may pass
- * nr_free by up to @credit, which every test below is written to allow.
+ * pm__hugetlb_reserve_credit() - reserve @nr free pages, counting as room already the @credit
+ * the caller's unmap makes next: a MAP_FIXED mapping over private mappings, which Linux zaps
+ * and closes (vms_clean_up_area) before the new mapping reserves - the owners' reservations
+ * closed, the pages only they held freed (mm/mmap.c, hugetlb_resv_credit). The caller holds
+ * what it counted (the old VMAs write-locked under the mm's write hold), so it does come;
+ * until then resv may pass nr_free by up to @credit, which every test below is written to
+ * allow. Linux's second test, @nr against the free pages alone (allowed_mems_nr), matters
+ * only while the count is below zero and is not made.
  */
 bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr, unsigned long credit)
 {
 	bool ok;
 
 	pm_spin_lock(&m->hugetlb_lock);
-	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo). */
-	ok = m->hugetlb_nr_free + credit >= m->hugetlb_resv + nr;
+	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo), and
+	 * be below zero (the top of the file): signed, as Linux's unsigned sums wrap. */
+	ok = (long)(m->hugetlb_nr_free + credit) >= m->hugetlb_resv + (long)nr;
 	if (ok)
 		m->hugetlb_resv += nr;
 	pm_spin_unlock(&m->hugetlb_lock);
@@ -163,8 +182,7 @@ bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr)
 void pm__hugetlb_unreserve(struct pm_machine *m, unsigned long nr)
 {
 	pm_spin_lock(&m->hugetlb_lock);
-	pm_assert_cmp(m->hugetlb_resv, >=, nr);
-	m->hugetlb_resv -= nr;
+	m->hugetlb_resv -= nr; /* below zero while a restored page lives (top of the file) */
 	pm_spin_unlock(&m->hugetlb_lock);
 }
 
@@ -172,8 +190,10 @@ static struct pm_folio *hugetlb_prep(struct pm_machine *m, struct pm_folio *foli
 
 /**
  * pm__hugetlb_alloc() - a zeroed 2 MiB folio from the pool, with one reference.
- * @reserved: the caller consumes one of the reservations (which guarantees a page);
- *	otherwise only a page nobody was promised is taken.
+ * @reserved: the caller consumes one of the reservations: any free page will do, and the
+ *	count of reservations drops with it (alloc_hugetlb_folio); otherwise only a page nobody
+ *	was promised is taken. A reserved caller finds none only while a restored page is
+ *	still held (the top of the file); then nothing is consumed.
  * Return: the folio, or NULL when no page is free for the caller.
  */
 struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
@@ -181,14 +201,13 @@ struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 	struct pm_folio *folio = NULL;
 
 	pm_spin_lock(&m->hugetlb_lock);
-	if (reserved) {
-		pm_assert_cmp(m->hugetlb_resv, >, 0);
-		m->hugetlb_resv--;
-	}
-	if (m->hugetlb_nr_free > m->hugetlb_resv || (reserved && m->hugetlb_nr_free)) {
+	/* A count below zero lets an unreserved caller past free pages that are not there. */
+	if (m->hugetlb_nr_free && (reserved || (long)m->hugetlb_nr_free > m->hugetlb_resv)) {
 		folio = pm_list_entry(m->hugetlb_free.next, struct pm_folio, page.lru);
 		pm_list_del(&folio->page.lru);
 		m->hugetlb_nr_free--;
+		if (reserved)
+			m->hugetlb_resv--;
 	}
 	pm_spin_unlock(&m->hugetlb_lock);
 	if (!folio) {
@@ -217,7 +236,7 @@ struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_
 	if (pm__should_fail(m))
 		return NULL;
 	pm_spin_lock(&m->hugetlb_lock);
-	if (m->hugetlb_nr_free > m->hugetlb_resv) {
+	if ((long)m->hugetlb_nr_free > m->hugetlb_resv) {
 		pm_list_for_each(pos, &m->hugetlb_free) {
 			struct pm_folio *f = pm_list_entry(pos, struct pm_folio, page.lru);
 			bool movable = pfn_in_movable_zone(m, page_to_pfn(m, &f->page));
@@ -295,14 +314,21 @@ static void hugetlb_free_prepare(struct pm_machine *m, struct pm_folio *folio)
 	atomic_store_relaxed(&folio->page.xflags, PGF(PG_head) | PGF(PG_hugetlb));
 }
 
-/* The last reference of a hugetlb folio went (folio.c): back to the pool, never split. */
+/*
+ * The last reference of a hugetlb folio went (folio.c): back to the pool, never split; a
+ * page marked PG_hugetlb_restore brings its reservation back with it, in the same section
+ * (free_huge_folio's restore_reserve; the top of the file, (b)).
+ */
 void pm__hugetlb_free_folio(struct pm_folio *folio)
 {
 	struct pm_machine *m = page_machine(&folio->page);
+	bool restore = folio_test(folio, PG_hugetlb_restore);
 
 	hugetlb_free_prepare(m, folio);
 	pm_spin_lock(&m->hugetlb_lock);
 	pool_add_locked(m, folio);
+	if (restore)
+		m->hugetlb_resv++;
 	pm_spin_unlock(&m->hugetlb_lock);
 }
 
@@ -467,64 +493,29 @@ void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
 		pm__hugetlb_unreserve(resv->m, n);
 }
 
-/*
- * MADV_DONTNEED of [start, end), where nothing was mapped: reserve the pages again for the
- * mapping, as Linux 6.9+ does, where the pool still has a free page to promise (a page a pin
- * or a fork child still holds did not come back; that one is faulted later without a
- * reservation). A page it unmaps comes back through pm__hugetlb_put_restore instead.
- */
-void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
-			      unsigned long end)
-{
-	unsigned long first, last;
-
-	if (!resv || !resv_range(resv, start, end, &first, &last))
-		return;
-	pm_spin_lock(&resv->lock);
-	for (unsigned long i = first; i < last; i++)
-		if (!test_bit(resv->bits, i) && pm__hugetlb_reserve(resv->m, 1))
-			set_bit(resv->bits, i);
-	pm_spin_unlock(&resv->lock);
-}
-
 /**
- * pm__hugetlb_put_restore() - MADV_DONTNEED's put of @folio, which it has just unmapped at
- * @addr of a private mapping with the reservation map @resv (the mapping's reference): if it
- * was the last, the page goes back to the pool and the reservation of @addr comes back with
- * it, in one section (see the top of the file, (b)); if not, the reservation comes back only
- * where the pool has a page nobody was promised (pm__hugetlb_resv_restore).
- * Context: the page's fault mutex (top of the file, (a)).
+ * pm__hugetlb_zap_restore() - a zap has just cleared the leaf at @addr that mapped @folio in
+ * a private mapping with the reservation map @resv (its owner: munmap, exit, MADV_DONTNEED,
+ * truncation, a MAP_FIXED mapping over it), and still holds the leaf's reference. An
+ * anonymous page gets its reservation back in the map (Linux 6.9+'s __unmap_hugepage_range:
+ * vma_add_reservation) and is marked PG_hugetlb_restore, so that the put that frees it -
+ * this zap's, or a pin's, a fork child's, a GUP-fast walker's later - gives the reservation
+ * back to the pool's count (pm__hugetlb_free_folio). Where the bit is set already (a fault
+ * that raced a truncation), nothing is restored: one reservation per bit.
  */
-void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
+void pm__hugetlb_zap_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 			     struct pm_folio *folio)
 {
-	struct pm_machine *m = resv->m;
-	bool last = atomic_sub_mb(&folio->page.xrefcount, 1) == 1;
 	unsigned long i = 0, end;
-	bool in_map = resv_range(resv, addr, addr + 1, &i, &end);
 
-	if (last) {
-		/* pm__folio_free()'s checks; the page goes to the list below instead. */
-		pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
-		pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
-		pm_assert(!folio_test(folio, PG_locked));
-		folio->page.mapping = NULL;
-		hugetlb_free_prepare(m, folio);
-	}
+	if (!resv || !folio_test_anon(folio) || !resv_range(resv, addr, addr + 1, &i, &end))
+		return;
 	pm_spin_lock(&resv->lock);
-	pm_spin_lock(&m->hugetlb_lock);
-	if (last)
-		pool_add_locked(m, folio);
-	/* Freed: nr_free > resv now, since resv <= nr_free held before (or a GUP-fast walker
-	 * holds a page that pm__hugetlb_resv_undo counted already; then nothing is restored). */
-	if (in_map && !test_bit(resv->bits, i) && m->hugetlb_nr_free > m->hugetlb_resv) {
+	if (!test_bit(resv->bits, i)) {
 		set_bit(resv->bits, i);
-		m->hugetlb_resv++;
+		page_set(&folio->page, PG_hugetlb_restore);
 	}
-	pm_spin_unlock(&m->hugetlb_lock);
 	pm_spin_unlock(&resv->lock);
-	if (!last && unlikely(folio_hot(folio)))
-		pm__folio_hot_unmapped(folio); /* mem/folio_hot.c, (H3) */
 }
 
 /**
@@ -536,7 +527,9 @@ void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m, struct pm_hugetlb_resv *resv,
 					unsigned long addr, bool *consumed)
 {
-	unsigned long i, last;
+	unsigned long i = 0, last;
+
+	struct pm_folio *folio;
 
 	*consumed = false;
 	if (resv && resv_range(resv, addr, addr + 1, &i, &last)) {
@@ -547,7 +540,16 @@ struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m, struct pm_hugetlb_
 		}
 		pm_spin_unlock(&resv->lock);
 	}
-	return pm__hugetlb_alloc(m, *consumed);
+	folio = pm__hugetlb_alloc(m, *consumed);
+	if (!folio && *consumed) {
+		/* Nothing consumed (the pool is empty while a restored page is held): the
+		 * mapping keeps its reservation, as alloc_hugetlb_folio's failure leaves it. */
+		pm_spin_lock(&resv->lock);
+		set_bit(resv->bits, i);
+		pm_spin_unlock(&resv->lock);
+		*consumed = false;
+	}
+	return folio;
 }
 
 /*

@@ -56,6 +56,7 @@ enum pm_pageflag {
 	PG_huge_zero,	   /* the machine's huge zero folio (mem/folio.c); on its head */
 	PG_hot,		   /* head: pins count per CPU, the bias is held (mem/folio_hot.c) */
 	PG_hot_leave,	   /* head: hot mode is ending; its pins are being folded */
+	PG_hugetlb_restore, /* head: freed, it gives a reservation back (mem/hugetlb_pool.c) */
 };
 #define PGF(bit) (1UL << (bit))
 
@@ -288,7 +289,7 @@ struct pm_machine {
 	struct pm_list hugetlb_free;	/* free pool pages, linked through the head's lru */
 	unsigned long hugetlb_total;	/* nr_hugepages; read-only after creation */
 	unsigned long hugetlb_nr_free;	/* pages on hugetlb_free; under hugetlb_lock */
-	unsigned long hugetlb_resv;	/* free pages promised to mappings; under hugetlb_lock */
+	long hugetlb_resv;		/* HugePages_Rsvd (may dip below 0); under hugetlb_lock */
 	/* Linux's hugetlb_fault_mutex_table: the faults of private mappings on one 2 MiB page
 	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
@@ -623,7 +624,7 @@ __hidden int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr);
 __hidden void pm__hugetlb_pool_exit(struct pm_machine *m);
 __hidden pthread_mutex_t *pm__hugetlb_fault_mutex(struct pm_machine *m, const void *mapping,
 						  unsigned long idx);
-__hidden void pm__hugetlb_put_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
+__hidden void pm__hugetlb_zap_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 				      struct pm_folio *folio);
 __hidden bool pm__hugetlb_reserve(struct pm_machine *m, unsigned long nr);
 __hidden bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr,
@@ -641,8 +642,6 @@ __hidden void pm__hugetlb_resv_set_base(struct pm_hugetlb_resv *resv, unsigned l
 __hidden void pm__hugetlb_resv_get(struct pm_hugetlb_resv *resv);
 __hidden void pm__hugetlb_resv_put(struct pm_hugetlb_resv *resv);
 __hidden void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
-				       unsigned long end);
-__hidden void pm__hugetlb_resv_restore(struct pm_hugetlb_resv *resv, unsigned long start,
 				       unsigned long end);
 __hidden struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m,
 						 struct pm_hugetlb_resv *resv,

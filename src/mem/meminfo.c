@@ -14,7 +14,9 @@ int pm_hugetlb_reserved(struct pm_machine *m, size_t *resv)
 		return -EINVAL;
 	if (resv) {
 		pm_spin_lock(&m->hugetlb_lock);
-		*resv = m->hugetlb_resv;
+		/* Linux's count, which dips below zero while a restored page outlives its
+		 * mapping's close (mem/hugetlb_pool.c); it reads as an unsigned long does. */
+		*resv = (size_t)m->hugetlb_resv;
 		pm_spin_unlock(&m->hugetlb_lock);
 	}
 	return 0;

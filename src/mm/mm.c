@@ -87,7 +87,7 @@ static void unmap_all(struct pm_mm *mm)
 	/* Each VMA leaves its i_mmap list once zapped, as in munmap (mm/vma.c,
 	 * pm__vma_detach_range), and before its page tables are freed. */
 	for (vma = first; vma; vma = vma->retire_next) {
-		pm__zap_range(mm, vma->start, vma->end);
+		pm__zap_vma_range(vma, vma->start, vma->end);
 		pm__vma_unlink_file(vma);
 	}
 	/* Nobody else can reach the mm, so no lockless lookup either: free without waiting. */

@@ -573,6 +573,7 @@ extern void (*pm__hugetlb_migrate_hook)(struct pm_mm *mm, unsigned long haddr) _
  * Zapping: removing mappings (mm/zap.c).
  */
 __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden void pm__zap_vma_range(struct pm_vma *vma, unsigned long start, unsigned long end);
 __hidden void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 				   unsigned long end);

@@ -132,7 +132,7 @@ static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long sta
 	mmap_assert_locked(mm);
 	for (; vma; vma = next) {
 		next = vma->retire_next;
-		pm__zap_range(mm, vma->start, vma->end);
+		pm__zap_vma_range(vma, vma->start, vma->end);
 		pm__vma_unlink_file(vma);
 		pm__vma_retire(mm, vma);
 	}
@@ -301,9 +301,39 @@ nomem:
 }
 
 /*
- * The reservations that unmapping [@start, @end) gives back: those the private owners' VMAs
- * there still hold (shared ones stay with their object). The VMAs are write-locked first, so
- * no fault consumes one before the munmap that follows. Context: mmap_lock (W).
+ * The anonymous pages mapped in [@start, @end) of @vma: with @freed_only, those the zap will
+ * free (the mapping's reference is their only one). Context: mmap_lock (W), @vma
+ * write-locked.
+ */
+static unsigned long hugetlb_anon_mapped(struct pm_mm *mm, unsigned long start, unsigned long end,
+					 bool freed_only)
+{
+	unsigned long n = 0;
+
+	mmap_assert_write_locked(mm);
+	for (unsigned long a = start & PMD_MASK; a < end; a += PMD_SIZE) {
+		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
+		pmd_t pmd = pmdp ? pmdp_get(pmdp) : (pmd_t){ 0 };
+		struct pm_folio *folio;
+
+		if (!pmd_leaf(pmd))
+			continue;
+		folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
+		n += folio_test_anon(folio) &&
+		     (!freed_only || atomic_load_relaxed(&folio->page.xrefcount) == 1);
+	}
+	return n;
+}
+
+/*
+ * What unmapping [@start, @end) does to the pool before Linux reserves for the new mapping
+ * (vms_clean_up_area, before mmap_file), counted as the room it makes: the private owners'
+ * VMAs close with the reservations they still hold and one more for each anonymous page the
+ * zap gives back to their map (pm__zap_vma_range; a page still held after the zap, by a pin
+ * or a fork child, has its reservation closed before it comes back to the count:
+ * mem/hugetlb_pool.c); the other private VMAs (fork children) free the pages only they hold.
+ * Shared reservations stay with their object. The VMAs are write-locked first, so no fault
+ * changes any of it before the munmap that follows. Context: mmap_lock (W).
  */
 static unsigned long hugetlb_resv_credit(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
@@ -312,11 +342,16 @@ static unsigned long hugetlb_resv_credit(struct pm_mm *mm, unsigned long start, 
 	mmap_assert_write_locked(mm);
 	for (struct pm_vma *vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
 	     vma = pm__vma_next(mm, vma)) {
-		if (!vma->hresv)
+		unsigned long s = max(vma->start, start), e = min(vma->end, end);
+
+		if (!is_vm_hugetlb_page(vma) || (vma->flags & VM_MAYSHARE))
 			continue;
 		pm__vma_start_write(vma);
-		credit += pm__hugetlb_resv_count(vma->hresv, max(vma->start, start),
-						 min(vma->end, end));
+		if (vma->hresv)
+			credit += pm__hugetlb_resv_count(vma->hresv, s, e) +
+				  hugetlb_anon_mapped(mm, s, e, false);
+		else
+			credit += hugetlb_anon_mapped(mm, s, e, true);
 	}
 	return credit;
 }
@@ -521,9 +556,12 @@ again:
 	return ret;
 
 fail:
-	/* A credit spent on a mapping that failed after all: the old mappings give it back
-	 * now, or the pool would stay promised past its free pages. They keep their pages;
-	 * their later faults there take what the pool has (pinmm's failure path only). */
+	/* A credit spent on a mapping that failed after all: the old mappings give their
+	 * reservations back now, or the pool would stay promised past its free pages. They
+	 * keep their pages; their later faults there take what the pool has (pinmm's failure
+	 * path only). The part of the credit that counted pages they still map is not given
+	 * back: a private new mapping's reservation goes with it below; a shared one's stays
+	 * with its object, over-promising by at most those pages until they are unmapped. */
 	if (credit)
 		hugetlb_resv_drop(mm, addr, addr + len);
 	mmap_write_unlock(mm);

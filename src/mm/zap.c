@@ -21,9 +21,10 @@
  * dropped under that lock too, and its deposited PTE table freed; one it covers partly is
  * split into its deposited PTE table first. A leaf of the huge zero folio (special) has a
  * deposit but no mapcount and no reference: clearing it frees only the table. Neither needs memory, so a zap never fails.
- * MADV_DONTNEED of a private hugetlb mapping with reservations is a zap of its own
- * (pm__zap_hugetlb_resv): each page under its fault mutex, given back with its reservation
- * (mem/hugetlb_pool.c).
+ * A zap of a private hugetlb mapping's owner (pm__zap_vma_range) gives each anonymous page's
+ * reservation back to its map, and marks the page to give it back to the pool's count when
+ * freed (mem/hugetlb_pool.c); MADV_DONTNEED does so under each page's fault mutex
+ * (pm__zap_hugetlb_resv).
  *
  * Locking: the mm's mmap_lock (any mode), or - for truncation, which zaps other mms'
  * mappings - the object's i_mmap lock, which keeps the VMA and so its page tables alive
@@ -125,13 +126,18 @@ static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	return folio;
 }
 
-/* Clear a whole 2 MiB leaf. Return false if *@pmdp is no longer a leaf. */
-static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
+/* Clear a whole 2 MiB leaf at @addr; the owner's map @resv (or NULL) gets an anonymous
+ * page's reservation back (pm__hugetlb_zap_restore). Return false if *@pmdp is no longer a
+ * leaf. */
+static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+			 struct pm_hugetlb_resv *resv)
 {
 	struct pm_folio *folio = clear_huge_pmd(mm, pmdp);
 
 	if (!folio)
 		return false;
+	if (resv && folio_test_hugetlb(folio))
+		pm__hugetlb_zap_restore(resv, addr, folio);
 	if (!is_huge_zero_folio(folio))
 		folio_put(folio);
 	return true;
@@ -159,7 +165,8 @@ static void zap_pmd_migration_entry(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t pm
 	pm_spin_unlock(pml);
 }
 
-static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, bool even_cows)
+static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, bool even_cows,
+		      struct pm_hugetlb_resv *resv)
 {
 	pm_entry_t *pmdp;
 
@@ -172,7 +179,7 @@ static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, 
 			    folio_test_anon(page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)))))
 				continue;
 			if (!(a & ~PMD_MASK) && next - a == PMD_SIZE) {
-				if (!zap_huge_pmd(mm, pmdp))
+				if (!zap_huge_pmd(mm, pmdp, a, resv))
 					next = a; /* changed under us: look again */
 			} else {
 				pm__split_huge_pmd(mm, pmdp);
@@ -194,7 +201,19 @@ static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, 
 void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
 	zap_assert_held(mm);
-	zap_range(mm, start, end, true);
+	zap_range(mm, start, end, true, NULL);
+}
+
+/**
+ * pm__zap_vma_range() - pm__zap_range() of [@start, @end) within @vma: where @vma owns a
+ * private hugetlb reservation map, each anonymous page it unmaps gets its reservation back
+ * (pm__hugetlb_zap_restore), as Linux 6.9+'s zap of a private owner's page does - munmap,
+ * exit, truncation, a MAP_FIXED mapping over it. Context: as pm__zap_range().
+ */
+void pm__zap_vma_range(struct pm_vma *vma, unsigned long start, unsigned long end)
+{
+	zap_assert_held(vma->mm);
+	zap_range(vma->mm, start, end, true, vma->hresv);
 }
 
 /**
@@ -206,15 +225,15 @@ void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
 	zap_assert_held(mm);
-	zap_range(mm, start, end, false);
+	zap_range(mm, start, end, false, NULL);
 }
 
 /**
  * pm__zap_hugetlb_resv() - MADV_DONTNEED of [@start, @end), 2 MiB aligned, in @vma, a private
- * hugetlb VMA with a reservation map: each page goes back to the pool and its reservation
- * comes back (Linux 6.9+), a 2 MiB page at a time under that page's fault mutex, so that the
- * mapping's own fault on it comes wholly before or wholly after (mem/hugetlb_pool.c, (a) and (b)).
- * Context: mmap_lock held (any mode).
+ * hugetlb VMA with a reservation map: each anonymous page's reservation comes back to the
+ * map, and to the pool's count when the page is freed (Linux 6.9+), a 2 MiB page at a time
+ * under that page's fault mutex, so that the mapping's own fault on it comes wholly before or
+ * wholly after (mem/hugetlb_pool.c, (a) and (b)). Context: mmap_lock held (any mode).
  */
 void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			  unsigned long end)
@@ -233,10 +252,10 @@ void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long st
 			folio = clear_huge_pmd(mm, pmdp);
 		else if (pmdp && !pmd_none(pmdp_get(pmdp)))
 			pm__zap_range(mm, a, a + PMD_SIZE); /* not a leaf: what it maps goes */
-		if (folio)
-			pm__hugetlb_put_restore(vma->hresv, a, folio);
-		else
-			pm__hugetlb_resv_restore(vma->hresv, a, a + PMD_SIZE);
+		if (folio) {
+			pm__hugetlb_zap_restore(vma->hresv, a, folio);
+			folio_put(folio); /* frees it, with its reservation, if it was the last */
+		}
 		pthread_mutex_unlock(fm);
 	}
 }

@@ -13,7 +13,9 @@
  * Reservations: bit i of f->hresv set means a pool page is reserved for page i of the object
  * and page i is not in the cache. A shared mmap reserves every page of its range that has
  * neither (hugetlb_reserve_pages: region_chg + region_add); the fault that adds page i to the
- * cache consumes its bit; truncation and the object's end release the bits past the size.
+ * cache consumes its bit; truncation (to any size: hugetlb_vmtruncate) and the object's end
+ * release the bits past the size. A shared mapping's unmap releases nothing: the bits stay
+ * with the object (hugetlb_vm_op_close returns only a private owner's).
  *
  * hugetlb_mutex serialises all of that per object - the fault that fills a page, mmap's
  * reservation, truncation's release - as Linux's hugetlb_fault_mutex does per (object, index):

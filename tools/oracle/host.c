@@ -483,11 +483,13 @@ int host_observe_recv(int proc, struct obs_proc *out)
 	return xread(sv[proc][0], out, sizeof(*out));
 }
 
+/* A count as a signed long: HugePages_Rsvd below zero prints as an unsigned long (2^64 - 1
+ * for -1), and pinmm's pm_hugetlb_reserved reads the same way, so both compare as -1. */
 static long meminfo_field(const char *buf, const char *key)
 {
 	const char *p = strstr(buf, key);
 
-	return p ? strtol(p + strlen(key), NULL, 10) : -1;
+	return p ? (long)strtoul(p + strlen(key), NULL, 10) : -1;
 }
 
 /*
