@@ -1022,8 +1022,8 @@ static bool pin_longterm_movable_verify(struct ctx *c, long r)
  * The split of a THP whose target has no free 2 MiB block (mm/migrate.c: migrate_pte's
  * MIGRATE_NOMEM, split_thp, then its 512 pages one by one). The target is the movable zone
  * (SPLIT_MOVABLE): a filler at F takes every frame of it first, the THP at B and everything
- * else land outside it, then every other filler page is dropped - 512 free 4 KiB frames, no
- * free 2 MiB block. The order-9 allocation fails without injection; the walk then fails the
+ * else land outside it, then the upper half of each of its 2 MiB blocks is dropped - 512 free
+ * 4 KiB frames, no free 2 MiB block. The order-9 allocation fails without injection; the walk then fails the
  * per-page allocations one by one. NPIN pages at A are pinned meanwhile.
  */
 #define F 0x30000000UL
@@ -1041,17 +1041,29 @@ static bool in_movable(struct ctx *c, unsigned long addr, bool *movable)
 	return true;
 }
 
+/* The filler's page @p holds one byte of its own at offset @p % PG. */
+static uint8_t filler_byte(unsigned long p)
+{
+	return (uint8_t)(p * 13 + 7);
+}
+
 static void split_setup(struct ctx *c)
 {
+	static struct pm_page_info pi[NF];
 	bool movable;
 
 	c->mm = pm_mm_create(c->m);
 	ASSERT_TRUE(c->mm);
 	ASSERT_EQ(pm_mmap(c->mm, F, NF * PG, RW, PRIV, NULL, 0), F);
 	ASSERT_EQ(pm_madvise(c->mm, F, NF * PG, PM_MADV_NOHUGEPAGE), 0);
-	ASSERT_TRUE(stamp(c->mm, F, NF, 20));
+	for (unsigned long p = 0; p < NF; p++) {
+		uint8_t b = filler_byte(p);
+
+		ASSERT_EQ(pm_access(c->mm, F + p * PG + p % PG, &b, 1, 1), 1);
+	}
+	ASSERT_EQ(pm_pagemap(c->mm, F, NF, pi), NF);
 	for (unsigned long p = 0; p < NF; p++)
-		if (!in_movable(c, F + p * PG, &movable) || !movable)
+		if (!(pi[p].flags & PM_PAGE_PRESENT) || !pfn_in_movable_zone(c->m, pi[p].pfn))
 			ASSERT_EQ(p, NF); /* which page fell outside */
 	ASSERT_EQ(pm_mmap(c->mm, A, NA * PG, RW, PRIV, NULL, 0), A);
 	ASSERT_TRUE(stamp(c->mm, A, NA, 1));
@@ -1060,8 +1072,9 @@ static void split_setup(struct ctx *c)
 	ASSERT_TRUE(stamp(c->mm, B, 512, 11));
 	ASSERT_EQ(pmt_order_at(c->mm, B), 9);
 	ASSERT_TRUE(in_movable(c, B, &movable) && !movable);
-	for (unsigned long p = 1; p < NF; p += 2)
-		ASSERT_EQ(pm_madvise(c->mm, F + p * PG, PG, PM_MADV_DONTNEED), 0);
+	/* The upper half of each 2 MiB block of the zone goes: 512 free frames, no free block. */
+	for (unsigned long p = 256; p < NF; p += 512)
+		ASSERT_EQ(pm_madvise(c->mm, F + p * PG, 256 * PG, PM_MADV_DONTNEED), 0);
 	c->npinned = pm_pin_user_pages(c->mm, A, NPIN, PM_FOLL_WRITE, c->pages);
 	ASSERT_EQ(c->npinned, NPIN);
 	c->pinned_pages = true;
@@ -1116,9 +1129,14 @@ static bool split_check(struct ctx *c, long r, unsigned long from, unsigned long
 
 	if (!base_verify(c) || !stamped(c->mm, B, 512, 11))
 		return fail(c, "the THP's data changed");
-	for (unsigned long p = 0; p < NF; p += 2)
-		if (!stamped(c->mm, F + p * PG, 1, 20))
+	for (unsigned long p = 0; p < NF; p++) {
+		uint8_t b;
+
+		if (p % 512 >= 256)
+			continue;
+		if (pm_access(c->mm, F + p * PG + p % PG, &b, 1, 0) != 1 || b != filler_byte(p))
 			return fail(c, "a page of the filler changed");
+	}
 	for (int i = 0; i < NPIN; i++) {
 		struct pm_folio *folio = pm_page_folio(c->pages[i]);
 
