@@ -160,7 +160,7 @@ static int op_mmap(struct interp *it, const struct interp_op *op, int mi)
 		flags |= PM_MAP_FIXED_NOREPLACE;
 	want = model_mmap(it->md, mi, page, n, prot, flags, oi, pgoff);
 	if (want == MODEL_UNSURE)
-		return skip(it, "placement not predictable");
+		return skip(it, "placement not predictable, or a hugetlb page cut");
 	if (want == 0)
 		want = (long)waddr(page);
 	got = pm_mmap(it->mm[mi], waddr(page), n * PS, prot, flags, f, pgoff * PS);
@@ -179,18 +179,60 @@ static int op_range(struct interp *it, const struct interp_op *op, int mi)
 	switch (op->code) {
 	case OP_MUNMAP:
 		want = model_munmap(it->md, mi, page, n);
-		got = pm_munmap(it->mm[mi], waddr(page), n * PS);
 		break;
 	case OP_MPROTECT:
 		want = model_mprotect(it->md, mi, page, n, prot_of[op->a & 3]);
-		got = pm_mprotect(it->mm[mi], waddr(page), n * PS, prot_of[op->a & 3]);
 		break;
 	default:
 		want = model_madvise(it->md, mi, page, n, advice_of[op->a % INTERP_NR_ADVICE]);
+		break;
+	}
+	if (want == MODEL_UNSURE)
+		return skip(it, "would cut a hugetlb page, or advice on hugetlb not modelled");
+	switch (op->code) {
+	case OP_MUNMAP:
+		got = pm_munmap(it->mm[mi], waddr(page), n * PS);
+		break;
+	case OP_MPROTECT:
+		got = pm_mprotect(it->mm[mi], waddr(page), n * PS, prot_of[op->a & 3]);
+		break;
+	default:
 		got = pm_madvise(it->mm[mi], waddr(page), n * PS, advice_of[op->a % INTERP_NR_ADVICE]);
 		break;
 	}
 	return expect(it, got, want);
+}
+
+/*
+ * A hugetlb mapping at MAP_FIXED of 1 or 2 whole 2 MiB pages from the PMD region of @page:
+ * private anonymous (MAP_HUGETLB), or shared, of a new hugetlbfs object of its size whose
+ * creator's reference is dropped at once (the mappings hold it, as a memfd closed after mmap).
+ */
+static int op_hugetlb_mmap(struct interp *it, const struct interp_op *op, int mi)
+{
+	unsigned long page = (op->page % W_PAGES) / MODEL_PMD_PAGES * MODEL_PMD_PAGES;
+	unsigned long n = clamp_pages(page, (1 + op->npages % 2) * MODEL_PMD_PAGES);
+	int prot = prot_of[op->a & 3];
+	bool shared = op->a & 4;
+	struct pm_shmem *f = NULL;
+	long got;
+
+	if (shared) {
+		f = pm_shmem_create_hugetlb(it->m, n * PS);
+		if (!f)
+			return diverge(it, "pm_shmem_create_hugetlb failed: %s",
+				       pm_strerror(-errno));
+		got = pm_mmap(it->mm[mi], waddr(page), n * PS, prot, PM_MAP_SHARED | PM_MAP_FIXED,
+			      f, 0);
+		pm_shmem_put(f);
+	} else {
+		got = pm_mmap(it->mm[mi], waddr(page), n * PS, prot,
+			      PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_HUGETLB | PM_MAP_FIXED,
+			      NULL, 0);
+	}
+	if (expect(it, got, (long)waddr(page)))
+		return -1;
+	return (int)model_hugetlb_mmap(it->md, mi, page, n, prot, shared);
 }
 
 /* Migration: the model predicts only the holes; any count of folios not moved is right. */
@@ -354,7 +396,7 @@ static int op_gup(struct interp *it, const struct interp_op *op, int mi)
 		return skip(it, "no free group");
 	want = model_gup(it->md, mi, page, nr, &req, g);
 	if (want == MODEL_UNSURE)
-		return skip(it, "FOLL_FORCE on PROT_NONE");
+		return skip(it, "FOLL_FORCE on PROT_NONE or hugetlb");
 	got = gup_call(it->mm[mi], call, waddr(page), nr, flags, req.nopages ? NULL : pages);
 	ig = &it->grp[g];
 	if (got > 0 && !req.nopages) {
@@ -696,6 +738,8 @@ static int run_op(struct interp *it, const struct interp_op *op)
 		return badarg(it, op, mi);
 	case OP_MIGRATE:
 		return op_migrate(it, op, mi);
+	case OP_HUGETLB_MMAP:
+		return op_hugetlb_mmap(it, op, mi);
 	case OP_TAMPER:
 		return op_tamper(it, op);
 	}
@@ -805,7 +849,7 @@ unsigned interp_mm_flags;
 struct pm_machine *interp_machine(unsigned knobs)
 {
 	struct pm_config cfg = { .mem_bytes = INTERP_MEM_BYTES, .knobs = knobs,
-				 .flags = interp_mm_flags };
+				 .flags = interp_mm_flags, .nr_hugepages = INTERP_NR_HUGEPAGES };
 
 	return pm_machine_create(&cfg);
 }

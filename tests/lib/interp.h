@@ -46,6 +46,11 @@
  *   OP_MIGRATE	  page, npages; a bit 0: PM_MIGRATE_ANYWHERE or AWAY_MOVABLE. The model
  *		  changes nothing: every byte read later, through a mapping or a reference,
  *		  must be what it was (a pinned or referenced page is never moved)
+ *   OP_HUGETLB_MMAP  MAP_FIXED hugetlb mapping of 1 + npages % 2 whole 2 MiB pages from the
+ *		  PMD region of page (clamped to the window); a: bits 0-1 prot as OP_MMAP, bit 2
+ *		  shared (a new hugetlbfs object of the mapping's size, put after the mmap) or
+ *		  private anonymous (MAP_HUGETLB). The machines' pool (INTERP_NR_HUGEPAGES) never
+ *		  runs short; the model's hugetlb rules are H1-H5 in model.c
  */
 #ifndef PM_TESTS_INTERP_H
 #define PM_TESTS_INTERP_H
@@ -82,6 +87,7 @@ enum interp_opcode {
 	OP_CHECK,
 	OP_BADARG,
 	OP_MIGRATE,
+	OP_HUGETLB_MMAP,
 	INTERP_NR_OPS,
 	/* Self-test only, never decoded: write a byte into a referenced page behind the model's
 	 * back (group a, reference npages), so that the next comparison must fail. */
@@ -99,6 +105,9 @@ struct interp_op { /* the field order is the regression tables' initializer orde
 #define INTERP_KNOB_BYTES 2 /* the knobs, first: the bits of PM_KNOB_ALL packed in order */
 #define INTERP_MAX_OPS 4096
 #define INTERP_MEM_BYTES (256UL << 20) /* machines for differential runs: never out of memory */
+/* Their hugetlb pool (64 MiB of it): more than 4 address spaces of 3 hugetlb pages, the pages
+ * references keep and a migration's target can ever need at once. */
+#define INTERP_NR_HUGEPAGES 32
 
 struct interp_stats {
 	unsigned long sequences; /* sequences run to the end */

@@ -100,7 +100,7 @@ static const struct {
 	{ OP_GUP, 18 },	     { OP_RELEASE, 10 },     { OP_PIN_WRITE, 10 },
 	{ OP_REF_READ, 7 },  { OP_SHMEM_CREATE, 3 }, { OP_SHMEM_TRUNCATE, 3 },
 	{ OP_SHMEM_PUT, 1 }, { OP_SHMEM_STAT, 2 },   { OP_CHECK, 2 },
-	{ OP_BADARG, 2 },    { OP_MIGRATE, 4 },
+	{ OP_BADARG, 2 },    { OP_MIGRATE, 4 },	     { OP_HUGETLB_MMAP, 3 },
 };
 
 /* The VMA-heavy mix: many small mappings, splits and merges, and faults among them. */
@@ -204,6 +204,14 @@ static void gen_op(struct gen *g, struct interp_op *op, size_t i)
 		k = g->nr < 8 ? (size_t)g->nr++ : rnd(&g->s, 8);
 		g->range[k].page = op->page % W_PAGES;
 		g->range[k].n = clamp_pages(op->page % W_PAGES, op->npages);
+		break;
+	case OP_HUGETLB_MMAP:
+		op->a &= 4; /* private or shared; RW mostly, then READ */
+		op->a |= rnd(&g->s, 5) ? 2 : 1;
+		k = g->nr < 8 ? (size_t)g->nr++ : rnd(&g->s, 8);
+		g->range[k].page = (op->page % W_PAGES) / MODEL_PMD_PAGES * MODEL_PMD_PAGES;
+		g->range[k].n = clamp_pages(g->range[k].page,
+					    (1 + op->npages % 2) * MODEL_PMD_PAGES);
 		break;
 	case OP_MPROTECT:
 		if ((op->a & 3) == 0 && rnd(&g->s, 2))

@@ -38,6 +38,7 @@ static const char *const op_names[INTERP_NR_OPS] = {
 	[OP_CHECK] = "OP_CHECK",
 	[OP_BADARG] = "OP_BADARG",
 	[OP_MIGRATE] = "OP_MIGRATE",
+	[OP_HUGETLB_MMAP] = "OP_HUGETLB_MMAP",
 };
 
 void interp_print_stats(FILE *f, const char *what, const struct interp_stats *st)
@@ -52,6 +53,9 @@ void interp_print_stats(FILE *f, const char *what, const struct interp_stats *st
 		[MEV_SIGBUS] = "faults beyond an object's end",
 		[MEV_LIMIT] = "faults beyond an object's limit",
 		[MEV_REF_ZERO] = "references to the zero page",
+		[MEV_HUGETLB_FAULT] = "hugetlb pages faulted in",
+		[MEV_HUGETLB_FORK] = "private hugetlb pages forked",
+		[MEV_HUGETLB_UNSURE] = "operations that would cut a hugetlb page (skipped)",
 		[MEV_REF_ADOPTED] = "references to never-written THP pages",
 	};
 
@@ -170,6 +174,14 @@ void interp_describe(const struct interp_op *op, char *buf, size_t len)
 		snprintf(buf, len, "pm_migrate_range(mm%d, W+0x%lx, 0x%lx, %s)", mm, page * PS,
 			 n * PS, op->a & 1 ? "AWAY_MOVABLE" : "ANYWHERE");
 		break;
+	case OP_HUGETLB_MMAP: {
+		unsigned long hp = page / MODEL_PMD_PAGES * MODEL_PMD_PAGES;
+
+		snprintf(buf, len, "pm_mmap(mm%d, W+0x%lx, 0x%lx, prot %d, %s hugetlb, FIXED)", mm,
+			 hp * PS, clamp_pages(hp, (1 + op->npages % 2) * MODEL_PMD_PAGES) * PS,
+			 op->a & 3, op->a & 4 ? "shared" : "private");
+		break;
+	}
 	case OP_TAMPER:
 		snprintf(buf, len, "tamper(group %d[%u], byte %u)", g, op->npages,
 			 op->c % (unsigned)PS);

@@ -25,6 +25,25 @@
  *     page pinmm returned (MREF_MAYBE_ZERO). A real page becomes the address space's private
  *     page from then on (model_adopt): exclusive if it is pinned (a R/O pin unshares) or if no
  *     fork ever involved that address space, else of unknown exclusivity.
+ *
+ * Hugetlb (2 MiB pages of the pool, Linux's mm/hugetlb.c; the pool is large enough that no
+ * reservation or fault ever runs short, so the pool's accounting is not modelled):
+ *  H1 A hugetlb mapping covers whole 2 MiB pages. An munmap, mprotect, madvise or mmap whose
+ *     range would cut one (Linux: -EINVAL, and DONTNEED's rounding) is not predicted
+ *     (MODEL_UNSURE), nor are MADV_HUGEPAGE, NOHUGEPAGE and KEEPONFORK on hugetlb, nor
+ *     FOLL_FORCE; WIPEONFORK and FREE are -EINVAL, as for any file mapping.
+ *  H2 There is no zero page: the first fault of any kind, read or write, GUP or populate,
+ *     brings in all 512 pages of the 2 MiB page - zeros, exclusive, for a private mapping;
+ *     the object's, for a shared one (whose pages every mapping and fork share).
+ *  H3 A write (or unshare) of a COW-shared private hugetlb page makes all its 512 pages
+ *     exclusive at once (hugetlb_wp copies or reuses the whole folio).
+ *  H4 fork: a private hugetlb page with a pin on any of its pages is copied for the child,
+ *     the parent's stays exclusive (hugetlb_try_dup_anon_rmap); any other becomes COW-shared
+ *     in both. Linux's hugetlb_wp then reuses a shared page once only one mapping is left
+ *     (by mapcount, not by reference count as R4), which the model, keeping a copy per
+ *     address space, cannot follow: so the references to a page COW-shared at fork, and
+ *     R/O get references taken on one later, are uncertain.
+ *  H5 Migration moves no byte (as for every page): hugetlb pages move whole or stay.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -194,12 +213,16 @@ static void break_cow(struct model *md, struct mslot *s)
  * checked. *@out is the page the access or reference then sees; NULL means never-written
  * private anonymous memory (the zero page, R1/R7).
  */
+static int huge_fault(struct model *md, struct mslot *s, enum fkind kind, struct mpage **out);
+
 static int slot_fault(struct model *md, struct mslot *s, enum fkind kind, struct mpage **out)
 {
 	struct mpage *mp;
 	int r;
 
 	*out = NULL;
+	if (s->hugetlb)
+		return huge_fault(md, s, kind, out); /* H2, H3 */
 	if (s->obj && !s->priv) {
 		r = obj_page(md, s->obj, s->pgoff, &mp); /* R2 */
 		if (r)
@@ -234,6 +257,119 @@ static struct mslot *slot_at(struct model *md, int mm, unsigned long page)
 	if (page >= MODEL_WINDOW_PAGES || !md->mm[mm].live)
 		return NULL;
 	return &md->mm[mm].slot[page];
+}
+
+/* ---- hugetlb (H1-H5) ---- */
+
+/* The first of the 512 slots of the 2 MiB page that slot @s is part of. */
+static struct mslot *huge_unit(struct model *md, struct mslot *s)
+{
+	for (int i = 0; i < MODEL_MAX_MMS; i++) {
+		struct mslot *base = md->mm[i].slot;
+
+		if (s >= base && s < base + MODEL_WINDOW_PAGES)
+			return base + (unsigned long)(s - base) / MODEL_PMD_PAGES * MODEL_PMD_PAGES;
+	}
+	abort();
+}
+
+/* H1: would [@page, @page + @n) of @mm cut a hugetlb page? */
+static bool cuts_hugetlb(struct model *md, int mm, unsigned long page, unsigned long n)
+{
+	if (page % MODEL_PMD_PAGES == 0 && (page + n) % MODEL_PMD_PAGES == 0)
+		return false;
+	for (unsigned long i = page; i < page + n && i < MODEL_WINDOW_PAGES; i++)
+		if (md->mm[mm].slot[i].mapped && md->mm[mm].slot[i].hugetlb) {
+			md->events[MEV_HUGETLB_UNSURE]++;
+			return true;
+		}
+	return false;
+}
+
+/* H3: make the private hugetlb page at @u (its first slot) exclusive. */
+static void huge_break_cow(struct model *md, struct mslot *u)
+{
+	if (u->excl == MX_EXCL)
+		return;
+	for (unsigned long j = 0; j < MODEL_PMD_PAGES; j++) {
+		if (u[j].priv->nref > 0) {
+			/* Copied or reused, by mapcount (H4): its references cannot tell. */
+			refs_make_uncertain(md, u[j].priv);
+			md->events[MEV_REFS_UNCERTAIN]++;
+		}
+		u[j].excl = MX_EXCL;
+	}
+}
+
+/* H2, H3: slot_fault() of a hugetlb slot. */
+static int huge_fault(struct model *md, struct mslot *s, enum fkind kind, struct mpage **out)
+{
+	struct mslot *u = huge_unit(md, s);
+	struct mpage *mp;
+
+	if (s->obj) {
+		for (unsigned long j = 0; j < MODEL_PMD_PAGES; j++)
+			if (!u[j].obj->pages[u[j].pgoff] && obj_page(md, u[j].obj, u[j].pgoff, &mp))
+				return -EFAULT; /* never: the object is the mapping's size */
+		if (!s->obj->pages[s->pgoff])
+			return -EFAULT;
+		*out = s->obj->pages[s->pgoff];
+		return 0;
+	}
+	if (!s->priv) {
+		md->events[MEV_HUGETLB_FAULT]++;
+		for (unsigned long j = 0; j < MODEL_PMD_PAGES; j++) {
+			if (!u[j].priv)
+				u[j].priv = mp_new(md, NULL);
+			u[j].excl = MX_EXCL;
+		}
+	} else if (kind != FK_READ) {
+		huge_break_cow(md, u);
+	}
+	*out = s->priv;
+	return 0;
+}
+
+/* H4: fork of the private hugetlb slot @s of @parent (its page present) into @d. */
+static void huge_fork(struct model *md, struct mslot *s, struct mslot *d)
+{
+	struct mslot *u = huge_unit(md, s);
+	bool pinned = false;
+
+	for (unsigned long j = 0; j < MODEL_PMD_PAGES; j++)
+		pinned |= u[j].priv && u[j].priv->npin > 0;
+	if (s == u)
+		md->events[MEV_HUGETLB_FORK]++;
+	d->priv = mp_new(md, s->priv->data);
+	if (pinned) {
+		d->excl = MX_EXCL; /* the parent's stays exclusive */
+		return;
+	}
+	refs_make_uncertain(md, s->priv);
+	s->excl = MX_SHARED;
+	d->excl = MX_SHARED;
+}
+
+long model_hugetlb_mmap(struct model *md, int mm, unsigned long page, unsigned long npages,
+			int prot, bool shared)
+{
+	struct mobj *o = shared ? obj_new(md, npages, 0, true) : NULL;
+
+	for (unsigned long i = page; i < page + npages; i++)
+		slot_clear(md, &md->mm[mm].slot[i]);
+	for (unsigned long i = 0; i < npages; i++) {
+		struct mslot *s = &md->mm[mm].slot[page + i];
+
+		s->mapped = true;
+		s->hugetlb = true;
+		s->shared = shared;
+		s->prot = (uint8_t)prot;
+		s->obj = o;
+		s->pgoff = i;
+		if (o)
+			o->refs++;
+	}
+	return 0;
 }
 
 /* ---- address spaces ---- */
@@ -302,6 +438,10 @@ int model_fork(struct model *md, int parent)
 			continue; /* R5: WIPEONFORK ranges start empty, the flag kept */
 		if (!s->priv)
 			continue;
+		if (s->hugetlb) {
+			huge_fork(md, s, d); /* H4 */
+			continue;
+		}
 		d->priv = mp_new(md, s->priv->data);
 		if (s->priv->npin > 0) {
 			/* R5: pinned, so exclusive: the parent keeps it, the child gets a copy. */
@@ -352,6 +492,8 @@ long model_mmap(struct model *md, int mm, unsigned long page, unsigned long npag
 		    page % MODEL_PMD_PAGES)
 			return MODEL_UNSURE;
 	}
+	if (cuts_hugetlb(md, mm, page, npages))
+		return MODEL_UNSURE; /* H1 */
 	for (unsigned long i = page; i < page + npages; i++)
 		slot_clear(md, &md->mm[mm].slot[i]);
 	if (flags & PM_MAP_ANONYMOUS) {
@@ -394,6 +536,8 @@ long model_mmap(struct model *md, int mm, unsigned long page, unsigned long npag
 
 int model_munmap(struct model *md, int mm, unsigned long page, unsigned long npages)
 {
+	if (cuts_hugetlb(md, mm, page, npages))
+		return (int)MODEL_UNSURE; /* H1 */
 	for (unsigned long i = page; i < page + npages && i < MODEL_WINDOW_PAGES; i++)
 		slot_clear(md, &md->mm[mm].slot[i]);
 	return 0;
@@ -413,6 +557,8 @@ int model_migrate(struct model *md, int mm, unsigned long page, unsigned long np
 int model_mprotect(struct model *md, int mm, unsigned long page, unsigned long npages, int prot)
 {
 	/* Linux: applied page by page up to the first hole, which makes it -ENOMEM. */
+	if (cuts_hugetlb(md, mm, page, npages))
+		return (int)MODEL_UNSURE; /* H1 */
 	for (unsigned long i = page; i < page + npages; i++) {
 		struct mslot *s = slot_at(md, mm, i);
 
@@ -451,6 +597,16 @@ int model_madvise(struct model *md, int mm, unsigned long page, unsigned long np
 {
 	bool hole = false;
 
+	if (cuts_hugetlb(md, mm, page, npages))
+		return (int)MODEL_UNSURE; /* H1 */
+	if (advice == PM_MADV_HUGEPAGE || advice == PM_MADV_NOHUGEPAGE ||
+	    advice == PM_MADV_KEEPONFORK) {
+		for (unsigned long i = page; i < page + npages && i < MODEL_WINDOW_PAGES; i++)
+			if (md->mm[mm].slot[i].mapped && md->mm[mm].slot[i].hugetlb) {
+				md->events[MEV_HUGETLB_UNSURE]++;
+				return (int)MODEL_UNSURE; /* H1 */
+			}
+	}
 	if (advice == PM_MADV_POPULATE_READ || advice == PM_MADV_POPULATE_WRITE)
 		return model_populate(md, mm, page, npages, advice == PM_MADV_POPULATE_WRITE);
 	/* Linux: applied to every mapped part; any hole makes it -ENOMEM; a mapping the advice
@@ -488,7 +644,7 @@ int model_madvise(struct model *md, int mm, unsigned long page, unsigned long np
 			s->dontfork = false;
 			break;
 		case PM_MADV_WIPEONFORK:
-			if (s->obj) /* private anonymous memory only */
+			if (s->obj || s->hugetlb) /* private anonymous memory only */
 				return -EINVAL;
 			s->wipeonfork = true;
 			break;
@@ -497,7 +653,7 @@ int model_madvise(struct model *md, int mm, unsigned long page, unsigned long np
 			break;
 		case PM_MADV_FREE:
 			/* No reclaim: the contents stay; private anonymous memory only. */
-			if (s->obj)
+			if (s->obj || s->hugetlb)
 				return -EINVAL;
 			break;
 		}
@@ -591,6 +747,9 @@ static int gup_page(struct model *md, int mm, unsigned long page, const struct m
 	if (mp) {
 		ref->mp = mp;
 		ref->state = MREF_PAGE;
+		/* H4: a R/O get of a COW-shared hugetlb page follows whichever side reuses it. */
+		if (s->hugetlb && !s->obj && !req->pin && !req->write && s->excl != MX_EXCL)
+			ref->state = MREF_UNCERTAIN;
 		ref->priv = mp == s->priv;
 		if (!req->nopages)
 			mp_ref(mp, req->pin);
@@ -617,8 +776,8 @@ long model_gup(struct model *md, int mm, unsigned long page, unsigned long nr,
 
 		if (!s || !s->mapped)
 			break;
-		if (req->force && !(s->prot & PM_PROT_READ))
-			return MODEL_UNSURE;
+		if (req->force && (!(s->prot & PM_PROT_READ) || s->hugetlb))
+			return MODEL_UNSURE; /* and H1 */
 	}
 	memset(grp, 0, sizeof(*grp));
 	for (i = 0; i < nr; i++) {

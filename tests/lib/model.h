@@ -17,6 +17,10 @@
  * either marks a reference "uncertain" (its bytes are not compared any more) or answers
  * MODEL_UNSURE (the interpreter then does not run the operation at all).
  *
+ * Hugetlb mappings (H1-H5 in model.c) are whole 2 MiB pages, faulted, copied on write and
+ * forked 512 slots at a time; what the model cannot predict about them is MODEL_UNSURE or an
+ * uncertain reference.
+ *
  * Addresses are page indexes into the window [MODEL_BASE, MODEL_BASE + MODEL_WINDOW_PAGES
  * pages); the window holds three 2 MiB-aligned PMD regions so that THPs and PMD splits happen.
  */
@@ -67,6 +71,7 @@ struct mobj {
 
 struct mslot {
 	bool mapped, shared, hugepage, dontfork, wipeonfork;
+	bool hugetlb;	     /* part of a 2 MiB hugetlb page (H1-H5 in model.c) */
 	uint8_t prot;	     /* PM_PROT_* */
 	uint8_t excl;	     /* enum model_excl, meaningful while priv != NULL */
 	struct mobj *obj;    /* backing object, NULL = private anonymous */
@@ -116,6 +121,9 @@ enum model_event {
 	MEV_LIMIT,	     /* R2: a fault beyond an object's limit */
 	MEV_REF_ZERO,	     /* R7: a reference turned out to be the zero page */
 	MEV_REF_ADOPTED,     /* R7: ... or a real page (a THP's), followed from then on */
+	MEV_HUGETLB_FAULT,   /* H2: a 2 MiB hugetlb page faulted in whole */
+	MEV_HUGETLB_FORK,    /* H4: a private hugetlb page COW-shared (or copied, pinned) at fork */
+	MEV_HUGETLB_UNSURE,  /* H1: an operation that would cut a hugetlb page, not predicted */
 	MEV_NR
 };
 
@@ -149,6 +157,13 @@ int model_fork(struct model *md, int parent); /* the child's slot, or -1 */
 long model_mmap(struct model *md, int mm, unsigned long page, unsigned long npages, int prot,
 		int flags, int obj, unsigned long pgoff);
 int model_munmap(struct model *md, int mm, unsigned long page, unsigned long npages);
+/*
+ * model_hugetlb_mmap() - a MAP_FIXED hugetlb mapping of whole 2 MiB pages (@page and @npages
+ * multiples of MODEL_PMD_PAGES): private anonymous (MAP_HUGETLB), or @shared, of a new
+ * hugetlbfs object of its size that only mappings hold. Return: 0, or MODEL_UNSURE.
+ */
+long model_hugetlb_mmap(struct model *md, int mm, unsigned long page, unsigned long npages,
+			int prot, bool shared);
 int model_mprotect(struct model *md, int mm, unsigned long page, unsigned long npages, int prot);
 int model_madvise(struct model *md, int mm, unsigned long page, unsigned long npages,
 		  int advice);

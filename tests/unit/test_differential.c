@@ -61,6 +61,8 @@
 #define SHMEM_STAT(obj) { OP_SHMEM_STAT, 0, 0, 0, 0, obj, 0 }
 #define CHECK() { OP_CHECK, 0, 0, 0, 0, 0, 0 }
 #define MIGRATE(mm, pg, n, away) { OP_MIGRATE, mm, pg, n, away, 0, 0 }
+/* @n2 (1 or 2) hugetlb pages at the PMD region of @pg; @shared: of a new hugetlbfs object */
+#define HMMAP(mm, pg, n2, prot, shared) { OP_HUGETLB_MMAP, mm, pg, (n2) - 1, (prot) | (shared) << 2, 0, 0 }
 
 /* A get reference taken before fork keeps the bytes of that moment once either side writes
  * (cow.c "vmsplice() before fork(), unmap in parent after fork()"). */
@@ -256,6 +258,33 @@ static const struct interp_op s_migrate[] = {
 	MIGRATE(0, 0, 21, 0),			CHECK(),
 };
 
+/* Hugetlb (model.c H1-H5): private and shared 2 MiB pages, a pin and a get on them, migration
+ * refused then done, fork copying the pinned page and sharing the other, COW in a grandchild,
+ * DONTNEED, and an munmap that would cut a hugetlb page (not predicted: skipped). */
+static const struct interp_op s_hugetlb[] = {
+	HMMAP(0, 0, 1, P_RW, 0),		  WRITE(0, 0, 0, 8192, 60),
+	WRITE(0, 300, 0, 4096, 61),		  HMMAP(0, 512, 1, P_RW, 1),
+	WRITE(0, 512, 0, 4096, 62),		  GUP(0, 1, 2, G_PIN_FAST | G_WRITE),
+	GUP(0, 513, 1, G_GET),			  MIGRATE(0, 0, 1024, 0),
+	PIN_WRITE(0, 0, 0, 4096, 63),		  READ(0, 0, 0, 8192),
+	REF_READ(0),				  REF_READ(1),
+	FORK(0),				  WRITE(1, 1, 0, 100, 64),
+	READ(0, 1, 0, 4096),			  READ(1, 1, 0, 4096),
+	WRITE(1, 513, 0, 100, 65),		  READ(0, 513, 0, 4096),
+	REF_READ(1),				  RELEASE(0, 1),
+	MIGRATE(0, 0, 1024, 0),			  READ(0, 0, 0, 8192),
+	READ(1, 0, 0, 8192),			  MIGRATE(1, 0, 1024, 1),
+	READ(1, 512, 0, 4096),			  FORK(1),
+	WRITE(2, 300, 0, 50, 66),		  READ(1, 300, 0, 4096),
+	READ(2, 300, 0, 4096),			  MIGRATE(1, 0, 512, 0),
+	READ(1, 300, 0, 4096),			  MADVISE(0, 0, 512, A_DONTNEED),
+	READ(0, 0, 0, 4096),			  MUNMAP(0, 256, 8),
+	GUP(2, 2, 2, G_PIN | G_WRITE),		  FORK(2),
+	WRITE(2, 2, 0, 4096, 67),		  PIN_WRITE(0, 1, 0, 64, 68),
+	REF_READ(0),				  READ(3, 2, 0, 8192),
+	CHECK(),				  RELEASE(1, 0),
+};
+
 static const struct known known[] = {
 	KNOWN("get before fork keeps the old bytes", 0, false, s_get_before_fork),
 	KNOWN("R/W pin before fork stays the parent's", 0, false, s_pin_before_fork),
@@ -271,6 +300,8 @@ static const struct known known[] = {
 	KNOWN("huge zero page: references, a write, fork, pins", 0, false, s_huge_zero),
 	KNOWN("the same with every knob (THPs instead)", PM_KNOB_ALL, false, s_huge_zero),
 	KNOWN("migration keeps every pin's and mapping's bytes", 0, false, s_migrate),
+	KNOWN("hugetlb private and shared: pins, fork, COW, migration", 0, false, s_hugetlb),
+	KNOWN("the same with every knob", PM_KNOB_ALL, false, s_hugetlb),
 };
 
 static bool verbose;

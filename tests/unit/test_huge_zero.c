@@ -194,18 +194,31 @@ static void knob(void)
 
 /* ---- write: a THP in its place; without a 2 MiB block, a split and one 4 KiB copy ---- */
 
+/*
+ * A new machine and a THP window read-faulted (the huge zero page, checked), then the counters
+ * a write into it moves: THP faults, splits and COW copies.
+ */
+static unsigned long read_faulted_window(const char *what, unsigned long *thp0,
+					 unsigned long *splits0, unsigned long *cow0)
+{
+	unsigned long h;
+
+	setup(0);
+	h = thp_window(mm);
+	is_int(pmt_peek(mm, h), 0, "%s: read fault first", what);
+	*thp0 = PMT_STAT(m, thp_faults);
+	*splits0 = PMT_STAT(m, thp_splits);
+	*cow0 = PMT_STAT(m, cow_copies);
+	return h;
+}
+
 static void write_after_read(void)
 {
 	unsigned long h, thp0, splits0, cow0;
 	struct pm_map_info mi;
 	size_t before;
 
-	setup(0);
-	h = thp_window(mm);
-	is_int(pmt_peek(mm, h), 0, "write: read fault first");
-	thp0 = PMT_STAT(m, thp_faults);
-	splits0 = PMT_STAT(m, thp_splits);
-	cow0 = PMT_STAT(m, cow_copies);
+	h = read_faulted_window("write", &thp0, &splits0, &cow0);
 	before = pmt_free_pages(m);
 	is_int(pmt_poke(mm, h + 5 * PG + 1, 'x'), 1, "write: a store to page 5");
 	ok(PMT_STAT(m, thp_faults) == thp0 + 1 && PMT_STAT(m, thp_splits) == splits0 &&
@@ -232,12 +245,7 @@ static void write_after_read(void)
 	teardown("write");
 
 	/* No 2 MiB block for the THP: the leaf is split and page 5 alone copied. */
-	setup(0);
-	h = thp_window(mm);
-	is_int(pmt_peek(mm, h), 0, "write, no block: read fault first");
-	thp0 = PMT_STAT(m, thp_faults);
-	splits0 = PMT_STAT(m, thp_splits);
-	cow0 = PMT_STAT(m, cow_copies);
+	h = read_faulted_window("write, no block", &thp0, &splits0, &cow0);
 	pm_fail_nth(m, 1);
 	is_int(pmt_poke(mm, h + 5 * PG + 1, 'x'), 1, "write, no block: a store to page 5");
 	pm_fail_nth(m, 0);

@@ -24,15 +24,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <pinmm/pinmm.h>
 
 #include "gup/gup.h"
+#include "lib/migrate_race.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 
@@ -40,24 +39,6 @@
 #define PG 4096UL
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
-
-static struct pm_machine *mmachine(size_t mib, size_t movable_mib, unsigned knobs)
-{
-	struct pm_config cfg = { .mem_bytes = mib * MiB, .movable_bytes = movable_mib * MiB,
-				 .knobs = knobs };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
-static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr)
-{
-	struct pm_page_info pi;
-
-	ASSERT_EQ(pm_pagemap(mm, addr, 1, &pi), 1);
-	return pi.flags & PM_PAGE_PRESENT ? pi.pfn : ULONG_MAX;
-}
 
 static unsigned long map_anon(struct pm_mm *mm, size_t len)
 {
@@ -73,7 +54,7 @@ static bool all_in(struct pm_machine *m, struct pm_mm *mm, unsigned long a, unsi
 		   bool movable)
 {
 	for (unsigned long i = 0; i < n; i++) {
-		unsigned long pfn = pfn_at(mm, a + i * PG);
+		unsigned long pfn = pmt_pagemap_pfn(mm, a + i * PG);
 
 		if (pfn == ULONG_MAX || pfn_in_movable_zone(m, pfn) != movable)
 			return false;
@@ -97,7 +78,7 @@ static void test_config(void)
 	errno = 0;
 	ok(!pm_machine_create(&bad2) && errno == EINVAL, "movable_bytes == mem_bytes: EINVAL");
 
-	m = mmachine(64, 16, 0);
+	m = pmt_movable_machine(64, 16, 0, 0);
 	free0 = pm_machine_free_pages(m);
 	mm = pm_mm_create(m);
 	a = map_anon(mm, 64 * PG);
@@ -120,7 +101,8 @@ static void test_config(void)
 
 static void test_anon(void)
 {
-	struct pm_machine *m = mmachine(64, 16, 0), *m0 = mmachine(32, 0, 0);
+	struct pm_machine *m = pmt_movable_machine(64, 16, 0, 0);
+	struct pm_machine *m0 = pmt_movable_machine(32, 0, 0, 0);
 	size_t free0 = pm_machine_free_pages(m), free00 = pm_machine_free_pages(m0);
 	struct pm_mm *mm = pm_mm_create(m), *mm0 = pm_mm_create(m0);
 	unsigned long a = map_anon(mm, 32 * PG), a0 = map_anon(mm0, 4 * PG), old;
@@ -146,10 +128,10 @@ static void test_anon(void)
 	is_int(s0.pgmigrate_success - s1.pgmigrate_success, 0, "pages in place are not counted");
 	is_int(pm_migrate_range(mm, a, 32 * PG, PM_MIGRATE_TO_MOVABLE), 0, "TO_MOVABLE: all moved");
 	ok(all_in(m, mm, a, 32, true), "every page in the movable zone");
-	old = pfn_at(mm, a);
+	old = pmt_pagemap_pfn(mm, a);
 	is_int(pm_migrate_range(mm, a + 1, PG, PM_MIGRATE_ANYWHERE), -EINVAL, "unaligned: -EINVAL");
 	is_int(pm_migrate_range(mm, a, PG - 1, PM_MIGRATE_ANYWHERE), 0, "ANYWHERE, len rounded up");
-	ok(pfn_at(mm, a) != old, "a new frame");
+	ok(pmt_pagemap_pfn(mm, a) != old, "a new frame");
 	ok(pmt_check(mm, a, 32, 7), "data intact");
 	is_int(pmt_poke(mm, a, 'w'), 1, "written after the move");
 	is_int(pmt_peek(mm, a), 'w', "read back");
@@ -179,7 +161,7 @@ static void test_anon(void)
 
 static void test_refusals(void)
 {
-	struct pm_machine *m = mmachine(64, 16, 0);
+	struct pm_machine *m = pmt_movable_machine(64, 16, 0, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	unsigned long a = map_anon(mm, 8 * PG), pfn;
@@ -187,12 +169,12 @@ static void test_refusals(void)
 	struct pm_stats s0, s1;
 
 	ok(pmt_fill(mm, a, 8, 3), "filled");
-	pfn = pfn_at(mm, a);
+	pfn = pmt_pagemap_pfn(mm, a);
 	is_int(pm_pin_user_pages_fast(mm, a, 1, PM_FOLL_WRITE, &pin), 1, "page 0 pinned");
 	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, a, 8 * PG, PM_MIGRATE_AWAY_MOVABLE), 1, "pinned page not moved");
 	pm_machine_stats(m, &s1);
-	is_int(pfn_at(mm, a), pfn, "its mapping is where it was");
+	is_int(pmt_pagemap_pfn(mm, a), pfn, "its mapping is where it was");
 	is_int(s1.migrate_pinned_skips - s0.migrate_pinned_skips, 1, "migrate_pinned_skips 1");
 	is_int(s1.pgmigrate_fail - s0.pgmigrate_fail, 1, "pgmigrate_fail 1");
 	is_int(s1.pgmigrate_success - s0.pgmigrate_success, 7, "the other 7 moved");
@@ -205,10 +187,10 @@ static void test_refusals(void)
 
 	/* Another reference (a get): refused after unmap, the mapping restored. */
 	is_int(pm_migrate_range(mm, a, PG, PM_MIGRATE_TO_MOVABLE), 0, "back to the movable zone");
-	pfn = pfn_at(mm, a);
+	pfn = pmt_pagemap_pfn(mm, a);
 	is_int(pm_get_user_pages(mm, a, 1, 0, &get), 1, "a get of page 0");
 	is_int(pm_migrate_range(mm, a, PG, PM_MIGRATE_AWAY_MOVABLE), 1, "extra reference: not moved");
-	is_int(pfn_at(mm, a), pfn, "mapping restored");
+	is_int(pmt_pagemap_pfn(mm, a), pfn, "mapping restored");
 	is_int(pmt_poke(mm, a, 'e'), 1, "still writable");
 	is_int(((char *)pm_page_address(get))[0], 'e', "the get sees the write");
 	pm_put_page(get);
@@ -222,7 +204,7 @@ static void test_refusals(void)
 	is_int(pmt_poke(child, a + PG, 'c'), 1, "child writes page 1 (COW)");
 	is_int(pm_migrate_range(mm, a, 8 * PG, PM_MIGRATE_AWAY_MOVABLE), 7,
 	       "the parent's page 1 is its alone now: moved, 7 not");
-	ok(!pfn_in_movable_zone(m, pfn_at(mm, a + PG)), "page 1 left the movable zone");
+	ok(!pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, a + PG)), "page 1 left the movable zone");
 	is_int(pm_migrate_range(child, a + PG, PG, PM_MIGRATE_AWAY_MOVABLE), 0,
 	       "the child's copy moves too");
 	ok(pmt_check(mm, a + PG, 7, 3), "parent's data intact");
@@ -345,7 +327,7 @@ static void shm_hook(struct pm_shmem *f, unsigned long index)
 
 static void test_shmem(void)
 {
-	struct pm_machine *m = mmachine(64, 16, 0);
+	struct pm_machine *m = pmt_movable_machine(64, 16, 0, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *child;
 	struct pm_shmem *f = pm_shmem_create(m, 8 * PG, 0);
@@ -368,13 +350,13 @@ static void test_shmem(void)
 	ok(pmt_check(child, sh, 8, 41), "the child reads the object");
 	for (unsigned long i = 0; i < 8; i++)
 		pmt_peek(mm, pr + i * PG);
-	old = pfn_at(mm, sh);
-	is_int(pfn_at(mm, pr), old, "the private mapping maps the cache page");
+	old = pmt_pagemap_pfn(mm, sh);
+	is_int(pmt_pagemap_pfn(mm, pr), old, "the private mapping maps the cache page");
 	is_int(pm_migrate_range(mm, sh, 8 * PG, PM_MIGRATE_AWAY_MOVABLE), 0,
 	       "AWAY_MOVABLE: all 8 moved");
 	ok(all_in(m, mm, sh, 8, false), "out of the movable zone");
-	is_int(pfn_at(child, sh), pfn_at(mm, sh), "the child's shared mapping followed");
-	is_int(pfn_at(mm, pr), pfn_at(mm, sh), "the private read-only mapping followed");
+	is_int(pmt_pagemap_pfn(child, sh), pmt_pagemap_pfn(mm, sh), "the child's shared mapping followed");
+	is_int(pmt_pagemap_pfn(mm, pr), pmt_pagemap_pfn(mm, sh), "the private read-only mapping followed");
 	ASSERT_EQ(pm_pagemap(mm, sh, 1, &pi), 1);
 	is_int(pi.mapcount, 3, "mapped three times, as before");
 	ok(pmt_check(mm, sh, 8, 41) && pmt_check(child, sh, 8, 41), "data intact in both mms");
@@ -384,10 +366,10 @@ static void test_shmem(void)
 
 	/* A pinned cache page: the freeze fails, every mapping is put back. */
 	is_int(pm_pin_user_pages(child, sh + 2 * PG, 1, PM_FOLL_WRITE, &pin), 1, "child pins page 2");
-	old = pfn_at(mm, sh + 2 * PG);
+	old = pmt_pagemap_pfn(mm, sh + 2 * PG);
 	is_int(pm_migrate_range(mm, sh, 8 * PG, PM_MIGRATE_TO_MOVABLE), 1, "pinned page: not moved");
-	is_int(pfn_at(mm, sh + 2 * PG), old, "its mapping restored here");
-	is_int(pfn_at(child, sh + 2 * PG), old, "and in the child");
+	is_int(pmt_pagemap_pfn(mm, sh + 2 * PG), old, "its mapping restored here");
+	is_int(pmt_pagemap_pfn(child, sh + 2 * PG), old, "and in the child");
 	memset(pm_page_address(pin), 'q', 4);
 	is_int(pmt_peek(mm, sh + 2 * PG), 'q', "the pin's writes still show");
 	pm_unpin_user_page(pin);
@@ -404,7 +386,7 @@ static void test_shmem(void)
 	is_int(shm_mprotect_ret, 0, "the child's mprotect(PROT_READ): 0");
 	ASSERT_EQ(pm_pagemap(child, sh + 4 * PG, 1, &pi), 1);
 	ok((pi.flags & PM_PAGE_PRESENT) && !(pi.flags & PM_PAGE_WRITABLE) &&
-		   pi.pfn == pfn_at(mm, sh + 4 * PG),
+		   pi.pfn == pmt_pagemap_pfn(mm, sh + 4 * PG),
 	   "the child maps the new frame read-only (flags %#x)", pi.flags);
 	{
 		char c = 'x';
@@ -420,107 +402,51 @@ static void test_shmem(void)
 
 /* ---- during a migration ---- */
 
-struct racer {
-	struct pm_mm *mm;
-	unsigned long addr;
-	int what;		/* 0: write fault, 1: GUP-fast pin, 2: MADV_DONTNEED */
-	_Atomic int done;
-	struct pm_page *pinned;
-	long ret;
-};
-
-static struct racer *hook_racer;
-static pthread_t hook_thread;
-static int hook_check;		/* pm_machine_check() seen from inside the migration */
-static int hook_done_early = -1;
-static struct pm_machine *hook_m;
-
-static void *racer_fn(void *arg)
-{
-	struct racer *r = arg;
-
-	if (r->what == 0)
-		r->ret = pmt_poke(r->mm, r->addr, 'F');
-	else if (r->what == 1)
-		r->ret = pm_pin_user_pages_fast(r->mm, r->addr, 1, PM_FOLL_WRITE, &r->pinned);
-	else
-		r->ret = pm_madvise(r->mm, r->addr, PG, PM_MADV_DONTNEED);
-	atomic_store(&r->done, 1);
-	return NULL;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { 0, ms * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-/* Between unmap and copy: start the racer, give it time to reach the entry. */
-static void hook(struct pm_mm *mm, unsigned long addr)
-{
-	struct racer *r = hook_racer;
-
-	if (!r || addr != r->addr)
-		return;
-	hook_check = pm_machine_check(hook_m);
-	ASSERT_EQ(pthread_create(&hook_thread, NULL, racer_fn, r), 0);
-	if (r->what == 2) {
-		pthread_join(hook_thread, NULL); /* a zap waits for no migration */
-		hook_done_early = 1;
-	} else {
-		sleep_ms(30);
-		hook_done_early = atomic_load(&r->done);
-	}
-	hook_racer = NULL;
-}
-
 static void test_during(void)
 {
-	struct pm_machine *m = mmachine(64, 16, 0);
+	struct pm_machine *m = pmt_movable_machine(64, 16, 0, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long a = map_anon(mm, 4 * PG), pfn;
-	struct racer r = { .mm = mm, .addr = a };
+	struct pmt_racer r = { .mm = mm, .addr = a, .what = PMT_RACE_WRITE_FAULT };
 	struct pm_stats s0, s1;
 
-	hook_m = m;
-	pm__migrate_hook = hook;
+	pm__migrate_hook = pmt_race_hook_at;
 	ok(pmt_fill(mm, a, 4, 9), "filled");
 
 	/* A write fault on the migration entry sleeps, then writes to the new frame. */
-	hook_racer = &r;
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, a, PG, PM_MIGRATE_AWAY_MOVABLE), 0, "fault race: moved");
-	pthread_join(hook_thread, NULL);
-	is_int(hook_done_early, 0, "the fault waited for the migration");
-	ok(hook_check != 0, "pm_machine_check reports the migration entry");
+	pmt_race_join();
+	is_int(pmt_race.done_early, 0, "the fault waited for the migration");
+	ok(pmt_race.check != 0, "pm_machine_check reports the migration entry");
 	is_int(r.ret, 1, "the fault then wrote");
-	pfn = pfn_at(mm, a);
+	pfn = pmt_pagemap_pfn(mm, a);
 	ok(!pfn_in_movable_zone(m, pfn), "to the new frame");
 	is_int(pmt_peek(mm, a), 'F', "the write is there");
 	ok(pmt_check(mm, a + PG, 3, 9), "the rest intact");
 
 	/* A GUP-fast pin finds the entry, falls back and pins the new frame. */
-	r = (struct racer){ .mm = mm, .addr = a + PG, .what = 1 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .addr = a + PG, .what = PMT_RACE_PIN_FAST };
+	pmt_race_arm(m, &r);
 	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, a + PG, PG, PM_MIGRATE_AWAY_MOVABLE), 0, "GUP-fast race: moved");
-	pthread_join(hook_thread, NULL);
+	pmt_race_join();
 	pm_machine_stats(m, &s1);
-	is_int(hook_done_early, 0, "the pin waited");
+	is_int(pmt_race.done_early, 0, "the pin waited");
 	is_int(r.ret, 1, "then pinned");
 	ok(s1.gup_fast_fallbacks > s0.gup_fast_fallbacks, "by the slow path");
-	is_int(pm_page_to_pfn(r.pinned), pfn_at(mm, a + PG), "the new frame, not the old");
+	is_int(pm_page_to_pfn(r.pinned), pmt_pagemap_pfn(mm, a + PG), "the new frame, not the old");
 	ok(pmt_check(mm, a + PG, 1, 9), "with the data");
 	pm_unpin_user_page(r.pinned);
 
 	/* MADV_DONTNEED zaps the migration entry: the new frame is dropped, nothing leaks. */
-	r = (struct racer){ .mm = mm, .addr = a + 2 * PG, .what = 2 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .addr = a + 2 * PG, .what = PMT_RACE_DONTNEED };
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, a + 2 * PG, PG, PM_MIGRATE_AWAY_MOVABLE), 0,
 	       "DONTNEED race: done");
 	is_int(r.ret, 0, "MADV_DONTNEED 0");
-	is_int(pfn_at(mm, a + 2 * PG), (long)ULONG_MAX, "page gone");
+	is_int(pmt_pagemap_pfn(mm, a + 2 * PG), (long)ULONG_MAX, "page gone");
 	ok(pmt_reads_zero(mm, a + 2 * PG, 1), "reads zero");
 	pm__migrate_hook = NULL;
 	is_int(pm_machine_check(m), 0, "pm_machine_check after");
@@ -533,7 +459,8 @@ static void test_during(void)
 static void test_longterm(void)
 {
 	for (int k = 0; k < 2; k++) {
-		struct pm_machine *m = mmachine(64, 16, k ? PM_KNOB_LONGTERM_PIN_IN_PLACE : 0);
+		struct pm_machine *m =
+			pmt_movable_machine(64, 16, 0, k ? PM_KNOB_LONGTERM_PIN_IN_PLACE : 0);
 		size_t free0 = pm_machine_free_pages(m);
 		struct pm_mm *mm = pm_mm_create(m);
 		unsigned long a = map_anon(mm, 8 * PG);
@@ -551,7 +478,7 @@ static void test_longterm(void)
 
 			for (int i = 0; i < 8; i++) {
 				out &= !pfn_in_movable_zone(m, pm_page_to_pfn(p[i]));
-				same &= pm_page_to_pfn(p[i]) == pfn_at(mm, a + i * PG);
+				same &= pm_page_to_pfn(p[i]) == pmt_pagemap_pfn(mm, a + i * PG);
 			}
 			ok(k ? !out : out, "%s: pinned pages %s the movable zone", n,
 			   k ? "stay in" : "left");
@@ -566,7 +493,7 @@ static void test_longterm(void)
 	}
 	{
 		/* Pinned already by someone else: cannot move, so the long-term pin fails. */
-		struct pm_machine *m = mmachine(64, 16, 0);
+		struct pm_machine *m = pmt_movable_machine(64, 16, 0, 0);
 		size_t free0 = pm_machine_free_pages(m);
 		struct pm_mm *mm = pm_mm_create(m);
 		unsigned long a = map_anon(mm, 2 * PG);
@@ -590,7 +517,7 @@ static void test_longterm(void)
 
 static void test_compact(void)
 {
-	struct pm_machine *m = mmachine(32, 0, 0);
+	struct pm_machine *m = pmt_movable_machine(32, 0, 0, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long n = 16 * MiB / PG, a = map_anon(mm, 16 * MiB), pfn0;
@@ -605,7 +532,7 @@ static void test_compact(void)
 		if (i % 4)
 			ASSERT_EQ(pm_madvise(mm, a + i * PG, PG, PM_MADV_DONTNEED), 0);
 	is_int(pm_pin_user_pages(mm, a, 1, PM_FOLL_WRITE, &pin), 1, "page 0 pinned");
-	pfn0 = pfn_at(mm, a);
+	pfn0 = pmt_pagemap_pfn(mm, a);
 	pm_machine_stats(m, &s0);
 	before = pm_compact(NULL);
 	is_int(before, -EINVAL, "pm_compact(NULL): -EINVAL");
@@ -616,7 +543,7 @@ static void test_compact(void)
 	ok(s1.pgmigrate_success > s0.pgmigrate_success, "pages were moved (%lu)",
 	   s1.pgmigrate_success - s0.pgmigrate_success);
 	ok(s1.migrate_pinned_skips > s0.migrate_pinned_skips, "the pinned page was skipped");
-	is_int(pfn_at(mm, a), pfn0, "and stayed where it is");
+	is_int(pmt_pagemap_pfn(mm, a), pfn0, "and stayed where it is");
 	for (unsigned long i = 0; i < n; i += 4)
 		kept &= pmt_check(mm, a + i * PG, 1, 21);
 	ok(kept, "every kept page has its data");
@@ -639,7 +566,7 @@ static void test_compact(void)
 static void test_thp_fault_compacts(void)
 {
 	for (int madv = 0; madv < 2; madv++) {
-		struct pm_machine *m = mmachine(16, 0, 0);
+		struct pm_machine *m = pmt_movable_machine(16, 0, 0, 0);
 		size_t free0 = pm_machine_free_pages(m);
 		struct pm_mm *mm = pm_mm_create(m);
 		unsigned long n = 15 * MiB / PG, a = map_anon(mm, 15 * MiB), t;
@@ -681,7 +608,7 @@ static void test_thp_fault_compacts(void)
 /* Compaction that frees nothing is deferred: the next THP fault does not compact again. */
 static void test_compact_deferred(void)
 {
-	struct pm_machine *m = mmachine(16, 0, 0);
+	struct pm_machine *m = pmt_movable_machine(16, 0, 0, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long n = 15 * MiB / PG, a = map_anon(mm, 15 * MiB), t;
@@ -731,7 +658,8 @@ static void test_longterm_frag(void)
 	unsigned long freed[2];
 
 	for (int k = 0; k < 2; k++) {
-		struct pm_machine *m = mmachine(96, 32, k ? 0 : PM_KNOB_LONGTERM_PIN_IN_PLACE);
+		struct pm_machine *m =
+			pmt_movable_machine(96, 32, 0, k ? 0 : PM_KNOB_LONGTERM_PIN_IN_PLACE);
 		size_t free0 = pm_machine_free_pages(m);
 		struct pm_mm *mm = pm_mm_create(m);
 		unsigned long a = map_anon(mm, 32 * MiB), blocks = 32 * MiB / PM_PMD_SIZE;

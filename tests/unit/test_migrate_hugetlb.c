@@ -16,16 +16,14 @@
  * The design comes from the environment (PINMM_RANGE_MM=1: the range design).
  */
 #include <errno.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <pinmm/pinmm.h>
 
 #include "gup/gup.h"
+#include "lib/migrate_race.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 
@@ -34,24 +32,6 @@
 #define HP (2 * MiB)
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define PRIV (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
-
-static struct pm_machine *hmachine(size_t mib, size_t movable_mib, size_t nr_huge)
-{
-	struct pm_config cfg = { .mem_bytes = mib * MiB, .movable_bytes = movable_mib * MiB,
-				 .nr_hugepages = nr_huge };
-	struct pm_machine *m = pm_machine_create(&cfg);
-
-	ASSERT_TRUE(m != NULL);
-	return m;
-}
-
-static unsigned long pfn_at(struct pm_mm *mm, unsigned long addr)
-{
-	struct pm_page_info pi;
-
-	ASSERT_EQ(pm_pagemap(mm, addr, 1, &pi), 1);
-	return pi.flags & PM_PAGE_PRESENT ? pi.pfn : ULONG_MAX;
-}
 
 /* The @npages pages at @addr of @mm hold the pattern pmt_fill(@seed) wrote at @base. */
 static bool check_at(struct pm_mm *mm, unsigned long addr, unsigned long npages,
@@ -82,7 +62,7 @@ static size_t pool_free(struct pm_machine *m)
 /* The target that moves the page at @addr to the other side of the movable line. */
 static int other_side(struct pm_machine *m, struct pm_mm *mm, unsigned long addr)
 {
-	return pfn_in_movable_zone(m, pfn_at(mm, addr)) ? PM_MIGRATE_AWAY_MOVABLE :
+	return pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, addr)) ? PM_MIGRATE_AWAY_MOVABLE :
 							   PM_MIGRATE_TO_MOVABLE;
 }
 
@@ -91,7 +71,7 @@ static int other_side(struct pm_machine *m, struct pm_mm *mm, unsigned long addr
 static void test_private(void)
 {
 	/* 4 pool pages, 2 in a 4 MiB movable zone (the pool fills it first), 2 outside. */
-	struct pm_machine *m = hmachine(64, 4, 4);
+	struct pm_machine *m = pmt_movable_machine(64, 4, 4, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long a, old;
@@ -106,20 +86,20 @@ static void test_private(void)
 	a = (unsigned long)r;
 	ok(pmt_fill(mm, a, 1024, 21), "two private hugetlb pages filled");
 	is_int(pool_free(m), 2, "two pool pages left");
-	old = pfn_at(mm, a);
+	old = pmt_pagemap_pfn(mm, a);
 	target = other_side(m, mm, a);
 	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, a, HP, target), 0, "private hugetlb page: moved");
 	pm_machine_stats(m, &s1);
-	ok(pfn_at(mm, a) != old, "a new frame");
-	ok(pfn_in_movable_zone(m, pfn_at(mm, a)) == (target == PM_MIGRATE_TO_MOVABLE),
+	ok(pmt_pagemap_pfn(mm, a) != old, "a new frame");
+	ok(pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, a)) == (target == PM_MIGRATE_TO_MOVABLE),
 	   "in the target zone");
 	is_int(s1.pgmigrate_success - s0.pgmigrate_success, 1, "pgmigrate_success 1 (a folio)");
 	ok(pmt_check(mm, a, 1024, 21), "data intact");
 	ASSERT_EQ(pm_pagemap(mm, a + 5 * PG, 1, &pi), 1);
 	ok((pi.flags & (PM_PAGE_HUGETLB | PM_PAGE_ANON | PM_PAGE_WRITABLE)) ==
 		   (PM_PAGE_HUGETLB | PM_PAGE_ANON | PM_PAGE_WRITABLE) &&
-		   pi.pfn == pfn_at(mm, a) + 5,
+		   pi.pfn == pmt_pagemap_pfn(mm, a) + 5,
 	   "still a writable anonymous hugetlb page (flags %#x)", pi.flags);
 	is_int(pool_free(m), 2, "the old page went back to the pool");
 	is_int(pmt_poke(mm, a + 7, 'w'), 1, "written after the move");
@@ -129,14 +109,14 @@ static void test_private(void)
 	is_int(pmt_peek(mm, a + 7), 'w', "first page's write intact");
 
 	/* Pinned: refused, the pin's data intact; unpinned, it moves with it. */
-	old = pfn_at(mm, a + HP);
+	old = pmt_pagemap_pfn(mm, a + HP);
 	is_int(pm_pin_user_pages_fast(mm, a + HP + 3 * PG, 1, PM_FOLL_WRITE, &pin), 1, "pinned");
 	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, a + HP, HP, PM_MIGRATE_ANYWHERE), 1, "pinned: not moved");
 	pm_machine_stats(m, &s1);
 	is_int(s1.migrate_pinned_skips - s0.migrate_pinned_skips, 1, "migrate_pinned_skips 1");
 	is_int(s1.pgmigrate_fail - s0.pgmigrate_fail, 1, "pgmigrate_fail 1");
-	is_int(pfn_at(mm, a + HP), old, "mapping restored");
+	is_int(pmt_pagemap_pfn(mm, a + HP), old, "mapping restored");
 	memset(pm_page_address(pin), 'D', 8);
 	is_int(pmt_peek(mm, a + HP + 3 * PG), 'D', "the process sees the pin's write");
 	pm_unpin_user_page(pin);
@@ -188,7 +168,7 @@ static void test_private(void)
 static void test_longterm(void)
 {
 	/* 4 pool pages: 2 in the 4 MiB movable zone, 2 outside, which faults take first. */
-	struct pm_machine *m = hmachine(64, 4, 4);
+	struct pm_machine *m = pmt_movable_machine(64, 4, 4, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long a, mv = ULONG_MAX;
@@ -199,20 +179,20 @@ static void test_longterm(void)
 	a = (unsigned long)r;
 	ok(pmt_fill(mm, a, 2048, 61), "the whole pool mapped and filled");
 	for (unsigned long i = 0; i < 4; i++)
-		if (pfn_in_movable_zone(m, pfn_at(mm, a + i * HP)))
+		if (pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, a + i * HP)))
 			mv = a + i * HP;
 	ASSERT_TRUE(mv != ULONG_MAX);
 	is_int(pm_pin_user_pages(mm, mv + PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pin), -ENOMEM,
 	       "long-term pin in the movable zone, no pool page outside: -ENOMEM");
 	for (unsigned long i = 0; i < 4; i++)
-		if (a + i * HP != mv && !pfn_in_movable_zone(m, pfn_at(mm, a + i * HP))) {
+		if (a + i * HP != mv && !pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, a + i * HP))) {
 			ASSERT_EQ(pm_munmap(mm, a + i * HP, HP), 0);
 			break;
 		}
 	is_int(pm_pin_user_pages(mm, mv + PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pin), 1,
 	       "a pool page outside freed: pinned");
 	ok(!pfn_in_movable_zone(m, pm_page_to_pfn(pin)), "the page left the movable zone first");
-	is_int(pm_page_to_pfn(pin), pfn_at(mm, mv + PG), "the pin is of the mapped page");
+	is_int(pm_page_to_pfn(pin), pmt_pagemap_pfn(mm, mv + PG), "the pin is of the mapped page");
 	ok(pmt_check(mm, mv, 512, 61), "data intact");
 	pm_unpin_user_page(pin);
 	pm_mm_destroy(mm);
@@ -225,7 +205,7 @@ static void test_shared(void)
 {
 	/* 6 pool pages: 2 for the object, 2 reserved for mm2's private mapping (its COWs), 2
 	 * free for the migrations; 2 of them in the 4 MiB movable zone. */
-	struct pm_machine *m = hmachine(64, 4, 6);
+	struct pm_machine *m = pmt_movable_machine(64, 4, 6, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *mm2 = pm_mm_create(m);
 	struct pm_shmem *f = pm_shmem_create_hugetlb(m, 2 * HP);
@@ -248,13 +228,14 @@ static void test_shared(void)
 	ok(pmt_fill(mm, sh, 1024, 31), "hugetlbfs object filled through mm's mapping");
 	ok(check_at(mm2, sh2, 1024, sh, 31), "mm2 reads it through its shared mapping");
 	ok(check_at(mm2, pr, 1024, sh, 31), "and its private read-only one");
-	old = pfn_at(mm, sh);
-	is_int(pfn_at(mm2, pr), old, "the private mapping maps the cache's page");
+	old = pmt_pagemap_pfn(mm, sh);
+	is_int(pmt_pagemap_pfn(mm2, pr), old, "the private mapping maps the cache's page");
 	target = other_side(m, mm, sh);
 	is_int(pm_migrate_range(mm, sh, HP, target), 0, "hugetlbfs page: moved");
-	ok(pfn_at(mm, sh) != old, "a new frame");
-	is_int(pfn_at(mm2, sh2), pfn_at(mm, sh), "mm2's shared mapping followed");
-	is_int(pfn_at(mm2, pr), pfn_at(mm, sh), "mm2's private read-only mapping followed");
+	ok(pmt_pagemap_pfn(mm, sh) != old, "a new frame");
+	is_int(pmt_pagemap_pfn(mm2, sh2), pmt_pagemap_pfn(mm, sh), "mm2's shared mapping followed");
+	is_int(pmt_pagemap_pfn(mm2, pr), pmt_pagemap_pfn(mm, sh),
+	       "mm2's private read-only mapping followed");
 	ASSERT_EQ(pm_pagemap(mm, sh, 1, &pi), 1);
 	is_int(pi.mapcount, 3, "mapped three times, as before");
 	ok(pmt_check(mm, sh, 1024, 31) && check_at(mm2, sh2, 1024, sh, 31) &&
@@ -265,10 +246,10 @@ static void test_shared(void)
 
 	/* Pinned by mm2: the freeze fails, every mapping is put back. */
 	is_int(pm_pin_user_pages(mm2, sh2 + HP + 2 * PG, 1, PM_FOLL_WRITE, &pin), 1, "mm2 pins");
-	old = pfn_at(mm, sh + HP);
+	old = pmt_pagemap_pfn(mm, sh + HP);
 	is_int(pm_migrate_range(mm, sh + HP, HP, PM_MIGRATE_ANYWHERE), 1, "pinned: not moved");
-	is_int(pfn_at(mm, sh + HP), old, "mapping restored here");
-	is_int(pfn_at(mm2, sh2 + HP), old, "and in mm2");
+	is_int(pmt_pagemap_pfn(mm, sh + HP), old, "mapping restored here");
+	is_int(pmt_pagemap_pfn(mm2, sh2 + HP), old, "and in mm2");
 	memset(pm_page_address(pin), 'q', 4);
 	is_int(pmt_peek(mm, sh + HP + 2 * PG), 'q', "the pin's write shows");
 	pm_unpin_user_page(pin);
@@ -283,114 +264,61 @@ static void test_shared(void)
 
 /* ---- during a hugetlb migration ---- */
 
-struct racer {
-	struct pm_mm *mm;
-	int what;		/* 0: write fault, 1: GUP-fast pin, 2: fork, 3: truncate f */
-	struct pm_shmem *f;
-	unsigned long addr;
-	_Atomic int done;
-	struct pm_page *pinned;
-	struct pm_mm *child;
-	long ret;
-};
-
-static struct racer *hook_racer;
-static pthread_t hook_thread;
-static int hook_check, hook_done_early = -1;
-static struct pm_machine *hook_m;
-
-static void *racer_fn(void *arg)
-{
-	struct racer *r = arg;
-
-	if (r->what == 0)
-		r->ret = pmt_poke(r->mm, r->addr, 'F');
-	else if (r->what == 1)
-		r->ret = pm_pin_user_pages_fast(r->mm, r->addr, 1, PM_FOLL_WRITE, &r->pinned);
-	else if (r->what == 2)
-		r->ret = (r->child = pm_mm_fork(r->mm)) != NULL;
-	else
-		r->ret = pm_shmem_truncate(r->f, 0);
-	atomic_store(&r->done, 1);
-	return NULL;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { 0, ms * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static void hook(struct pm_mm *mm, unsigned long haddr)
-{
-	struct racer *r = hook_racer;
-
-	(void)mm, (void)haddr;
-	if (!r)
-		return;
-	hook_racer = NULL;
-	hook_check = pm_machine_check(hook_m);
-	ASSERT_EQ(pthread_create(&hook_thread, NULL, racer_fn, r), 0);
-	sleep_ms(30);
-	hook_done_early = atomic_load(&r->done);
-}
-
 static void test_during(void)
 {
-	struct pm_machine *m = hmachine(64, 4, 6);
+	struct pm_machine *m = pmt_movable_machine(64, 4, 6, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m), *mm2 = pm_mm_create(m);
 	struct pm_shmem *f = pm_shmem_create_hugetlb(m, HP);
-	struct racer r = { .mm = mm };
+	struct pmt_racer r = { .mm = mm };
 	struct pm_stats s0, s1;
 	unsigned long a, sh, pr;
 	long v;
 
-	hook_m = m;
-	pm__hugetlb_migrate_hook = hook;
+	pm__hugetlb_migrate_hook = pmt_race_hook;
 	v = pm_mmap(mm, 0, 2 * HP, RW, PRIV | PM_MAP_HUGETLB, NULL, 0);
 	ASSERT_TRUE(v > 0);
 	a = (unsigned long)v;
 	ok(pmt_fill(mm, a, 1024, 41), "filled");
 
 	/* A write fault on the PMD migration entry sleeps, then writes to the new page. */
-	r = (struct racer){ .mm = mm, .addr = a + 5, .what = 0 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .addr = a + 5, .what = PMT_RACE_WRITE_FAULT };
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, a, HP, PM_MIGRATE_ANYWHERE), 0, "fault race: moved");
-	pthread_join(hook_thread, NULL);
-	is_int(hook_done_early, 0, "the fault waited for the migration");
-	ok(hook_check != 0, "pm_machine_check reports the PMD migration entry");
+	pmt_race_join();
+	is_int(pmt_race.done_early, 0, "the fault waited for the migration");
+	ok(pmt_race.check != 0, "pm_machine_check reports the PMD migration entry");
 	is_int(r.ret, 1, "the fault then wrote");
 	is_int(pmt_peek(mm, a + 5), 'F', "the write is in the new page");
 	ok(pmt_check(mm, a + PG, 511, 41), "the rest intact");
 
 	/* A GUP-fast pin falls back, waits and pins the new page. */
-	r = (struct racer){ .mm = mm, .addr = a + HP + 3 * PG, .what = 1 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .addr = a + HP + 3 * PG, .what = PMT_RACE_PIN_FAST };
+	pmt_race_arm(m, &r);
 	pm_machine_stats(m, &s0);
 	is_int(pm_migrate_range(mm, a + HP, HP, PM_MIGRATE_ANYWHERE), 0, "GUP-fast race: moved");
-	pthread_join(hook_thread, NULL);
+	pmt_race_join();
 	pm_machine_stats(m, &s1);
-	is_int(hook_done_early, 0, "the pin waited");
+	is_int(pmt_race.done_early, 0, "the pin waited");
 	is_int(r.ret, 1, "then pinned");
 	ok(s1.gup_fast_fallbacks > s0.gup_fast_fallbacks, "by the slow path");
-	is_int(pm_page_to_pfn(r.pinned), pfn_at(mm, a + HP + 3 * PG), "the new page, not the old");
+	is_int(pm_page_to_pfn(r.pinned), pmt_pagemap_pfn(mm, a + HP + 3 * PG),
+	       "the new page, not the old");
 	ok(pmt_check(mm, a + HP + 3 * PG, 1, 41), "with the data");
 	pm_unpin_user_page(r.pinned);
 
 	/* A fork of the migrating mm waits for the migration (it needs the mm's lock for write);
 	 * then the child shares the new page, COW. */
-	r = (struct racer){ .mm = mm, .what = 2 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .what = PMT_RACE_FORK };
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, a, HP, PM_MIGRATE_ANYWHERE), 0, "fork race: moved");
-	pthread_join(hook_thread, NULL);
-	is_int(hook_done_early, 0, "the fork waited");
+	pmt_race_join();
+	is_int(pmt_race.done_early, 0, "the fork waited");
 	ASSERT_TRUE(r.child != NULL);
-	is_int(pfn_at(r.child, a), pfn_at(mm, a), "the child maps the new page");
+	is_int(pmt_pagemap_pfn(r.child, a), pmt_pagemap_pfn(mm, a), "the child maps the new page");
 	is_int(pmt_peek(r.child, a + 5), 'F', "with the data");
 	is_int(pmt_poke(r.child, a + 6, 'C'), 1, "the child's write COWs");
-	ok(pfn_at(r.child, a) != pfn_at(mm, a), "the child has its own copy");
+	ok(pmt_pagemap_pfn(r.child, a) != pmt_pagemap_pfn(mm, a), "the child has its own copy");
 	pm_mm_destroy(r.child);
 
 	/* A fork of another mm that maps the hugetlbfs page read-only, privately: its copy of
@@ -403,35 +331,36 @@ static void test_during(void)
 	ASSERT_TRUE(v > 0);
 	pr = (unsigned long)v;
 	ok(check_at(mm2, pr, 512, sh, 42), "mm2 maps it read-only, privately");
-	r = (struct racer){ .mm = mm2, .what = 2 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm2, .what = PMT_RACE_FORK };
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "fork of mm2 race: moved");
-	pthread_join(hook_thread, NULL);
-	is_int(hook_done_early, 0, "mm2's fork waited");
+	pmt_race_join();
+	is_int(pmt_race.done_early, 0, "mm2's fork waited");
 	ASSERT_TRUE(r.child != NULL);
-	is_int(pfn_at(mm2, pr), pfn_at(mm, sh), "mm2 maps the new page");
-	ok(pfn_at(r.child, pr) == ULONG_MAX || pfn_at(r.child, pr) == pfn_at(mm, sh),
+	is_int(pmt_pagemap_pfn(mm2, pr), pmt_pagemap_pfn(mm, sh), "mm2 maps the new page");
+	ok(pmt_pagemap_pfn(r.child, pr) == ULONG_MAX ||
+		   pmt_pagemap_pfn(r.child, pr) == pmt_pagemap_pfn(mm, sh),
 	   "its child maps the new page or nothing");
 	ok(check_at(r.child, pr, 512, sh, 42), "the child reads the data");
 	pm_mm_destroy(r.child);
 
 	/* A fault from mm2 on the shared migration entry: waits, reads the new page. */
-	r = (struct racer){ .mm = mm, .addr = sh + 9, .what = 0 };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .addr = sh + 9, .what = PMT_RACE_WRITE_FAULT };
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "shared fault race: moved");
-	pthread_join(hook_thread, NULL);
-	is_int(hook_done_early, 0, "the fault waited");
+	pmt_race_join();
+	is_int(pmt_race.done_early, 0, "the fault waited");
 	is_int(pmt_peek(mm2, pr + 9), 'F', "mm2 sees the write");
 
 	/* A truncation waits for the object's i_mmap lock, then zaps the new page everywhere. */
-	r = (struct racer){ .mm = mm, .what = 3, .f = f };
-	hook_racer = &r;
+	r = (struct pmt_racer){ .mm = mm, .what = PMT_RACE_TRUNCATE, .f = f };
+	pmt_race_arm(m, &r);
 	is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "truncate race: moved");
-	pthread_join(hook_thread, NULL);
-	is_int(hook_done_early, 0, "the truncation waited");
+	pmt_race_join();
+	is_int(pmt_race.done_early, 0, "the truncation waited");
 	is_int(r.ret, 0, "then truncated");
-	is_int(pfn_at(mm, sh), (long)ULONG_MAX, "the page is gone from mm");
-	is_int(pfn_at(mm2, pr), (long)ULONG_MAX, "and from mm2");
+	is_int(pmt_pagemap_pfn(mm, sh), (long)ULONG_MAX, "the page is gone from mm");
+	is_int(pmt_pagemap_pfn(mm2, pr), (long)ULONG_MAX, "and from mm2");
 
 	pm__hugetlb_migrate_hook = NULL;
 	is_int(pm_machine_check(m), 0, "pm_machine_check after");
@@ -455,7 +384,7 @@ static unsigned long map_thp(struct pm_mm *mm)
 
 static void test_thp_split(void)
 {
-	struct pm_machine *m = hmachine(64, 16, 0);
+	struct pm_machine *m = pmt_movable_machine(64, 16, 0, 0);
 	size_t free0 = pm_machine_free_pages(m);
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long t1 = map_thp(mm), t2 = map_thp(mm), t3 = map_thp(mm), t4 = map_thp(mm);
@@ -469,7 +398,8 @@ static void test_thp_split(void)
 		   pmt_fill(mm, t4, 512, 54), "four THPs filled");
 	ok(pmt_order_at(mm, t1) == 9 && pmt_order_at(mm, t2) == 9 && pmt_order_at(mm, t3) == 9,
 	   "order 9");
-	ok(pfn_in_movable_zone(m, pfn_at(mm, t1)) && pfn_in_movable_zone(m, pfn_at(mm, t2)),
+	ok(pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, t1)) &&
+		   pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, t2)),
 	   "in the movable zone");
 	/* t2 PTE-mapped: moved once whole (within the movable zone, blocks still free). */
 	is_int(pm_migrate_range(mm, t2, HP, PM_MIGRATE_TO_MOVABLE), 0, "t2 moved whole");
@@ -521,7 +451,7 @@ static void test_thp_split(void)
 	is_int(s1.thp_split_page - s0.thp_split_page, 1, "thp_split_page 1");
 	is_int(s1.thp_split_page_failed - s0.thp_split_page_failed, 0, "thp_split_page_failed 0");
 	for (unsigned long i = 0; i < 512; i++)
-		all &= !pfn_in_movable_zone(m, pfn_at(mm, t1 + i * PG));
+		all &= !pfn_in_movable_zone(m, pmt_pagemap_pfn(mm, t1 + i * PG));
 	ok(all, "every page out of the movable zone");
 	is_int(pmt_order_at(mm, t1), 0, "small folios now");
 	ok(pmt_check(mm, t1, 512, 51), "data intact");
