@@ -60,7 +60,7 @@ static inline vm_fault_t vmf_error(int err)
 	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
 }
 
-/* // fault/fault.c */
+/* // fault/dispatch.c */
 __hidden vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 					unsigned fault_flags);
 

@@ -60,7 +60,7 @@
  *    last reference goes, after every PTE names the new one. A GUP-fast walker that loads
  *    the migration entry finds it not present and falls back to the slow path, whose fault
  *    waits.
- *  - Faults, under the VMA's read lock or mmap_lock for read. The dispatcher (fault/fault.c)
+ *  - Faults, under the VMA's read lock or mmap_lock for read. The dispatcher (fault/dispatch.c)
  *    sees the entry, sleeps in pm__migration_entry_wait() until the PTE changes, and looks
  *    again: a real sleep on a condition variable (Linux sleeps on the folio lock in
  *    migration_entry_wait), woken after step 4 or after a restore. The check of the PTE is

@@ -40,7 +40,7 @@
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
-#define VM_GROWSDOWN 0x00000100UL /* MAP_GROWSDOWN: a fault below grows it (fault.c) */
+#define VM_GROWSDOWN 0x00000100UL /* MAP_GROWSDOWN: a fault below grows it (dispatch.c) */
 #define VM_LOCKED 0x00002000UL	  /* MAP_LOCKED: populated at mmap; no DONTNEED, FREE or
 				   * REMOVE; not inherited by fork */
 #define VM_DONTCOPY 0x00020000UL
