@@ -5,7 +5,7 @@
 #ifndef PM_FAULT_FAULT_H
 #define PM_FAULT_FAULT_H
 
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
@@ -52,6 +52,14 @@ static inline int vm_fault_to_errno(vm_fault_t fault)
 	if (fault & (VM_FAULT_SIGBUS | VM_FAULT_SIGSEGV))
 		return -EFAULT;
 	return 0;
+}
+
+/* The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
+ * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing. */
+static inline void vma_anon_prepare(struct pm_vma *vma)
+{
+	if (!atomic_load_relaxed(&vma->xanon_vma))
+		pm__vma_anon_prepare(vma);
 }
 
 /* Linux's vmf_error(): the fault's result for an -errno from below (-ENOMEM, or -EFAULT). */

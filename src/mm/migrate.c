@@ -81,12 +81,12 @@
  * mappings, so it goes the other way: it walks every mm of the machine, each under its lock
  * for read in turn, and migrates the pages it chose by address, each re-checked under the PTL
  * to still map the frame it chose. The mms it walks cannot go away meanwhile: it holds the
- * machine's compact_lock, under which alone an mm leaves the machine's list (mm.c), and which
- * nobody takes while holding an mm's lock. A THP fault that wants compaction (defrag=madvise)
+ * machine's compact_lock, under which alone an mm leaves the machine's list (lifecycle.c), and
+ * which nobody takes while holding an mm's lock. A THP fault that wants compaction (defrag=madvise)
  * asks pm_fault() to run it after the fault dropped its locks (VM_FAULT_COMPACT), never from
  * inside the fault.
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 #define NR_MAX_MIGRATE_PAGES_RETRY 10
 
