@@ -1,22 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * labels.c - what an address is: the registry of typed objects, the field tables, and the
- * program's symbol tables for globals.
+ * labels.c - what an address is: the field tables of the types the library names, and the
+ * program's symbol tables for globals, read over the registry of objects (registry.c).
  *
  * A conflict must read as "struct pm_page[pfn 1234].xrefcount (head of an order-9 folio)" or
  * "struct pm_mm_range.lock.xcount", never as a bare address. The decisions:
- *  - The library names its objects where it makes them (lib/trace.h: the machine with its
- *    frames, descriptors, per-CPU caches and zones; mms, ranges, VMAs, page-table pages by
- *    level, shmem objects and tree nodes, VMA tree nodes, stat blocks) and says when each
- *    goes. Tests and harnesses name theirs with pm_trace_register(). A name is a type: the
- *    field tables (fields.h) are built with offsetof(), so they follow internal.h.
- *  - Labels are made after the run, never on the recording path, so an object that went
- *    during the operation must still label its accesses: an entry is not removed when its
- *    object goes, it is marked with the generation it went at, and a lookup for a log takes
- *    the objects still alive at some point after the log began (its gen). An entry made at
- *    the same address replaces the old one, which keeps the registry as small as the set of
- *    addresses the library ever used. Among the objects around an address the smallest wins:
- *    a page-table page lies inside the machine's frames, a per-CPU cache inside its array.
+ *  - A registered object's name is a type: the field tables (fields.h) are built with
+ *    offsetof(), so they follow src/'s headers. This file is the only one of the tracer that
+ *    reads src/'s structs, and nothing in src/ calls it: the library's hooks go to
+ *    registry.c, so the tracer's files and the library's call each other in one direction.
+ *    A region's type is what its name meant when it was registered: a built-in type, or a user
+ *    type registered before it.
  *  - Descriptors describe themselves from their current state (flags, order, head): "head of
  *    an order-9 folio", "a PTE table", "free". That is the state when the label is made,
  *    after the operations, which is what a reader of the report wants to know of the page.
@@ -37,7 +31,7 @@
 #include <unistd.h>
 
 #include "gup/gup.h"
-#include "trace/trace.h"
+#include "trace/registry.h"
 
 /* ---- types ---- */
 
@@ -58,6 +52,7 @@
 struct type_info {
 	struct pm_trace_type t;
 	const char *index_name;	/* an element of an array: "[pfn 12]" */
+	uint64_t gen;		/* a user type: the registry's generation when it came; else 0 */
 };
 
 #define TYPE(t, disp, idx) \
@@ -99,17 +94,6 @@ static struct type_info builtin_types[] = {
 #define MAX_USER_TYPES 64
 static struct type_info user_types[MAX_USER_TYPES];
 static unsigned nr_user_types;
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/*
- * The registry's lock, taken by the library's hooks on the recording path too: the real
- * pthread calls, not the wrapped ones that would record the tracer's own lock (runtime.c).
- */
-int __real_pthread_mutex_lock(pthread_mutex_t *mu);
-int __real_pthread_mutex_unlock(pthread_mutex_t *mu);
-#define reg_lock_take() __real_pthread_mutex_lock(&reg_lock)
-#define reg_lock_drop() __real_pthread_mutex_unlock(&reg_lock)
-
 static const struct type_info *type_find_locked(const char *name)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(builtin_types); i++)
@@ -121,155 +105,28 @@ static const struct type_info *type_find_locked(const char *name)
 	return NULL;
 }
 
+/* The type of @r: what its name meant when it was registered - a built-in type, or a user
+ * type registered before it (a type registered later does not label it). NULL: a name no
+ * table knew. */
+static const struct type_info *region_type_locked(const struct pm_trace_region *r)
+{
+	const struct type_info *ti = type_find_locked(r->type_name);
+
+	return ti && ti->gen < r->born ? ti : NULL;
+}
+
 int pm_trace_type_register(const struct pm_trace_type *t)
 {
 	int ret = -1;
 
-	reg_lock_take();
+	pm__trace_reg_lock();
 	if (!type_find_locked(t->name) && nr_user_types < MAX_USER_TYPES) {
-		user_types[nr_user_types++] = (struct type_info){ *t, NULL };
+		user_types[nr_user_types++] =
+			(struct type_info){ *t, NULL, pm__trace_generation_locked() };
 		ret = 0;
 	}
-	reg_lock_drop();
+	pm__trace_reg_unlock();
 	return ret;
-}
-
-/* ---- the registry ---- */
-
-struct region {
-	uintptr_t base, end;
-	const struct type_info *type;	/* NULL: a name no table knows */
-	const char *type_name;
-	uint64_t born, dead;		/* generations; dead 0: alive */
-};
-
-static struct region *regions;
-static size_t nr_regions, cap_regions;
-static size_t *by_base;			/* open addressing: region index + 1, 0 = empty */
-static size_t by_base_cap;		/* a power of two, at least twice nr_regions */
-static uint64_t generation;
-
-static size_t hash_base(uintptr_t base)
-{
-	return (size_t)((base >> 3) * 0x9e3779b97f4a7c15ULL);
-}
-
-static size_t *slot_of(uintptr_t base)
-{
-	size_t mask = by_base_cap - 1;
-
-	for (size_t i = hash_base(base) & mask;; i = (i + 1) & mask)
-		if (!by_base[i] || regions[by_base[i] - 1].base == base)
-			return &by_base[i];
-}
-
-static bool registry_grow(void)
-{
-	size_t ncap = cap_regions ? cap_regions * 2 : 1024;
-	size_t *nb = calloc(ncap * 2, sizeof(*nb));
-	struct region *nr;
-
-	if (!nb)
-		return false;
-	nr = realloc(regions, ncap * sizeof(*nr));
-	if (!nr) {
-		free(nb);
-		return false;
-	}
-	regions = nr;
-	cap_regions = ncap;
-	free(by_base);
-	by_base = nb;
-	by_base_cap = ncap * 2;
-	for (size_t i = 0; i < nr_regions; i++)
-		*slot_of(regions[i].base) = i + 1;
-	return true;
-}
-
-void pm_trace_register(const void *p, size_t n, const char *type)
-{
-	uintptr_t base = (uintptr_t)p;
-	size_t *slot;
-	struct region *r;
-
-	if (!p || !n)
-		return;
-	if (!type)
-		type = "?";
-	reg_lock_take();
-	if (nr_regions == cap_regions && !registry_grow())
-		goto out;
-	slot = slot_of(base);
-	if (*slot) {
-		r = &regions[*slot - 1];
-	} else {
-		r = &regions[nr_regions++];
-		*slot = nr_regions;
-	}
-	r->base = base;
-	r->end = base + n;
-	r->type = type_find_locked(type);
-	r->type_name = type;
-	r->born = ++generation;
-	r->dead = 0;
-out:
-	reg_lock_drop();
-}
-
-void pm_trace_unregister(const void *p)
-{
-	size_t *slot;
-
-	if (!p)
-		return;
-	reg_lock_take();
-	if (by_base_cap) {
-		slot = slot_of((uintptr_t)p);
-		if (*slot && !regions[*slot - 1].dead)
-			regions[*slot - 1].dead = ++generation;
-	}
-	reg_lock_drop();
-}
-
-uint64_t pm_trace_generation(void)
-{
-	uint64_t g;
-
-	reg_lock_take();
-	g = generation;
-	reg_lock_drop();
-	return g;
-}
-
-/* The library's hooks (lib/trace.h). */
-void pm__trace_object(const void *p, size_t n, const char *type)
-{
-	pm_trace_register(p, n, type);
-}
-
-void pm__trace_object_gone(const void *p)
-{
-	pm_trace_unregister(p);
-}
-
-/* The smallest region around @addr alive after @gen, or NULL; @type_name: only that type. */
-static const struct region *region_find_locked(uintptr_t addr, uint64_t gen,
-					       const char *type_name)
-{
-	const struct region *best = NULL;
-
-	for (size_t i = 0; i < nr_regions; i++) {
-		const struct region *r = &regions[i];
-
-		if (addr < r->base || addr >= r->end || (r->dead && r->dead <= gen))
-			continue;
-		if (type_name && strcmp(r->type_name, type_name))
-			continue;
-		if (!best || r->end - r->base < best->end - best->base ||
-		    (r->end - r->base == best->end - best->base && r->born > best->born))
-			best = r;
-	}
-	return best;
 }
 
 /* ---- building a label ---- */
@@ -510,7 +367,8 @@ static const struct gsym *gsym_find_locked(uintptr_t addr)
 size_t pm_trace_label(uintptr_t addr, size_t size, uint64_t gen, char *buf, size_t len)
 {
 	struct sbuf b = { buf, 0, len };
-	const struct region *r;
+	const struct pm_trace_region *r;
+	const struct type_info *ti;
 	const struct gsym *g;
 
 	if (!len)
@@ -518,15 +376,15 @@ size_t pm_trace_label(uintptr_t addr, size_t size, uint64_t gen, char *buf, size
 	buf[0] = '\0';
 	if (!size)
 		size = 1;
-	reg_lock_take();
-	r = region_find_locked(addr, gen, NULL);
-	if (r && r->type) {
-		const struct type_info *ti = r->type;
+	pm__trace_reg_lock();
+	r = pm__trace_region_find_locked(addr, gen, NULL);
+	ti = r ? region_type_locked(r) : NULL;
+	if (ti) {
 		size_t esize = ti->t.size ? ti->t.size : r->end - r->base;
 		size_t index = (addr - r->base) / esize;
 		size_t off = (addr - r->base) % esize;
 		char desc[160] = "";
-		const struct region *frames;
+		const struct pm_trace_region *frames;
 
 		sb_printf(&b, "%s", ti->t.display);
 		if (r->end - r->base > esize) {
@@ -548,7 +406,7 @@ size_t pm_trace_label(uintptr_t addr, size_t size, uint64_t gen, char *buf, size
 			describe_page((const char *)r->base + index * esize, index, desc,
 				      sizeof(desc));
 		if (strcmp(ti->t.name, "frame") && strcmp(ti->t.name, "pm_page") &&
-		    (frames = region_find_locked(addr, gen, "frame")) != NULL) {
+		    (frames = pm__trace_region_find_locked(addr, gen, "frame")) != NULL) {
 			size_t l = strlen(desc);
 
 			snprintf(desc + l, sizeof(desc) - l, "%spfn %zu", l ? ", " : "",
@@ -567,6 +425,6 @@ size_t pm_trace_label(uintptr_t addr, size_t size, uint64_t gen, char *buf, size
 	} else {
 		sb_printf(&b, "unlabelled %#lx", (unsigned long)addr);
 	}
-	reg_lock_drop();
+	pm__trace_reg_unlock();
 	return b.len;
 }

@@ -338,7 +338,7 @@ static void lock_event(const void *lock, unsigned flags)
 	t->ev[t->nev++] = (struct pm_trace_lock_event){ (uintptr_t)lock, t->n, flags };
 }
 
-/* The library's hooks (src/lib/trace.h): not on its layers' call graph, like labels.c's. */
+/* The library's hooks (src/lib/trace.h): not on its layers' call graph, like registry.c's. */
 void pm__trace_lock(const void *lock, int excl);
 void pm__trace_unlock(const void *lock);
 

@@ -39,7 +39,7 @@
  *  - COW, do_wp_page's reuse, unshare: replace a present entry they re-read under the PTL.
  *  - migration (mm/migrate.c): unmap exchanges a present entry for a migration entry under the
  *    PTL; a lockless install needs an empty entry, so it never overwrites a migration entry,
- *    and the fault on one waits for it (fault.c). The restore writes only where it re-reads
+ *    and the fault on one waits for it (dispatch.c). The restore writes only where it re-reads
  *    its own migration entry; if a zap emptied it and a fault filled it meanwhile, the restore
  *    leaves it alone, as before. A speculative slow-GUP grab racing the unmap is GUP-fast's
  *    race: the unmap's exchange and its pin check against our grab, barrier and re-read -

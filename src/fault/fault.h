@@ -5,7 +5,7 @@
 #ifndef PM_FAULT_FAULT_H
 #define PM_FAULT_FAULT_H
 
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
@@ -54,13 +54,21 @@ static inline int vm_fault_to_errno(vm_fault_t fault)
 	return 0;
 }
 
+/* The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
+ * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing. */
+static inline void vma_anon_prepare(struct pm_vma *vma)
+{
+	if (!atomic_load_relaxed(&vma->xanon_vma))
+		pm__vma_anon_prepare(vma);
+}
+
 /* Linux's vmf_error(): the fault's result for an -errno from below (-ENOMEM, or -EFAULT). */
 static inline vm_fault_t vmf_error(int err)
 {
 	return err == -ENOMEM ? VM_FAULT_OOM : VM_FAULT_SIGBUS;
 }
 
-/* // fault/fault.c */
+/* // fault/dispatch.c */
 __hidden vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr,
 					unsigned fault_flags);
 

@@ -10,8 +10,9 @@
  * mapcount 1), and what happens when it is not (a THP is split, a hugetlb page copied whole).
  *
  * The helpers are here, below both users, so that the files of fault/ call each other in one
- * direction only: fault.c -> the handlers -> huge_pmd.c, and fork.c -> hugetlb_fault.c for the page
- * tables of a hugetlb VMA. The leaves' encoding is pgtable/pgtable.h's (mk_huge_pmd).
+ * direction only: dispatch.c -> the handlers -> huge_pmd.c, and fork.c -> hugetlb_fault.c for
+ * the page tables of a hugetlb VMA; fault.h, the layer's header, is below them all. The leaves'
+ * encoding is pgtable/pgtable.h's (mk_huge_pmd).
  */
 #include "fault/fault.h"
 

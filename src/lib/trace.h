@@ -15,9 +15,9 @@
  *
  * In every other build these are empty macros: no call, no symbol, no cost. They name objects
  * and mark lock sections, nothing else - the tracer learns no state from them - so no build
- * can behave differently because of them. The definitions are the tracer's (trace/labels.c and
- * trace/runtime.c), outside src/, so they add no call between the layers
- * (tests/scripts/layers.sh).
+ * can behave differently because of them. The definitions are the tracer's (trace/registry.c
+ * and trace/runtime.c), outside src/, so they add no call between the layers
+ * (tests/scripts/layers.sh), and neither file reads a type of src/.
  */
 #ifndef PM_LIB_TRACE_H
 #define PM_LIB_TRACE_H

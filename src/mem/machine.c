@@ -379,7 +379,7 @@ fail_free:
 }
 
 /*
- * pm__machine_free() - the end of pm_machine_destroy() (mm/mm.c, the layer that knows what
+ * pm__machine_free() - the end of pm_machine_destroy() (mm/lifecycle.c, the layer that knows what
  * lives in a machine): nothing lives in @m any more and deferred frees are flushed.
  */
 void pm__machine_free(struct pm_machine *m)

@@ -21,7 +21,7 @@
  *     fork or fault, a GUP-fast pin, which takes no lock of this mm): a snapshot, as /proc's.
  * pm_mincore()'s page-cache lookups peek under RCU (shmem/cache.c), without a reference too.
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /*
  * A walk of [start, end) inside one VMA: Linux's mm_walk, cut down to what these calls need.

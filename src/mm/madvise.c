@@ -28,7 +28,7 @@
  * would try to split it; pinmm does not split folios here, which is Linux's answer when the
  * split fails).
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /*
  * madvise_walk_vmas() - @visit each VMA's part [s, e) of [@start, @end) in address order, as

@@ -60,7 +60,7 @@
  *    last reference goes, after every PTE names the new one. A GUP-fast walker that loads
  *    the migration entry finds it not present and falls back to the slow path, whose fault
  *    waits.
- *  - Faults, under the VMA's read lock or mmap_lock for read. The dispatcher (fault/fault.c)
+ *  - Faults, under the VMA's read lock or mmap_lock for read. The dispatcher (fault/dispatch.c)
  *    sees the entry, sleeps in pm__migration_entry_wait() until the PTE changes, and looks
  *    again: a real sleep on a condition variable (Linux sleeps on the folio lock in
  *    migration_entry_wait), woken after step 4 or after a restore. The check of the PTE is
@@ -81,12 +81,12 @@
  * mappings, so it goes the other way: it walks every mm of the machine, each under its lock
  * for read in turn, and migrates the pages it chose by address, each re-checked under the PTL
  * to still map the frame it chose. The mms it walks cannot go away meanwhile: it holds the
- * machine's compact_lock, under which alone an mm leaves the machine's list (mm.c), and which
- * nobody takes while holding an mm's lock. A THP fault that wants compaction (defrag=madvise)
+ * machine's compact_lock, under which alone an mm leaves the machine's list (lifecycle.c), and
+ * which nobody takes while holding an mm's lock. A THP fault that wants compaction (defrag=madvise)
  * asks pm_fault() to run it after the fault dropped its locks (VM_FAULT_COMPACT), never from
  * inside the fault.
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 #define NR_MAX_MIGRATE_PAGES_RETRY 10
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * mm/mm.h - address spaces: VMAs, the mm and its ranges, their locks, and what crosses the
- * files of mm/. The calls mm/ makes up into GUP and shmem's fault code (MAP_POPULATE, mremap's
- * populate, MADV_POPULATE_*, MADV_REMOVE: as Linux) are declared here and defined above.
+ * mm/mm.h - address spaces: VMAs, the mm and its ranges, their lock assertions, and what
+ * crosses the files of mm/. The lock verbs (mmap_write_lock_range() and the rest) are range.h's,
+ * since they call range.c: the files that range.c calls include only this header. The calls
+ * mm/ makes up into GUP and shmem's fault code (MAP_POPULATE, mremap's populate,
+ * MADV_POPULATE_*, MADV_REMOVE: as Linux) are declared here and defined above.
  */
 #ifndef PM_MM_MM_H
 #define PM_MM_MM_H
@@ -40,7 +42,7 @@
 #define VM_MAYREAD 0x00000010UL
 #define VM_MAYWRITE 0x00000020UL
 #define VM_MAYSHARE 0x00000080UL
-#define VM_GROWSDOWN 0x00000100UL /* MAP_GROWSDOWN: a fault below grows it (fault.c) */
+#define VM_GROWSDOWN 0x00000100UL /* MAP_GROWSDOWN: a fault below grows it (dispatch.c) */
 #define VM_LOCKED 0x00002000UL	  /* MAP_LOCKED: populated at mmap; no DONTNEED, FREE or
 				   * REMOVE; not inherited by fork */
 #define VM_DONTCOPY 0x00020000UL
@@ -109,19 +111,11 @@ struct pm_vma_cache {
 #define PM_ANON_VMA_FORKED 1UL
 #define PM_ANON_VMA_ID 2UL
 
-__hidden void pm__vma_anon_prepare(struct pm_vma *vma);
+__hidden void pm__vma_anon_prepare(struct pm_vma *vma); /* fault.h: vma_anon_prepare() */
 __hidden unsigned long pm__vma_anon_vma(struct pm_vma *vma);
 __hidden void pm__vma_anon_clear(struct pm_vma *vma);
 __hidden bool pm__vma_anon_mark_pcpu(struct pm_vma *vma);	/* vma_lock.c */
 __hidden bool pm__vma_anon_marked(struct pm_vma *vma, bool clear); /* vma_lock.c */
-
-/* The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
- * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing. */
-static inline void vma_anon_prepare(struct pm_vma *vma)
-{
-	if (!atomic_load_relaxed(&vma->xanon_vma))
-		pm__vma_anon_prepare(vma);
-}
 
 static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 {
@@ -310,6 +304,14 @@ static inline bool mm_one_range(const struct pm_mm *mm)
 	return mm->nr_ranges == 1;
 }
 
+/* Does this thread hold, for read or write, every range of @mm that [@start, @end) meets? */
+static inline bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_rwsem_run *h = pm__range_hold(mm);
+
+	return h && h->lo <= range_of(mm, start) && range_of(mm, end - 1) <= h->hi;
+}
+
 /* // mm/range.c */
 __hidden int pm__range_init(struct pm_mm *mm, bool range_design);
 __hidden void pm__range_fini(struct pm_mm *mm);
@@ -317,7 +319,6 @@ __hidden void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsig
 __hidden void pm__range_lock_read(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__range_lock_all(struct pm_mm *mm);
 __hidden void pm__range_lock_slots(struct pm_mm *mm, unsigned lo, unsigned hi, bool write);
-__hidden bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__range_downgrade(struct pm_mm *mm);
 __hidden void pm__range_unlock(struct pm_mm *mm);
 __hidden long pm__range_gap_scan(struct pm_mm *mm, unsigned long len, unsigned long align);
@@ -355,149 +356,6 @@ __hidden bool pm__vma_start_read(struct pm_vma *vma);
 __hidden void pm__vma_end_read(struct pm_vma *vma);
 __hidden struct pm_vma *pm__lock_vma_under_rcu(struct pm_mm *mm, unsigned long addr);
 __hidden bool pm__vma_absent(struct pm_mm *mm, unsigned long addr, bool fault);
-
-/*
- * The locks of an address space, in pairs: a lock call and the unlock that ends it.
- *	mmap_write_lock_range(mm, start, end)	a change of [start, end): the ranges it may
- *						touch, for write (all of it in Linux's design)
- *	mmap_write_lock_all(mm)			a whole-mm operation (fork, teardown)
- *	  ... mmap_write_downgrade(mm)		(optional) the VMA write locks end
- *	mmap_write_unlock(mm)
- *	mmap_read_lock_range(mm, start, end)	a read of [start, end) (slow GUP, a fault's
- *						fallback, MADV_DONTNEED)
- *	mmap_read_unlock(mm)
- * Each range's VMA write locks end when its write hold does (its lock sequence moves on: the
- * range design's and Linux's vma_end_write_all); what left its tree goes to RCU once a batch
- * is full. See mm/range.c.
- */
-/*
- * Most holds are a run of one range - every hold of Linux's design, and the range design's
- * changes inside one range - so taking, downgrading and letting go of one range is inline;
- * longer runs and widening are range.c's.
- */
-static inline struct pm_rwsem_run *range_hold_one(struct pm_mm *mm, unsigned r, bool write)
-{
-	struct pm_rwsem_run *runs = pm__rwsem_runs, *h = runs[0].owner ? &runs[1] : &runs[0];
-
-	pm_bug_on(h->owner || runs[0].owner == mm || runs[1].owner == mm);
-	if (write)
-		pm_down_write(&mm->ranges[r].lock);
-	else
-		pm_down_read(&mm->ranges[r].lock);
-	h->owner = mm;
-	h->lo = h->hi = r;
-	h->write = write;
-	h->downgraded = false;
-	return h;
-}
-
-static inline void mmap_write_lock_range(struct pm_mm *mm, unsigned long start,
-					 unsigned long end)
-{
-	if (mm_one_range(mm))
-		range_hold_one(mm, 0, true); /* the only range: nothing can widen it */
-	else
-		pm__range_lock_change(mm, start, end);
-}
-
-static inline void mmap_write_lock_all(struct pm_mm *mm)
-{
-	if (mm_one_range(mm))
-		range_hold_one(mm, 0, true);
-	else
-		pm__range_lock_all(mm);
-}
-
-/* A change that must start again with every range held (-EAGAIN from the range design's VMA
- * count) asks for @all. */
-static inline void mmap_write_lock_range_or_all(struct pm_mm *mm, unsigned long start,
-						unsigned long end, bool all)
-{
-	if (all)
-		mmap_write_lock_all(mm);
-	else
-		mmap_write_lock_range(mm, start, end);
-}
-
-static inline void mmap_read_lock_range(struct pm_mm *mm, unsigned long start,
-					unsigned long end)
-{
-	unsigned lo, hi;
-
-	if (mm_one_range(mm)) {
-		range_hold_one(mm, 0, false);
-		return;
-	}
-	lo = range_of(mm, start);
-	hi = range_of(mm, end > start ? end - 1 : start);
-	if (lo == hi)
-		range_hold_one(mm, lo, false);
-	else
-		pm__range_lock_read(mm, start, end);
-}
-
-/*
- * mmap_write_downgrade() - end every VMA write lock of the section, and - where the policy
- * says so (Linux's mmap_write_downgrade) - keep the ranges for read only. The caller may still
- * retire VMAs until it unlocks: no other thread touches those lists before the next writer,
- * which cannot come in before then.
- */
-static inline void mmap_write_downgrade(struct pm_mm *mm)
-{
-	struct pm_rwsem_run *h = pm__range_hold(mm);
-	struct pm_mm_range *rg;
-
-	mmap_assert_write_locked(mm);
-	pm_bug_on(!h || !h->write || h->downgraded);
-	if (h->lo != h->hi) {
-		pm__range_downgrade(mm);
-		return;
-	}
-	rg = &mm->ranges[h->lo];
-	atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
-	if (mm->policy->downgrade)
-		pm_downgrade_write(&rg->lock);
-	h->downgraded = true;
-}
-
-/* Let go of a run of one range; a longer one is range.c's. */
-static inline void mmap_unlock(struct pm_mm *mm)
-{
-	struct pm_rwsem_run *h = pm__range_hold(mm);
-	struct pm_mm_range *rg;
-
-	pm_bug_on(!h);
-	if (h->lo != h->hi) {
-		pm__range_unlock(mm);
-		return;
-	}
-	rg = &mm->ranges[h->lo];
-	if (!h->write) {
-		h->owner = NULL;
-		pm_up_read(&rg->lock);
-		return;
-	}
-	if (unlikely(rg->set.nr_retired_vmas + rg->set.vmt.nr_retired >= PM_RETIRE_BATCH))
-		pm__vma_set_flush(mm, &rg->set, false);
-	h->owner = NULL;
-	if (h->downgraded && mm->policy->downgrade) {
-		pm_up_read(&rg->lock);
-		return;
-	}
-	if (!h->downgraded)
-		atomic_store_release(&rg->xlock_seq, atomic_load_relaxed(&rg->xlock_seq) + 1);
-	pm_up_write(&rg->lock);
-}
-
-static inline void mmap_write_unlock(struct pm_mm *mm)
-{
-	mmap_unlock(mm);
-}
-
-static inline void mmap_read_unlock(struct pm_mm *mm)
-{
-	mmap_unlock(mm);
-}
 
 /* The sequence that ends a write lock of @vma taken now: that of the range holding the VMA's
  * start, which its writer holds. */
@@ -556,7 +414,7 @@ __hidden void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
-/* // mm/mm.c */
+/* // mm/lifecycle.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
 /* // mm/migrate.c */

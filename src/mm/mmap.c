@@ -12,7 +12,7 @@
  * A PMD leaf (a PMD-mapped THP) always lies inside one VMA: pm__split_vma splits the leaf when
  * it splits the VMA inside it.
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /* Linux's x86-64 mmap and mprotect bits that pinmm's headers do not name (uapi values). */
 #define LX_MAP_TYPE 0x0fU	/* the type nibble: SHARED, PRIVATE, SHARED_VALIDATE, DROPPABLE */

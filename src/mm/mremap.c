@@ -71,7 +71,7 @@
  * pinmm has no mmu notifier that hears of invalidations (pm_mm_notifier has only ->release):
  * munmap tells none either, so a move tells none.
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 #define MREMAP_KNOWN (PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED | PM_MREMAP_DONTUNMAP)
 

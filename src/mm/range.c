@@ -6,7 +6,9 @@
  * space whose operations on non-overlapping ranges share nothing (RadixVM's goal, Clements et
  * al., EuroSys 2013). Everything below holds for both; with one range, every change holds
  * all of it, which is Linux's mmap_lock. Nothing outside this file and the mm's creation asks
- * which design is in force (tests/scripts/layers.sh).
+ * which design is in force (tests/scripts/layers.sh). The lock verbs that every caller uses
+ * (mmap_write_lock_range() and the rest) are in range.h, inline for a run of one range; longer
+ * runs and widening are here.
  *
  * Linux serialises every mmap, munmap, mprotect and madvise of an mm on mmap_lock, even with
  * per-VMA locks. Here the address space is cut into NR_RANGES ranges of 512 GiB, one PGD
@@ -93,7 +95,7 @@
  * each range that refill from a pool COUNT_BATCH units at a time, exact at the limit (see
  * "the VMA count" below).
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /* The range design: 512 GiB ranges, one PGD entry each. Linux's design is one range, the
  * whole user address space. */
@@ -115,13 +117,6 @@ struct pm_mm_count {
 
 static __thread int arena = -1;
 static _Atomic unsigned next_arena;
-
-bool pm__range_covers(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	struct pm_rwsem_run *h = pm__range_hold(mm);
-
-	return h && h->lo <= range_of(mm, start) && range_of(mm, end - 1) <= h->hi;
-}
 
 /* ---- creation ---- */
 

@@ -65,7 +65,7 @@
  * neither, no section overlapped the lookup, and the tree it read (vma_tree.c: a consistent
  * version of each node) was the tree between two sections, where no VMA covered the address:
  * the miss is the answer the locked path would have given at that moment. A fault below a
- * VM_GROWSDOWN VMA would grow it (fault.c), which may be in another range, so a fault misses
+ * VM_GROWSDOWN VMA would grow it (dispatch.c), which may be in another range, so a fault misses
  * without the lock only in an mm that never had such a VMA (mm->xgrowsdown, set before the
  * entry is stored, so a lookup that could find the VMA is ordered after it). Slow GUP does not
  * grow stacks (Linux 6.5), so it needs no such test.

@@ -16,7 +16,7 @@
 #     in its body (*assert*_locked( or *assert*_held(), as Linux puts lockdep_assert_held()
 #     beside every "caller holds".
 #  3. One address space, two policies: no file branches on the design but the policy table
-#     (mm/range.c) and the mm's creation (mm/mm.c, from the machine's flag, mem/machine.c).
+#     (mm/range.c) and the mm's creation (mm/lifecycle.c, from the machine's flag, mem/machine.c).
 #     Outside those, no line names the machine's flag (range_mm), a policy table
 #     (linux_policy, range_policy), a policy's name, or compares the number of ranges - but
 #     mm_one_range() in mm/mm.h, the geometry query of the one-range fast paths.
@@ -109,7 +109,7 @@ fi
 # One address space, two policies.
 grep -rnE '(->|\.)range_mm|(linux|range)_policy|policy->name|nr_ranges *(==|!=|>|<)|mm_range_design' \
 	"$SRC" --include=*.c --include=*.h |
-	grep -vE '^[^:]*/(mm/range\.c|mm/mm\.c|mem/machine\.c):' |
+	grep -vE '^[^:]*/(mm/range\.c|mm/lifecycle\.c|mem/machine\.c):' |
 	grep -vE '^[^:]*/mm/mm\.h:[0-9]+:	return mm->nr_ranges == 1;$' |
 	grep -vE '^[^:]*:[0-9]+: *(/?\*|//)' >"$tmp/design" || true
 if [ -s "$tmp/design" ]; then

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * fault.c - the fault entry points: pm_fault(), and the dispatcher every fault and every
+ * dispatch.c - the fault entry points: pm_fault(), and the dispatcher every fault and every
  * slow GUP goes through, pm__handle_mm_fault().
  *
  * The pattern everywhere below: read the entry without a lock; allocate, zero or copy with no

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * mm.c - an address space's life: creation, teardown (telling the notifiers first, as Linux's
- * exit_mmap() does mmu_notifier_release()), and its small accessors.
+ * lifecycle.c - an address space's life: creation, teardown (telling the notifiers first, as
+ * Linux's exit_mmap() does mmu_notifier_release()), and its small accessors.
  *
- * An mm's locks are its ranges' (range.c; Linux's design has one, mmap_lock), each a pm_rwsem
- * (lib/rwsem.h) like the kernel's rwsem: once mmap or munmap waits, new readers (faults, slow
- * GUP) queue behind it, and waiters spin briefly before sleeping. Nothing takes them
- * recursively: a thread holds one run of an mm's ranges at a time.
+ * An mm's locks are its ranges' (range.c, with the lock verbs in range.h; Linux's design has
+ * one, mmap_lock), each a pm_rwsem (lib/rwsem.h) like the kernel's rwsem: once mmap or munmap
+ * waits, new readers (faults, slow GUP) queue behind it, and waiters spin briefly before
+ * sleeping. Nothing takes them recursively: a thread holds one run of an mm's ranges at a time.
  */
-#include "mm/mm.h"
+#include "mm/range.h"
 
 /* Default top of the top-down mmap area: below the user space's end, leaving a stack gap. */
 #define PM_MMAP_BASE ((PM_TASK_SIZE - (128UL << 20)) & PMD_MASK)
