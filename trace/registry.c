@@ -18,6 +18,7 @@
  *    a page-table page lies inside the machine's frames, a per-CPU cache inside its array.
  *  - This file knows no type of src/: the library's hooks call down into it, and only
  *    labels.c, which nothing in src/ calls, reads src/'s structs.
+ *  - A fork child gets the registry's lock free: it is held across fork() (reg_atfork_init).
  */
 #include <pthread.h>
 #include <stdbool.h>
@@ -46,6 +47,22 @@ void pm__trace_reg_lock(void)
 void pm__trace_reg_unlock(void)
 {
 	reg_lock_drop();
+}
+
+/*
+ * fork(): every object a library call makes is registered under reg_lock, so a thread of the
+ * parent may hold it at the fork, and a child that makes a machine would wait for it for
+ * ever (test_gup_longterm's process fork). The lock is taken around fork, as glibc takes
+ * malloc's, and is free again on both sides.
+ */
+static void reg_atfork_release(void)
+{
+	reg_lock_drop();
+}
+
+__attribute__((constructor)) static void reg_atfork_init(void)
+{
+	pthread_atfork(pm__trace_reg_lock, reg_atfork_release, reg_atfork_release);
 }
 
 
