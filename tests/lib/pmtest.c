@@ -108,6 +108,16 @@ unsigned long pmt_pfn_at(struct pm_mm *mm, unsigned long addr)
 	return pfn;
 }
 
+long pmt_nr_maps(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_map_info mi[64];
+	long n = pm_mm_maps(mm, start, mi, 64), k = 0;
+
+	for (long i = 0; i < n; i++)
+		k += mi[i].start < end;
+	return k;
+}
+
 struct pm_page *pmt_page_at(struct pm_mm *mm, unsigned long addr)
 {
 	struct pm_page *page = NULL;

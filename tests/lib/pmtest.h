@@ -14,7 +14,7 @@
  *   pages         pmt_pfn_at(), pmt_page_at(), pmt_order_at(), pmt_snapshot() and
  *                 pmt_counts_equal() (refcounts and pincounts back where they were)
  *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch(); one byte: pmt_poke(),
- *                 pmt_peek()
+ *                 pmt_peek(); VMAs in a range: pmt_nr_maps()
  *   contents      address patterns: pmt_fill(), pmt_check(), pmt_reads_zero();
  *                 tagged pages (tag << 32 | page index): pmt_put_tag(), pmt_bad_tag(),
  *                 pmt_bad_pin(), pmt_page_is(); whole pages of one word: pmt_fill_words(),
@@ -242,6 +242,9 @@ static inline int pmt_peek(struct pm_mm *mm, unsigned long addr)
 
 /* The frame mapped at @addr, without faulting; ULONG_MAX if there is none. */
 unsigned long pmt_pfn_at(struct pm_mm *mm, unsigned long addr);
+
+/* How many VMAs (pm_mm_maps rows, at most 64) lie in [@start, @end). */
+long pmt_nr_maps(struct pm_mm *mm, unsigned long start, unsigned long end);
 
 /* The page at @addr (faulted in for read if need be), no reference kept; bails out if none. */
 struct pm_page *pmt_page_at(struct pm_mm *mm, unsigned long addr);

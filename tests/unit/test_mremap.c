@@ -55,16 +55,6 @@ static unsigned long pfn(struct pm_mm *mm, unsigned long a)
 	return pmt_pfn_at(mm, a);
 }
 
-static long nr_maps(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	struct pm_map_info mi[64];
-	long n = pm_mm_maps(mm, start, mi, 64), k = 0;
-
-	for (long i = 0; i < n; i++)
-		k += mi[i].start < end;
-	return k;
-}
-
 static bool map_info(struct pm_mm *mm, unsigned long a, struct pm_map_info *out)
 {
 	return pm_mm_maps(mm, a, out, 1) == 1 && out->start <= a;
@@ -174,14 +164,14 @@ static void test_resize(void)
 	ASSERT_EQ(map_at(mm, a, 3 * PG, RW), (long)a);
 	ASSERT_EQ(pm_munmap(mm, a + PG, PG), 0);
 	is_int(pm_mremap(mm, a, PG, 2 * PG, 0, 0), (long)a, "%s: expand_merge: grows", dn);
-	is_int(nr_maps(mm, a, a + 3 * PG), 1, "%s: expand_merge: one VMA of three pages", dn);
+	is_int(pmt_nr_maps(mm, a, a + 3 * PG), 1, "%s: expand_merge: one VMA of three pages", dn);
 	/* expand_merge_offset: growing the middle of a VMA's tail part */
 	ASSERT_EQ(pm_munmap(mm, a, 3 * PG), 0);
 	ASSERT_EQ(map_at(mm, a, 4 * PG, RW), (long)a);
 	ASSERT_EQ(pm_munmap(mm, a + 2 * PG, PG), 0);
 	is_int(pm_mremap(mm, a + PG, PG, 2 * PG, 0, 0), (long)(a + PG),
 	       "%s: expand_merge_offset: grows", dn);
-	is_int(nr_maps(mm, a, a + 4 * PG), 1, "%s: expand_merge_offset: one VMA", dn);
+	is_int(pmt_nr_maps(mm, a, a + 4 * PG), 1, "%s: expand_merge_offset: one VMA", dn);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, "resize");
 }
@@ -460,7 +450,7 @@ static void test_dontunmap(void)
 		pm_access(mm, r + 7 * PG, &w, 8, 0);
 		ok(w == pmt_pattern(a + 7 * PG, 21), "%s: DONTUNMAP: the data is at the target", dn);
 	}
-	ok(pmt_reads_zero(mm, a, 8) && nr_maps(mm, a, a + 8 * PG) == 1,
+	ok(pmt_reads_zero(mm, a, 8) && pmt_nr_maps(mm, a, a + 8 * PG) == 1,
 	   "%s: DONTUNMAP: the source stays mapped and reads zero", dn);
 	pm_munmap(mm, r, 8 * PG);
 	/* with FIXED, of the middle of a mapping */
@@ -511,7 +501,7 @@ static void test_multi(void)
 		   mi[1].start == b + 6 * PG && mi[1].prot == PM_PROT_READ &&
 		   mi[2].start == b + 8 * PG && mi[2].end == b + 10 * PG,
 	   "%s: multi: the layout and the gap kept", dn);
-	ok(nr_maps(mm, a, a + 10 * PG) == 0, "%s: multi: nothing left at the source", dn);
+	ok(pmt_nr_maps(mm, a, a + 10 * PG) == 0, "%s: multi: nothing left at the source", dn);
 	{
 		uint64_t w = 0, x = 0;
 
@@ -629,7 +619,7 @@ static void test_failures(void)
 			if (r == -ENOMEM) {
 				failures++;
 				if (!pmt_check(mm, a, nv, nv) || pmt_peek(mm, t) != -EFAULT ||
-				    nr_maps(mm, a, a + nv * PG) != nv)
+				    pmt_nr_maps(mm, a, a + nv * PG) != nv)
 					bad++, diag("nv %d n %ld: the failed move changed something",
 						    nv, n);
 			} else if (r != (long)t || !moved(mm, t, a, 1, nv) ||

@@ -49,16 +49,6 @@ static struct pm_pagemap_one {
 	return r;
 }
 
-static long nr_maps(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	struct pm_map_info mi[16];
-	long n = pm_mm_maps(mm, start, mi, 16), c = 0;
-
-	for (long i = 0; i < n; i++)
-		c += mi[i].start < end;
-	return c;
-}
-
 static void one_design(unsigned flags, const char *dn)
 {
 	struct pm_config cfg = { .mem_bytes = 64UL << 20, .nr_hugepages = 4, .flags = flags };
@@ -159,13 +149,13 @@ static void one_design(unsigned flags, const char *dn)
 	is_int(pmt_peek(mm, (unsigned long)b), 0, "%s: the read-only half: zero page", dn);
 	child = pm_mm_fork(mm);
 	ASSERT_TRUE(child != NULL);
-	is_int(nr_maps(child, (unsigned long)a, (unsigned long)a + 8 * PG), 2,
+	is_int(pmt_nr_maps(child, (unsigned long)a, (unsigned long)a + 8 * PG), 2,
 	       "%s: the child has both VMAs", dn);
 	is_int(pm_mprotect(child, (unsigned long)b, 4 * PG, RW), 0, "%s: child mprotect", dn);
-	is_int(nr_maps(child, (unsigned long)a, (unsigned long)a + 8 * PG), 2,
+	is_int(pmt_nr_maps(child, (unsigned long)a, (unsigned long)a + 8 * PG), 2,
 	       "%s: ... the child keeps them apart (its anon_vma came from fork)", dn);
 	is_int(pm_mprotect(mm, (unsigned long)b, 4 * PG, RW), 0, "%s: parent mprotect", dn);
-	is_int(nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
+	is_int(pmt_nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
 	       "%s: ... the parent merges them", dn);
 	is_int(pmt_peek(child, (unsigned long)a), 'a', "%s: the child still reads its copy", dn);
 	pm_mm_destroy(child);
@@ -181,10 +171,10 @@ static void one_design(unsigned flags, const char *dn)
 	child = pm_mm_fork(mm);
 	ASSERT_TRUE(child != NULL);
 	is_int(pm_mprotect(child, (unsigned long)b, 4 * PG, RW), 0, "%s: child mprotect", dn);
-	is_int(nr_maps(child, (unsigned long)a, (unsigned long)a + 8 * PG), 2,
+	is_int(pmt_nr_maps(child, (unsigned long)a, (unsigned long)a + 8 * PG), 2,
 	       "%s: ... two anon_vmas from fork: apart", dn);
 	is_int(pm_mprotect(mm, (unsigned long)b, 4 * PG, RW), 0, "%s: parent mprotect", dn);
-	is_int(nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
+	is_int(pmt_nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
 	       "%s: ... one anon_vma in the parent: merged", dn);
 	pm_mm_destroy(child);
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 8 * PG), 0);
@@ -202,14 +192,14 @@ static void one_design(unsigned flags, const char *dn)
 	       a + 32 * (long)PG, "%s: a faulted VMA's tail moved", dn);
 	ASSERT_EQ(pm_mmap(mm, (unsigned long)a + 36 * PG, 4 * PG, RW, ANON | PM_MAP_FIXED, NULL,
 			  0), a + 36 * (long)PG);
-	is_int(nr_maps(mm, (unsigned long)a + 32 * PG, (unsigned long)a + 40 * PG), 2,
+	is_int(pmt_nr_maps(mm, (unsigned long)a + 32 * PG, (unsigned long)a + 40 * PG), 2,
 	       "%s: ... its pgoff stayed: no merge with a new neighbour", dn);
 	ASSERT_EQ(pm_mmap(mm, (unsigned long)a + 48 * PG, 4 * PG, RW, ANON | PM_MAP_FIXED, NULL,
 			  0), a + 48 * (long)PG);
 	is_int(pm_mremap(mm, (unsigned long)a + 48 * PG, 4 * PG, 4 * PG,
 			 PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, (unsigned long)a + 40 * PG),
 	       a + 40 * (long)PG, "%s: an unfaulted VMA moved next to it", dn);
-	is_int(nr_maps(mm, (unsigned long)a + 36 * PG, (unsigned long)a + 44 * PG), 1,
+	is_int(pmt_nr_maps(mm, (unsigned long)a + 36 * PG, (unsigned long)a + 44 * PG), 1,
 	       "%s: ... took the new address as its pgoff: merged", dn);
 	ASSERT_EQ(pm_munmap(mm, (unsigned long)a, 64 * PG), 0);
 
@@ -221,7 +211,7 @@ static void one_design(unsigned flags, const char *dn)
 			 PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED | PM_MREMAP_DONTUNMAP,
 			 (unsigned long)a + 32 * PG), a + 32 * (long)PG, "%s: DONTUNMAP of the middle",
 	       dn);
-	is_int(nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
+	is_int(pmt_nr_maps(mm, (unsigned long)a, (unsigned long)a + 8 * PG), 1,
 	       "%s: ... the source stays one VMA", dn);
 	ok(pmt_peek(mm, (unsigned long)a + 32 * PG + 0) == 'd' &&
 		   pmt_peek(mm, (unsigned long)a + 2 * PG) == 0,

@@ -63,16 +63,6 @@ static struct pm_vma *contended_vma(struct pm_mm *mm)
 	return vma;
 }
 
-static long nr_maps(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	struct pm_map_info mi[16];
-	long n = pm_mm_maps(mm, start, mi, 16), c = 0;
-
-	for (long i = 0; i < n; i++)
-		c += mi[i].start < end;
-	return c;
-}
-
 static void one_design(unsigned flags, const char *name)
 {
 	struct pm_config cfg = { .mem_bytes = 32UL << 20, .flags = flags };
@@ -103,7 +93,7 @@ static void one_design(unsigned flags, const char *name)
 
 	/* A new neighbour without an anon_vma merges with it, as in Linux. */
 	ASSERT_EQ(pm_mmap(mm, A + NPG * PG, PG, RW, FIX, NULL, 0), (long)(A + NPG * PG));
-	is_int(nr_maps(mm, A, A + (NPG + 1) * PG), 1, "%s: merges with a neighbour without one",
+	is_int(pmt_nr_maps(mm, A, A + (NPG + 1) * PG), 1, "%s: merges with a neighbour without one",
 	       name);
 	ASSERT_EQ(pm_munmap(mm, A + NPG * PG, PG), 0);
 
@@ -117,15 +107,15 @@ static void one_design(unsigned flags, const char *name)
 	ASSERT_EQ(pmt_poke(mm, A + 4 * NPG * PG, 2), 1);
 	ASSERT_EQ(pm_mremap(mm, A + 4 * NPG * PG, PG, PG, PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED,
 			    A + NPG * PG), (long)(A + NPG * PG));
-	is_int(nr_maps(mm, A, A + (NPG + 1) * PG), 2,
+	is_int(pmt_nr_maps(mm, A, A + (NPG + 1) * PG), 2,
 	       "%s: a neighbour with an anon_vma of its own stays apart", name);
 	ASSERT_EQ(pm_munmap(mm, A + NPG * PG, PG), 0);
 
 	/* A split keeps one anon_vma in both halves, so mprotect back merges them again. */
 	ASSERT_EQ(pm_mprotect(mm, A, 8 * PG, PM_PROT_READ), 0);
-	is_int(nr_maps(mm, A, A + NPG * PG), 2, "%s: mprotect splits", name);
+	is_int(pmt_nr_maps(mm, A, A + NPG * PG), 2, "%s: mprotect splits", name);
 	ASSERT_EQ(pm_mprotect(mm, A, 8 * PG, RW), 0);
-	is_int(nr_maps(mm, A, A + NPG * PG), 1, "%s: and the halves merge back", name);
+	is_int(pmt_nr_maps(mm, A, A + NPG * PG), 1, "%s: and the halves merge back", name);
 
 	/* mremap DONTUNMAP of the whole VMA takes its anon_vma away, marks included. */
 	vma = pm__find_vma(mm, A);
