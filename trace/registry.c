@@ -53,14 +53,17 @@ void pm__trace_reg_unlock(void)
  * fork(): every object a library call makes is registered under reg_lock, so a thread of the
  * parent may hold it at the fork, and a child that makes a machine would wait for it for
  * ever (test_gup_longterm's process fork). The lock is taken around fork, as glibc takes
- * malloc's, and is free again on both sides.
+ * malloc's, and is free again on both sides. It must be taken last: liburcu's callback
+ * workers unregister page tables under it, and lib/rcu.c's prepare handler waits for them to
+ * pause. Prepare handlers run in the reverse order of registration, so this one registers
+ * first, from a constructor of the earliest priority.
  */
 static void reg_atfork_release(void)
 {
 	reg_lock_drop();
 }
 
-__attribute__((constructor)) static void reg_atfork_init(void)
+__attribute__((constructor(101))) static void reg_atfork_init(void)
 {
 	pthread_atfork(pm__trace_reg_lock, reg_atfork_release, reg_atfork_release);
 }
