@@ -163,7 +163,9 @@ expect 0 "^usage:" "$IB" -h
 expect 0 "interleaved by 16384 .* [0-9.]+$" "$IB" -t 0.01
 expect 0 "\[ *4/4\] pin_fast +after +2 tasks" "$BENCH" report --only pin_fast --tasks 1,2 $small
 expect 0 "\[ *2/2\] pin_fast +after +1 task " "$BENCH" report --only pin_fast --tasks 1 $small
-row="^1,0,0\.00,[1-9][0-9]*,[0-9.]+,[1-9][0-9]*$"
+# The row's form is checked, not its rate: a one-second run under a sanitizer may finish no
+# operation, and make check holds no timing threshold.
+row="^1,0,0\.00,[0-9]+,[0-9.]+,[0-9]+$"
 expect 0 "$row" "$BENCH" runtest --mm range --warmup 0 --interval-ms 10 mmap1 1 threads 1
 expect 0 "$row" "$BENCH" runtest --mm=linux --warmup 0 --interval-ms 10 mmap1 1 threads 1
 
