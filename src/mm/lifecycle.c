@@ -98,7 +98,7 @@ static void unmap_all(struct pm_mm *mm)
 		first = vma->retire_next;
 		pm__vma_free(vma);
 	}
-	pm__free_pgd_range(mm, 0, PM_TASK_SIZE, 0, 0); /* no VMA left: every table goes */
+	pm__free_pgtables(mm); /* no VMA left: every table goes */
 }
 
 int pm_mm_notifier_register(struct pm_mm_notifier *mn, struct pm_mm *mm)

@@ -199,7 +199,8 @@ struct pm_mm_policy {
 	unsigned nr_ranges, range_shift;
 	bool downgrade;
 	bool gup_vma_lock;	/* slow GUP tries the VMA's own lock first (gup/gup.c) */
-	bool upper_cas;		/* PGD/PUD entries published by CAS (pgtable/pgtable.c) */
+	bool upper_cas;		/* PGD/PUD entries published by CAS, PUD tables kept until
+				 * the teardown (pgtable/pgtable.c) */
 	bool pte_cas;		/* PTE installs compare-and-swap, not under the PTL (fault/anon.c) */
 	bool hot_folios;	/* pins may make a folio hot (mem/folio_hot.c) */
 	bool lockless_miss;	/* a fault or slow pin where no VMA is answers without the
@@ -246,7 +247,8 @@ struct pm_mm {
 	/* Where pgtable/pgtable.h's mm_page_table_lock() and mm_upper_cas() look. */
 	struct pm_spinlock page_table_lock __cacheline_aligned; /* populating PGD/PUD entries */
 	bool upper_cas;			    /* PGD/PUD entries published by CAS, not under
-					     * page_table_lock (policy->upper_cas; pgtable.c) */
+					     * page_table_lock; PUD tables kept until the
+					     * teardown (policy->upper_cas; pgtable.c) */
 	struct pm_mm_count *count;	    /* the range design: VMAs, counted per range */
 	struct pm_vma_cache *vcache;
 	unsigned long mmap_base;	    /* top of the top-down search area */

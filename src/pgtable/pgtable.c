@@ -19,15 +19,15 @@
  *     store under the parent's lock, after re-checking that the slot is still empty (a racing
  *     allocator frees its unpublished copy at once). A walker loads every entry with acquire,
  *     so it sees an initialised table or none.
- *  2. Lifetime. Tables are freed only by pm__free_pgd_range() (munmap, mm teardown), after the
- *     VMAs covering them are gone and their entries are zapped, and only tables whose whole
- *     span lies in the gap between the VMAs left below and above. munmap runs it holding
- *     mmap_lock for read, downgraded from the write hold that detached the VMAs, so no VMA can
- *     appear in the gap meanwhile. It clears the parent entry under the parent's lock - and,
- *     for a PTE table, under the table's own PTL as well - and hands the frame to
- *     pm_call_rcu(). A walker runs inside pm_rcu_read_lock(), so any table it reached through
- *     an entry it loaded stays valid memory until it leaves: it may read stale entries, never
- *     freed or reused memory.
+ *  2. Lifetime. Tables are freed only by pm__free_pgd_range() (munmap; pm__free_pgtables()
+ *     at the teardown), after the VMAs covering them are gone and their entries are zapped,
+ *     and only tables whose whole span lies in the gap between the VMAs left below and
+ *     above. munmap runs it holding mmap_lock for read, downgraded from the write hold that
+ *     detached the VMAs, so no VMA can appear in the gap meanwhile. It clears the parent
+ *     entry under the parent's lock - and, for a PTE table, under the table's own PTL as
+ *     well - and hands the frame to pm_call_rcu(). A walker runs inside pm_rcu_read_lock(),
+ *     so any table it reached through an entry it loaded stays valid memory until it leaves:
+ *     it may read stale entries, never freed or reused memory.
  *  3. Staleness. A walker that acts on what it read re-validates: GUP-fast re-reads the PMD and
  *     PTE after taking its speculative reference (gup_fast.c); a walker that locks a PTE table
  *     (pm__pte_offset_map_lock) re-reads the PMD after taking the PTL and retries if it changed,
@@ -150,9 +150,10 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
  * Populate @slot (a PGD or PUD entry) with a new table of @level if it is empty. Linux's way
  * re-checks and stores under mm->page_table_lock. With mm->upper_cas (the range design) the
  * store is a compare-and-swap from empty instead, so the first faults of two ranges share no
- * lock word: the only other writer of these slots is free_upper(), which runs with every
- * VMA of the table's span gone and the span's ranges held for write, so no populate runs
- * there then, and a CAS from empty can neither overwrite a table nor be overwritten by one.
+ * lock word: the only other writer of these slots is free_upper(), which clears PUD entries
+ * only (a PGD entry stays until the teardown) and runs with every VMA of the table's span
+ * gone and the span's ranges held for write, so no populate runs there then, and a CAS from
+ * empty can neither overwrite a table nor be overwritten by one.
  * The CAS is SC: it publishes the zeroed table as the release store does.
  */
 static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
@@ -228,7 +229,7 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
  * table reaches an address is visible to a user (mincore() of a hugetlb mapping reads the
  * page cache only where no table does, as Linux's walk calls pte_hole), and Linux makes them
  * only at a fault. Best effort: without memory the faults fill what they need, as Linux's do.
- * The tables are freed as any others, by the munmap that leaves their range empty.
+ * The tables stay until the teardown (pm__free_pgd_range).
  * Context: mmap_lock (W) over the span.
  */
 void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end)
@@ -354,23 +355,11 @@ static void free_upper(struct pm_mm *mm, pm_entry_t *slot, pm_entry_t *table)
 	table_free_rcu(mm_pgtables(mm)->m, table);
 }
 
-/**
- * pm__free_pgd_range() - free the page tables in [@start, @end) that no VMA needs any more.
- * @floor, @ceiling: the end of the VMA below the range (0 if none) and the start of the VMA
- *	above it (0 if none); the mm layer finds them (Linux's free_pgtables/free_pgd_range).
- *
- * A table is freed when the whole span it covers (2 MiB for a PTE table, 1 GiB for a PMD
- * table, 512 GiB for a PUD table) lies in [@floor, @ceiling); its entries were zapped with the
- * VMAs. The page-table layer thus never looks at VMAs.
- * Context: mmap_lock held (for read: downgraded by the writer that emptied the gap), no VMA
- * left in [@floor, @ceiling).
- */
-void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
-			unsigned long floor, unsigned long ceiling)
+static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
+		       unsigned long floor, unsigned long ceiling, bool keep_pud_tables)
 {
 	struct pm_machine *m = mm_pgtables(mm)->m;
 
-	mmap_assert_locked(mm);
 	for (unsigned long g = start; g < end; g = span_end(g, end, PGDIR_SIZE)) {
 		pm_entry_t *pgdp = &mm_pgtables(mm)->pgd[pgd_index(g)];
 		pm_entry_t *pud = next_table(m, pgdp);
@@ -390,7 +379,38 @@ void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end
 			pm_assert(!table_page(m, pmd)->huge_ptes);
 			free_upper(mm, pudp, pmd);
 		}
-		if (span_free(g & PGDIR_MASK, PGDIR_SIZE, floor, ceiling) && table_empty(pud))
+		if (!keep_pud_tables && span_free(g & PGDIR_MASK, PGDIR_SIZE, floor, ceiling) &&
+		    table_empty(pud))
 			free_upper(mm, pgdp, pud);
 	}
+}
+
+/**
+ * pm__free_pgd_range() - free the page tables in [@start, @end) that no VMA needs any more.
+ * @floor, @ceiling: the end of the VMA below the range (0 if none) and the start of the VMA
+ *	above it (0 if none); the mm layer finds them (Linux's free_pgtables/free_pgd_range).
+ *
+ * A table is freed when the whole span it covers (2 MiB for a PTE table, 1 GiB for a PMD
+ * table, 512 GiB for a PUD table) lies in [@floor, @ceiling); its entries were zapped with the
+ * VMAs. The page-table layer thus never looks at VMAs. With upper_cas (the range design) a
+ * PUD table is its range's and stays until pm__free_pgtables(): mmap fills the PGD entry
+ * anyway (pm__upper_tables_prepare), so freeing it would only make the next mmap there
+ * allocate it again, and a PGD entry is then written once in the mm's life.
+ * Context: mmap_lock held (for read: downgraded by the writer that emptied the gap), no VMA
+ * left in [@floor, @ceiling).
+ */
+void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
+			unsigned long floor, unsigned long ceiling)
+{
+	mmap_assert_locked(mm);
+	free_range(mm, start, end, floor, ceiling, mm_upper_cas(mm));
+}
+
+/**
+ * pm__free_pgtables() - the teardown's: free every table under the PGD.
+ * Context: the mm is unreachable and has no VMA left.
+ */
+void pm__free_pgtables(struct pm_mm *mm)
+{
+	free_range(mm, 0, PM_TASK_SIZE, 0, 0, false);
 }

@@ -295,6 +295,7 @@ __hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
 __hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 				 unsigned long floor, unsigned long ceiling);
+__hidden void pm__free_pgtables(struct pm_mm *mm);
 
 /* // pgtable/huge_memory.c */
 __hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);

@@ -84,6 +84,11 @@ size_t pmt_free_pages(struct pm_machine *m)
 	return pm_machine_free_pages(m);
 }
 
+size_t pmt_kept_tables(struct pm_machine *m)
+{
+	return 1 + (pm_machine_flags(m) == PM_MACHINE_RANGE_MM);
+}
+
 bool pmt_pins_balanced(struct pm_machine *m)
 {
 	struct pm_stats st = pmt_stats(m);

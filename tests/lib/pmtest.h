@@ -10,7 +10,8 @@
  *                 pm_machine_check(); then the machine is destroyed; pmt_hend(): the
  *                 hugetlb pool whole again first
  *   groups        pmt_run_groups(): a program's named groups in order, "-t NAME" for one
- *   counters      pmt_stats(), PMT_STAT(), pmt_free_pages(), pmt_pins_balanced()
+ *   counters      pmt_stats(), PMT_STAT(), pmt_free_pages(), pmt_kept_tables(),
+ *                 pmt_pins_balanced()
  *   pages         pmt_pfn_at(), pmt_page_at(), pmt_order_at(), pmt_snapshot() and
  *                 pmt_counts_equal() (refcounts and pincounts back where they were)
  *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch(); one byte: pmt_poke(),
@@ -78,6 +79,12 @@ struct pm_stats pmt_stats(struct pm_machine *m);
 
 /* Free frames once RCU has run every pending free. */
 size_t pmt_free_pages(struct pm_machine *m);
+
+/*
+ * The frames an mm with no VMA left keeps after mapping in one range: its PGD, and in the
+ * range design that range's PUD table, kept until the teardown (pgtable.c).
+ */
+size_t pmt_kept_tables(struct pm_machine *m);
 
 /* nr_foll_pin_acquired == nr_foll_pin_released (both in a diag when not). */
 bool pmt_pins_balanced(struct pm_machine *m);

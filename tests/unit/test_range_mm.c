@@ -29,6 +29,8 @@
 #define PG 4096UL
 #define RW (PM_PROT_READ | PM_PROT_WRITE)
 #define RANGE (1UL << PM_RANGE_SHIFT)
+#define MiB (1UL << 20)
+#define HUGE (2 * MiB)
 
 static struct pm_machine *range_machine(size_t mib)
 {
@@ -477,6 +479,43 @@ static void test_races(void)
 	pmt_end(m, free0, &pmt_end_after_destroy, "races");
 }
 
+/* ---- 6. a range's PUD table lives as long as the mm ---- */
+
+/*
+ * mmap fills the range's PGD entry (policy eager_upper); munmap keeps the PUD table, so a
+ * map/unmap loop allocates no table after its first turn, and the teardown frees it.
+ */
+static void test_pud_kept(void)
+{
+	struct pm_machine *m = range_machine(16);
+	size_t free0 = pm_machine_free_pages(m), created, once;
+	struct pm_mm *mm = pm_mm_create(m);
+	const unsigned long a = 7 * RANGE;
+	int bad = 0;
+
+	ASSERT_TRUE(mm);
+	pm_rcu_barrier();
+	created = pm_machine_free_pages(m);
+	is_int(pmt_map_fixed(mm, a, 128 * MiB, RW), a, "map 128 MiB in a fresh range");
+	is_int(pm_munmap(mm, a, 128 * MiB), 0, "and unmap it");
+	pm_rcu_barrier();
+	once = pm_machine_free_pages(m);
+	is_int(once, created - 1, "one frame stays: the range's PUD table");
+	for (int i = 0; i < 100; i++) {
+		bad += pmt_map_fixed(mm, a + (i % 4) * HUGE, 128 * MiB, RW) !=
+		       (long)(a + (i % 4) * HUGE);
+		bad += pm_fault(mm, a + (i % 4) * HUGE + i * PG, PM_FAULT_WRITE) != 0;
+		bad += pm_munmap(mm, a + (i % 4) * HUGE, 128 * MiB) != 0;
+	}
+	pm_rcu_barrier();
+	is_int(bad, 0, "100 turns of mmap, a fault and munmap");
+	is_int(pm_machine_free_pages(m), once,
+	       "the PMD and PTE tables went, the PUD table is the same one");
+	is_int(pm_machine_check(m), 0, "pm_machine_check");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_after_destroy, "the teardown frees the PUD table");
+}
+
 int main(void)
 {
 	test_choose();
@@ -487,5 +526,6 @@ int main(void)
 	test_fallback();
 	test_races();
 	test_span_races();
+	test_pud_kept();
 	return done_testing();
 }
