@@ -236,7 +236,7 @@ static void check_mm(struct check *c, struct pm_mm *mm)
 						     ((unsigned long)d << PMD_SHIFT);
 				pm_entry_t *pte;
 
-				if (!de)
+				if (pmd_none((pmd_t){ de }))
 					continue;
 				if ((de & _PAGE_PSE) || is_pmd_migration_entry((pmd_t){ de })) {
 					struct pm_vma *vma = pm__find_vma_intersection(mm, base,

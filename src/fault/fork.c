@@ -153,6 +153,10 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 
 		if (!src_pmdp)
 			continue;
+		if (!pm__pmd_table_used(src, src_pmdp)) {
+			next = span_end(addr, vma->end, PUD_SIZE); /* as good as missing */
+			continue;
+		}
 		/* Where the parent has a PMD table, the child gets one, entries or not, as
 		 * Linux's copy_pmd_range allocates it before its loop: mincore() of a hugetlb
 		 * mapping in the child reads a none entry there, the page cache elsewhere. */

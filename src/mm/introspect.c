@@ -95,6 +95,10 @@ static void walk_range(struct walk *w, unsigned long start, unsigned long end)
 	for (unsigned long addr = start, next; addr < end; addr = next) {
 		pm_entry_t *pmdp = pm__pmd_span(w->mm, addr, end, &next);
 
+		/* A table made early that Linux would not have yet is missing (only hugetlb's
+		 * mincore tells the two apart; pgtable.h, _PAGE_TABLE_USED). */
+		if (pmdp && is_vm_hugetlb_page(w->vma) && !pm__pmd_table_used(w->mm, pmdp))
+			pmdp = NULL;
 		if (pmdp)
 			walk_pmd(w, pmdp, addr, next);
 		else

@@ -150,10 +150,9 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
  * Populate @slot (a PGD or PUD entry) with a new table of @level if it is empty. Linux's way
  * re-checks and stores under mm->page_table_lock. With mm->upper_cas (the range design) the
  * store is a compare-and-swap from empty instead, so the first faults of two ranges share no
- * lock word: the only other writer of these slots is free_upper(), which clears PUD entries
- * only (a PGD entry stays until the teardown) and runs with every VMA of the table's span
- * gone and the span's ranges held for write, so no populate runs there then, and a CAS from
- * empty can neither overwrite a table nor be overwritten by one.
+ * lock word: nothing else writes these slots before the teardown (pm__free_pgd_range keeps
+ * the tables there), so a CAS from empty can neither overwrite a table nor be overwritten by
+ * one.
  * The CAS is SC: it publishes the zeroed table as the release store does.
  */
 static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
@@ -202,13 +201,15 @@ pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end
 }
 
 /**
- * pm__pmd_alloc() - the PMD slot for @addr, allocating the PUD and PMD tables on the way.
+ * pm__pmd_alloc() - the PMD slot for @addr, allocating the PUD and PMD tables on the way; a
+ * slot left empty gets _PAGE_TABLE_USED, as Linux's table would now exist.
  * Context: mmap_lock held (read or write), or the faulting VMA's read lock.
  * Return: the slot, or NULL when memory ran out.
  */
 pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 {
-	pm_entry_t *pud, *pmd;
+	pm_entry_t *pud, *pmd, *slot;
+	uint64_t none = 0;
 
 	pgtable_populate_assert_held(mm);
 	pud = populate_upper(mm, &mm_pgtables(mm)->pgd[pgd_index(addr)], 3);
@@ -217,27 +218,65 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 	pmd = populate_upper(mm, &pud[pud_index(addr)], 2);
 	if (!pmd)
 		return NULL;
-	return &pmd[pmd_index(addr)];
+	slot = &pmd[pmd_index(addr)];
+	/* Linux would have this table now: mark the slot if nothing else is there. A fault
+	 * writes the slot anyway; a failed CAS means another writer (a PTE table, a leaf, the
+	 * mark) came first, and every one of them marks the table as well. */
+	if (!atomic_load_relaxed(slot))
+		atomic_cas_strong_mb(slot, &none, _PAGE_TABLE_USED);
+	return slot;
 }
+
+/**
+ * pm__pmd_table_used() - would Linux have the PMD table that holds *@pmdp? Yes when one of its
+ * entries is not 0: a mapping, a PTE table, or _PAGE_TABLE_USED (see pmd_none()). A table
+ * the range design's mmap made early reads as missing until then.
+ * Context: as pm__pmd_lookup(); a racing fault may mark it meanwhile, as a racing fault in
+ * Linux may allocate it.
+ */
+bool pm__pmd_table_used(struct pm_mm *mm, pm_entry_t *pmdp)
+{
+	pm_entry_t *table = (pm_entry_t *)((uintptr_t)pmdp & ~(uintptr_t)(PAGE_SIZE - 1));
+
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
+		if (atomic_load_relaxed(&table[i]))
+			return true;
+	return false;
+}
+
+/*
+ * A mapping over more than this many 1 GiB spans gets its PMD tables at its faults, as in
+ * Linux: an mmap's own cost and memory stay bounded, whatever it reserves.
+ */
+#define EAGER_PMD_TABLES 8
 
 /**
  * pm__upper_tables_prepare() - the range design's mmap (policy->eager_upper): fill the PGD
  * entries over [@start, @end) (a PUD table per 512 GiB range, at most one per range of the
- * address space), so that the first faults and pins of a new mapping only read them, where
+ * address space) and, for a mapping of at most EAGER_PMD_TABLES spans, the PUD entries (a PMD
+ * table per 1 GiB), so that the first faults and pins of a new mapping only read them, where
  * each would otherwise find an entry empty and one would write what the other reads (RadixVM
- * fills its radix nodes at mmap for the same reason). PUD entries stay empty: whether a PMD
- * table reaches an address is visible to a user (mincore() of a hugetlb mapping reads the
- * page cache only where no table does, as Linux's walk calls pte_hole), and Linux makes them
- * only at a fault. Best effort: without memory the faults fill what they need, as Linux's do.
- * The tables stay until the teardown (pm__free_pgd_range).
+ * fills its radix nodes at mmap for the same reason). Its PMD tables are not marked: to
+ * mincore() they are missing until a fault marks one (pmd_none(), _PAGE_TABLE_USED). Best
+ * effort: without memory the faults fill what they need, as Linux's do. The tables stay
+ * until the teardown (pm__free_pgd_range).
  * Context: mmap_lock (W) over the span.
  */
 void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
+	bool pmds = ((end - 1) >> PUD_SHIFT) - (start >> PUD_SHIFT) < EAGER_PMD_TABLES;
+	pm_entry_t *pud;
+
 	mmap_assert_write_locked(mm);
-	for (unsigned long a = start; a < end; a = span_end(a, end, PGDIR_SIZE))
-		if (!populate_upper(mm, &mm_pgtables(mm)->pgd[pgd_index(a)], 3))
+	for (unsigned long a = start; a < end; a = span_end(a, end, PGDIR_SIZE)) {
+		pud = populate_upper(mm, &mm_pgtables(mm)->pgd[pgd_index(a)], 3);
+		if (!pud)
 			return;
+		for (unsigned long u = a; pmds && u < span_end(a, end, PGDIR_SIZE);
+		     u = span_end(u, end, PUD_SIZE))
+			if (!populate_upper(mm, &pud[pud_index(u)], 2))
+				return;
+	}
 }
 
 struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp)
@@ -303,12 +342,22 @@ pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp, unsigned
 	}
 }
 
+/* Nothing in @table but 0 and marks (_PAGE_TABLE_USED, PMD tables only). */
 static bool table_empty(pm_entry_t *table)
 {
 	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
-		if (atomic_load_relaxed(&table[i]))
+		if (atomic_load_relaxed(&table[i]) & ~_PAGE_TABLE_USED)
 			return false;
 	return true;
+}
+
+/* Linux frees this PMD table: clear its marks, before it is freed or, in the range design,
+ * kept, reading as missing (all 0). */
+static void pmd_table_wipe(pm_entry_t *table)
+{
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
+		if (atomic_load_relaxed(&table[i]))
+			atomic_store_relaxed(&table[i], 0);
 }
 
 /*
@@ -339,7 +388,7 @@ static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long st
 		ptl = &table_page(mm_pgtables(mm)->m, pte)->ptl;
 		pm_spin_lock(pml);
 		pm_spin_lock(ptl);
-		set_pmd(pmdp, (pmd_t){ 0 });
+		set_pmd(pmdp, (pmd_t){ _PAGE_TABLE_USED }); /* the PMD table stays */
 		pm_spin_unlock(ptl);
 		pm_spin_unlock(pml);
 		table_free_rcu(mm_pgtables(mm)->m, pte);
@@ -356,7 +405,7 @@ static void free_upper(struct pm_mm *mm, pm_entry_t *slot, pm_entry_t *table)
 }
 
 static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
-		       unsigned long floor, unsigned long ceiling, bool keep_pud_tables)
+		       unsigned long floor, unsigned long ceiling, bool keep_upper)
 {
 	struct pm_machine *m = mm_pgtables(mm)->m;
 
@@ -377,9 +426,11 @@ static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 			if (!span_free(u & PUD_MASK, PUD_SIZE, floor, ceiling) || !table_empty(pmd))
 				continue;
 			pm_assert(!table_page(m, pmd)->huge_ptes);
-			free_upper(mm, pudp, pmd);
+			pmd_table_wipe(pmd);
+			if (!keep_upper)
+				free_upper(mm, pudp, pmd);
 		}
-		if (!keep_pud_tables && span_free(g & PGDIR_MASK, PGDIR_SIZE, floor, ceiling) &&
+		if (!keep_upper && span_free(g & PGDIR_MASK, PGDIR_SIZE, floor, ceiling) &&
 		    table_empty(pud))
 			free_upper(mm, pgdp, pud);
 	}
@@ -392,10 +443,12 @@ static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
  *
  * A table is freed when the whole span it covers (2 MiB for a PTE table, 1 GiB for a PMD
  * table, 512 GiB for a PUD table) lies in [@floor, @ceiling); its entries were zapped with the
- * VMAs. The page-table layer thus never looks at VMAs. With upper_cas (the range design) a
- * PUD table is its range's and stays until pm__free_pgtables(): mmap fills the PGD entry
- * anyway (pm__upper_tables_prepare), so freeing it would only make the next mmap there
- * allocate it again, and a PGD entry is then written once in the mm's life.
+ * VMAs. The page-table layer thus never looks at VMAs. With upper_cas (the range design) the
+ * PUD and PMD tables stay until pm__free_pgtables(), a PMD table wiped to read as missing
+ * (pm__pmd_table_used): mmap fills those entries anyway (pm__upper_tables_prepare), so
+ * freeing them would only make the next mmap there allocate them again, and a PGD or PUD
+ * entry is then written once in the mm's life. What is kept is bounded by the address space
+ * the mm has mapped: a table per 1 GiB, none for spans no mapping ever reached.
  * Context: mmap_lock held (for read: downgraded by the writer that emptied the gap), no VMA
  * left in [@floor, @ceiling).
  */

@@ -21,6 +21,8 @@ typedef _Atomic uint64_t pm_entry_t; /* a slot of a table at any level */
 #define _PAGE_PSE (1UL << 7)	 /* pmd: a 2 MiB leaf */
 #define _PAGE_SPECIAL (1UL << 9) /* no counted mapping behind it: the zero page (PTE), the
 				  * huge zero folio (PMD leaf) */
+#define _PAGE_TABLE_USED (1UL << 58) /* a none PMD entry whose table Linux would have: see
+				       * pmd_none() */
 #define _PAGE_PFN_MASK 0x000ffffffffff000UL
 #define _PAGE_TABLE (_PAGE_PRESENT | _PAGE_RW | _PAGE_USER | _PAGE_ACCESSED)
 
@@ -37,7 +39,11 @@ static inline void set_pmd(pm_entry_t *p, pmd_t v) { atomic_store_release(p, v.v
 /* Clear a PTE whose value the caller read, non-empty, under its PTL: every other PTE writer
  * holds the PTL, or is a lockless install that only fills an empty entry (fault/anon.c). */
 static inline void pte_clear(pm_entry_t *p) { atomic_store_release(p, 0); }
-static inline pmd_t pmdp_get_and_clear(pm_entry_t *p) { return (pmd_t){ atomic_xchg_mb(p, 0) }; }
+/* A cleared PMD entry keeps the mark: its table stays, as Linux's does (_PAGE_TABLE_USED). */
+static inline pmd_t pmdp_get_and_clear(pm_entry_t *p)
+{
+	return (pmd_t){ atomic_xchg_mb(p, _PAGE_TABLE_USED) };
+}
 
 static inline bool pte_none(pte_t p) { return p.val == 0; }
 static inline bool pte_present(pte_t p) { return p.val & _PAGE_PRESENT; }
@@ -118,7 +124,19 @@ static inline pmd_t make_pmd_migration_entry(pmd_t old, bool exclusive)
 	return (pmd_t){ make_migration_entry((pte_t){ old.val }, exclusive).val };
 }
 
-static inline bool pmd_none(pmd_t p) { return p.val == 0; }
+/*
+ * _PAGE_TABLE_USED: a none PMD entry that records that Linux would have this PMD table. Linux
+ * makes a PMD table only when something needs a slot in it (a fault, fork's copy, mremap's
+ * target) and frees it only when its 1 GiB span is left without a VMA, and the difference is
+ * visible: mincore() of a hugetlb mapping reads the page cache where no PMD table reaches, a
+ * none entry (0) where one does. The range design makes PMD tables earlier, at mmap
+ * (pm__upper_tables_prepare), so that the first faults in one 1 GiB span do not share its PUD
+ * entry; pm__pmd_alloc() marks the slot it hands out instead, and a clear leaves the mark, so
+ * a table is one Linux would have exactly when an entry in it is not 0 (pm__pmd_table_used).
+ * The mark is none to every reader: pmd_none() is true, pmd_present() false. It is a
+ * software bit of x86-64's entries, outside the pfn.
+ */
+static inline bool pmd_none(pmd_t p) { return !(p.val & ~_PAGE_TABLE_USED); }
 static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
 static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==
 					    (_PAGE_PRESENT | _PAGE_PSE); }
@@ -287,6 +305,7 @@ __hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned
 		else
 __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
 __hidden void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden bool pm__pmd_table_used(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
 __hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);

@@ -86,7 +86,7 @@ size_t pmt_free_pages(struct pm_machine *m)
 
 size_t pmt_kept_tables(struct pm_machine *m)
 {
-	return 1 + (pm_machine_flags(m) == PM_MACHINE_RANGE_MM);
+	return 1 + 2 * (pm_machine_flags(m) == PM_MACHINE_RANGE_MM);
 }
 
 bool pmt_pins_balanced(struct pm_machine *m)

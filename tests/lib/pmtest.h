@@ -81,8 +81,9 @@ struct pm_stats pmt_stats(struct pm_machine *m);
 size_t pmt_free_pages(struct pm_machine *m);
 
 /*
- * The frames an mm with no VMA left keeps after mapping in one range: its PGD, and in the
- * range design that range's PUD table, kept until the teardown (pgtable.c).
+ * The frames an mm with no VMA left keeps after mapping inside one 1 GiB span: its PGD, and
+ * in the range design that range's PUD table and the span's PMD table, kept until the
+ * teardown (pgtable.c).
  */
 size_t pmt_kept_tables(struct pm_machine *m);
 

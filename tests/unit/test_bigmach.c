@@ -280,7 +280,7 @@ static void test_small_oom(void)
 	is_int(pm_munmap(mm, x, 16 * MiB), 0, "munmap everything");
 	pm_rcu_barrier();
 	is_int(pm_machine_free_pages(m), free0 - pmt_kept_tables(m),
-	       "every frame is free again but the PGD (and the range's PUD table)");
+	       "every frame is free again but the kept tables");
 	is_int(pmt_map_fixed(mm, x, 16 * MiB, RW), x, "map 16 MiB again");
 	while (n2 < 4096 && (r = pm_fault(mm, x + n2 * PG, PM_FAULT_WRITE)) == 0)
 		n2++;

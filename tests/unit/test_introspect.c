@@ -799,9 +799,9 @@ static void test_fork_pmd_table_mincore(void)
  * mincore of a shared hugetlb mapping where no PMD table reaches: a fork child's, which fork
  * did not copy (no anon_vma). walk_hugetlb_range finds no entry and calls the pte_hole every
  * mapping gets, which asks the page cache: the object's page is resident. Once a table is
- * made in that 1 GiB (a fault elsewhere, not a mapping: the range design's mmap fills PGD
- * entries only), the none entry there reads 0 (mincore_hugetlb). Linux 6.18, checked by make
- * oracle.
+ * made in that 1 GiB (a fault elsewhere, not a mapping: a table the range design's mmap made
+ * reads as missing until then), the none entry there reads 0 (mincore_hugetlb); zaps leave
+ * the table, the munmap that empties the 1 GiB takes it. Linux 6.18, checked by make oracle.
  */
 static void test_hugetlb_fork_mincore(void)
 {
@@ -830,6 +830,20 @@ static void test_hugetlb_fork_mincore(void)
 	ok(mincore_ones(c, a, 512, 0), "%s: ... faulted: a PMD table now, its none entry: 0", dn);
 	peek(c, a);
 	ok(mincore_ones(c, a, 512, 512), "%s: ... mapped in the child too: 1", dn);
+	/* Clears leave the table, as Linux's do, until its 1 GiB holds no VMA. */
+	is_int(pm_munmap(c, a + 4 * HP, PG), 0, "%s: ... the anonymous page unmapped", dn);
+	ok(mincore_ones(c, a, 512, 512), "%s: ... the hugetlb page still mapped: 1", dn);
+	is_int(pm_madvise(c, a, HP, PM_MADV_DONTNEED), 0, "%s: ... MADV_DONTNEED of it", dn);
+	ok(mincore_ones(c, a, 512, 0),
+	   "%s: ... zapped: the table stays while a VMA is in its 1 GiB, a none entry: 0", dn);
+	is_int(pm_munmap(c, a, HP), 0, "%s: ... unmapped: the 1 GiB holds no VMA", dn);
+	is_int(pm_mmap(c, a, HP, PM_PROT_READ, PM_MAP_SHARED | PM_MAP_FIXED, hf, 0), (long)a,
+	       "%s: ... and mapped again", dn);
+	ok(mincore_ones(c, a, 512, 512),
+	   "%s: ... the table went with the last VMA: the page cache again, 1", dn);
+	is_int(pm_madvise(mm, a, HP, PM_MADV_DONTNEED), 0,
+	       "%s: ... the parent's one mapping in its 1 GiB: MADV_DONTNEED", dn);
+	ok(mincore_ones(mm, a, 512, 0), "%s: ... the zap left the table, a none entry: 0", dn);
 	pm_mm_destroy(c);
 	pm_mm_destroy(mm);
 	pm_shmem_put(hf);

@@ -482,8 +482,9 @@ static void test_races(void)
 /* ---- 6. a range's PUD table lives as long as the mm ---- */
 
 /*
- * mmap fills the range's PGD entry (policy eager_upper); munmap keeps the PUD table, so a
- * map/unmap loop allocates no table after its first turn, and the teardown frees it.
+ * mmap fills the range's PGD entry and the span's PUD entry (policy eager_upper); munmap
+ * keeps the PUD and PMD tables, so a map/unmap loop allocates no table after its first turn,
+ * and the teardown frees them.
  */
 static void test_pud_kept(void)
 {
@@ -500,7 +501,7 @@ static void test_pud_kept(void)
 	is_int(pm_munmap(mm, a, 128 * MiB), 0, "and unmap it");
 	pm_rcu_barrier();
 	once = pm_machine_free_pages(m);
-	is_int(once, created - 1, "one frame stays: the range's PUD table");
+	is_int(once, created - 2, "two frames stay: the range's PUD table, the span's PMD table");
 	for (int i = 0; i < 100; i++) {
 		bad += pmt_map_fixed(mm, a + (i % 4) * HUGE, 128 * MiB, RW) !=
 		       (long)(a + (i % 4) * HUGE);
@@ -510,10 +511,10 @@ static void test_pud_kept(void)
 	pm_rcu_barrier();
 	is_int(bad, 0, "100 turns of mmap, a fault and munmap");
 	is_int(pm_machine_free_pages(m), once,
-	       "the PMD and PTE tables went, the PUD table is the same one");
+	       "the PTE tables went, the PUD and PMD tables are the same ones");
 	is_int(pm_machine_check(m), 0, "pm_machine_check");
 	pm_mm_destroy(mm);
-	pmt_end(m, free0, &pmt_end_after_destroy, "the teardown frees the PUD table");
+	pmt_end(m, free0, &pmt_end_after_destroy, "the teardown frees them");
 }
 
 int main(void)
