@@ -121,7 +121,8 @@ static void folio_lazyfree(struct pm_folio *folio)
 
 /*
  * folio_pte_batch() for MADV_FREE: how many PTEs from @ptep (at @addr, before @end) map the
- * pages of @folio that follow @page, one after another. Context: the PTL held.
+ * pages of @folio that follow @page, one after another. Context: the mm's lock held for
+ * read, and the table's PTL.
  */
 static unsigned long free_pte_batch(struct pm_mm *mm, pm_entry_t *ptep, unsigned long addr,
 				    unsigned long end, struct pm_folio *folio, struct pm_page *page)
@@ -130,6 +131,7 @@ static unsigned long free_pte_batch(struct pm_mm *mm, pm_entry_t *ptep, unsigned
 	unsigned long last = page_to_pfn(mm->m, &folio->page) + folio_nr_pages(folio);
 	unsigned long nr = 1;
 
+	mmap_assert_locked(mm);
 	while (addr + nr * PAGE_SIZE < end && pfn + nr < last) {
 		pte_t pte = ptep_get(ptep + nr);
 

@@ -496,6 +496,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
  */
 bool pm__split_anon_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
 {
+	mmap_assert_locked(mm);
 	return split_thp(mm, pmdp, haddr, true, true) == MIGRATE_DONE;
 }
 
