@@ -406,9 +406,13 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		}
 		if (hr.ret != pr.ret) {
 			/* A hint Linux refuses for the stack guard gap: pinmm's placement is its own
-			 * there (docs/linux-differences.md). */
-			bool gap = op->kind == OP_MMAP && pr.ret > RET_OUTSIDE &&
-				   !(op->f & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) &&
+			 * there (docs/linux-differences.md) - mmap's hint, or mremap's new address
+			 * with DONTUNMAP and without FIXED, a hint too (vrm_implies_new_addr). */
+			bool hint = op->kind == OP_MMAP ?
+					    !(op->f & (PM_MAP_FIXED | PM_MAP_FIXED_NOREPLACE)) :
+					    op->kind == OP_MREMAP && (op->f & PM_MREMAP_DONTUNMAP) &&
+						    !(op->f & PM_MREMAP_FIXED);
+			bool gap = hint && pr.ret > RET_OUTSIDE &&
 				   pm_in_stack_guard_gap(ps, op->proc, (unsigned long)pr.ret,
 							 op_map_len(op));
 
