@@ -70,9 +70,11 @@
  *    or zapped, as Linux allows; what changes is Linux's folio_clear_dirty(): the folios it
  *    covers that this mm alone maps read !PM_PAGE_DIRTY in pm_pagemap afterwards, until a GUP
  *    write or a dirty unpin marks them again (a user write, as a CPU's store, dirties only
- *    the PTE). Folios shared with a fork child, and a large folio covered only in part, keep
- *    their flag (Linux would try to split the latter; pinmm does not, Linux's answer when
- *    the split fails).
+ *    the PTE). Folios shared with a fork child keep their flag. A THP covered only in part
+ *    is split first, as Linux's split_folio() there, if it is this mm's alone and not pinned
+ *    (otherwise it stays as it is, and keeps its flag): its pages become 4 KiB folios, and
+ *    those that hold only zeros become the zero page (Linux 6.12+'s split maps them so:
+ *    pm_pagemap PM_PAGE_ZERO, not in pm_mm_maps' rss), wherever the THP was mapped.
  *    PM_MADV_REMOVE: fallocate(PUNCH_HOLE) of the range in the mapped object: private
  *    anonymous memory -> -EINVAL; a private mapping of an object -> -EACCES (Linux asks
  *    VM_SHARED and VM_MAYWRITE, which every shared mapping here has, a read-only one too).

@@ -24,9 +24,14 @@
  * a GUP write (FOLL_WRITE marks the folio dirty, as Linux's follow_page does) or an unpin
  * with dirty sets it again; a user write (pm_access), like a CPU's store, dirties only the
  * PTE, never the folio. As Linux, a folio mapped by more than one mm (shared with a fork
- * child) is left as it is, and so is a large folio the range covers only in part (Linux
- * would try to split it; pinmm does not split folios here, which is Linux's answer when the
- * split fails).
+ * child) is left as it is. A THP the range covers only in part is split first, as Linux's
+ * madvise_free_huge_pmd() and madvise_free_pte_range() call split_folio(): by
+ * pm__split_anon_thp() (mm/migrate.c, the migration's split; its safety argument is there),
+ * which maps the pages that hold only zeros to the zero page, as Linux 6.12+'s split does.
+ * pinmm has no anonymous rmap: the split needs the THP mapped by one PTE table only, each
+ * page at its own slot (always so unless mremap moved part of it elsewhere); a THP it
+ * cannot split (mapped elsewhere too, pinned, or with a reference taken meanwhile) stays as
+ * it is, which is Linux's answer when its split fails.
  */
 #include "mm/range.h"
 
@@ -115,32 +120,80 @@ static void folio_lazyfree(struct pm_folio *folio)
 }
 
 /*
+ * folio_pte_batch() for MADV_FREE: how many PTEs from @ptep (at @addr, before @end) map the
+ * pages of @folio that follow @page, one after another. Context: the mm's lock held for
+ * read, and the table's PTL.
+ */
+static unsigned long free_pte_batch(struct pm_mm *mm, pm_entry_t *ptep, unsigned long addr,
+				    unsigned long end, struct pm_folio *folio, struct pm_page *page)
+{
+	unsigned long pfn = page_to_pfn(mm->m, page);
+	unsigned long last = page_to_pfn(mm->m, &folio->page) + folio_nr_pages(folio);
+	unsigned long nr = 1;
+
+	mmap_assert_locked(mm);
+	while (addr + nr * PAGE_SIZE < end && pfn + nr < last) {
+		pte_t pte = ptep_get(ptep + nr);
+
+		if (!pte_present(pte) || pte_special(pte) || pte_pfn(pte) != pfn + nr)
+			break;
+		nr++;
+	}
+	return nr;
+}
+
+/*
  * madvise_free_pte_range() for [@start, @end) of one PTE table: small anonymous folios mapped
- * once. Context: the mm's lock held for read.
+ * once lose their dirty flag; so does a THP the range covers whole, mapped once. A THP the
+ * range covers in part is split first, if this table alone maps it (pm__split_anon_thp(), as
+ * Linux's split_folio() here: its pages that hold only zeros become the zero page), and its
+ * pages then go as small folios; one that cannot be split is left as it is.
+ * Context: the mm's lock held for read.
  */
 static void free_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
 			   unsigned long end)
 {
+	unsigned long a = start, unsplit = ULONG_MAX;
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep;
 
 	mmap_assert_locked(mm);
-	ptep = pm__pte_offset_map_lock(mm, pmdp, start, &ptl);
+again:
+	ptep = pm__pte_offset_map_lock(mm, pmdp, a, &ptl);
 	if (!ptep)
 		return;
-	for (unsigned long a = start; a < end; a += PAGE_SIZE, ptep++) {
+	for (unsigned long nr; a < end; a += nr * PAGE_SIZE, ptep += nr) {
 		pte_t pte = ptep_get(ptep);
 		struct pm_page *page;
 		struct pm_folio *folio;
 
+		nr = 1;
 		if (!pte_present(pte) || pte_special(pte))
 			continue;
 		page = pfn_to_page(mm->m, pte_pfn(pte));
 		folio = page_folio(page);
-		if (folio_is_zero(folio) || !folio_test_anon(folio) || folio_test_large(folio) ||
-		    atomic_load_relaxed(&page->xmapcount) != 1)
+		if (folio_is_zero(folio) || !folio_test_anon(folio))
 			continue;
-		folio_lazyfree(folio);
+		if (folio_test_large(folio)) {
+			bool once = true;
+
+			nr = free_pte_batch(mm, ptep, a, end, folio, page);
+			if (nr < folio_nr_pages(folio)) {
+				if (a == unsplit)
+					continue; /* split refused: its pages stay as they are */
+				pm_spin_unlock(ptl);
+				if (!pm__split_anon_thp(mm, pmdp, a & PMD_MASK))
+					unsplit = a;
+				goto again;
+			}
+			for (unsigned long i = 0; i < nr; i++)
+				once &= atomic_load_relaxed(&folio_page(folio, i)->xmapcount) == 1;
+			if (once && !atomic_load_relaxed(&folio->page.xentire_mapcount))
+				folio_lazyfree(folio);
+			continue;
+		}
+		if (atomic_load_relaxed(&page->xmapcount) == 1)
+			folio_lazyfree(folio);
 	}
 	pm_spin_unlock(ptl);
 }
@@ -158,9 +211,15 @@ static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned l
 			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 			struct pm_folio *folio;
 
-			/* madvise_free_huge_pmd(): a whole leaf of a folio this mm alone maps. */
-			if ((a & ~PMD_MASK) || next - a != PMD_SIZE)
+			if ((a & ~PMD_MASK) || next - a != PMD_SIZE) {
+				/* madvise_free_huge_pmd() on part of a THP: split_folio(), then the
+				 * PTEs (nothing, if it was not split: shared, pinned, huge zero). */
+				pm__split_anon_thp(mm, pmdp, a & PMD_MASK);
+				if (pmd_table(pmdp_get(pmdp)))
+					free_pte_range(mm, pmdp, a, next);
 				continue;
+			}
+			/* madvise_free_huge_pmd(): a whole leaf of a folio this mm alone maps. */
 			pm_spin_lock(pml);
 			pmd = pmdp_get(pmdp);
 			if (pmd_leaf(pmd)) {

@@ -12,7 +12,10 @@
  * anonymous rmap (Linux's anon_vma), so an anonymous folio that fork shares with another mm
  * cannot have its other mappings found, and is refused as "could not be moved". A THP
  * without a free 2 MiB block in the target is split and its pages moved one by one
- * (split_thp, migrate_pages' split on -ENOMEM). A hugetlb folio moves whole to a free pool
+ * (split_thp, migrate_pages' split on -ENOMEM; MADV_FREE of part of a THP splits it with
+ * the same steps, pm__split_anon_thp(), mapping its all-zero pages to the zero page as
+ * Linux's split does; migration's split keeps them, a difference no result depends on:
+ * the pages still read zeros). A hugetlb folio moves whole to a free pool
  * page (migrate_hugetlb_private, migrate_hugetlb_shared), behind a PMD migration entry; their
  * comments and docs/architecture.md ("The path of a migration") have the safety argument: a
  * pin refuses, the count is frozen before the copy, the PMD walkers that can meet the entry
@@ -224,18 +227,24 @@ static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned lo
  * every PTE becomes a migration entry (so GUP-fast and faults keep off), and a pin (pincount,
  * exact for large folios once the folio is out of hot mode) puts everything back. Otherwise
  * each page drops its mapcount and the folio its mappings' references.
+ * With @partial, the table may map only some of the folio's pages, each at its own slot
+ * (haddr + i pages), so long as no page is mapped anywhere else (a mapped page's mapcount is
+ * 1, an unmapped one's 0: the folio is this table's alone); the slots of unmapped pages get
+ * no entry (@entry[i].val == 0) and are left alone.
  * Return: MIGRATE_DONE with *@foliop held by the migration's reference alone (besides any
  * transient one) and @old, @entry the 512 entries before and now; or why not, with nothing
  * changed (MIGRATE_PINNED: the PTEs are back, the waiters woken).
  * Context: the mm's lock held for read over @haddr.
  */
 static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
-				     struct pm_folio **foliop, pte_t *old, pte_t *entry)
+				     struct pm_folio **foliop, pte_t *old, pte_t *entry,
+				     bool partial)
 {
 	struct pm_machine *m = mm->m;
 	struct pm_spinlock *ptl;
 	struct pm_folio *folio;
 	unsigned long pfn;
+	unsigned first, nmapped = 0;
 	pm_entry_t *ptep;
 	pmd_t pmd;
 
@@ -257,49 +266,66 @@ static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	ptep = pm__pte_offset_map_lock(mm, pmdp, haddr, &ptl);
 	if (!ptep)
 		return MIGRATE_SKIP;
-	old[0] = ptep_get(ptep);
-	if (!pte_present(old[0]) || pte_special(old[0])) {
+	/* The folio: the first slot's page, or with @partial the first page mapped at all. */
+	for (first = 0; first < HPAGE_PMD_NR; first++) {
+		old[first] = ptep_get(ptep + first);
+		if (!partial || (pte_present(old[first]) && !pte_special(old[first])))
+			break;
+	}
+	if (first == HPAGE_PMD_NR || !pte_present(old[first]) || pte_special(old[first])) {
 		pm_spin_unlock(ptl);
 		return MIGRATE_SKIP;
 	}
-	pfn = pte_pfn(old[0]);
-	folio = page_folio(pfn_to_page(m, pfn));
+	pfn = pte_pfn(old[first]) - first;
+	folio = page_folio(pfn_to_page(m, pte_pfn(old[first])));
 	if (!folio_test_anon(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
 	    page_to_pfn(m, &folio->page) != pfn ||
 	    atomic_load_relaxed(&folio->page.xentire_mapcount) != 0)
 		goto refused;
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
+		int mc = atomic_load_relaxed(&folio_page(folio, i)->xmapcount);
+
 		old[i] = ptep_get(ptep + i);
-		if (!pte_present(old[i]) || pte_pfn(old[i]) != pfn + i ||
-		    atomic_load_relaxed(&folio_page(folio, i)->xmapcount) != 1)
-			goto refused; /* partly mapped, or mapped by another mm too */
+		entry[i].val = 0;
+		if (pte_present(old[i]) && pte_pfn(old[i]) == pfn + i) {
+			if (mc != 1)
+				goto refused; /* mapped by another mm too */
+			entry[i] = make_migration_entry(old[i],
+							page_anon_exclusive(folio_page(folio, i)));
+			nmapped++;
+		} else if (!partial || mc != 0) {
+			goto refused; /* partly mapped, or mapped elsewhere too */
+		}
 	}
 
 	folio_get_refs(folio, 1);
-	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
-		entry[i] = make_migration_entry(old[i], page_anon_exclusive(folio_page(folio, i)));
-		atomic_xchg_mb(ptep + i, entry[i].val);
-	}
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		if (entry[i].val)
+			atomic_xchg_mb(ptep + i, entry[i].val);
 	pm__folio_cool(folio); /* no new pin can come: exact from here (mem/folio_hot.c) */
 	if (folio_maybe_dma_pinned(folio)) {
 		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			set_pte(ptep + i, old[i]);
+			if (entry[i].val)
+				set_pte(ptep + i, old[i]);
 		pm_spin_unlock(ptl);
 		folio_put(folio);
 		for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-			migration_wake(pfn + i);
+			if (entry[i].val)
+				migration_wake(pfn + i);
 		return MIGRATE_PINNED;
 	}
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		struct pm_page *page = folio_page(folio, i);
 
+		if (!entry[i].val)
+			continue;
 		if (is_migration_entry_exclusive(entry[i]))
 			page_clear(page, PG_anon_exclusive);
 		if (pte_dirty(old[i]))
 			pm__folio_mark_dirty(folio);
 		atomic_sub_relaxed(&page->xmapcount, 1);
 	}
-	atomic_sub_mb(&folio->page.xrefcount, HPAGE_PMD_NR);
+	atomic_sub_mb(&folio->page.xrefcount, (int)nmapped);
 	pm_spin_unlock(ptl);
 	*foliop = folio;
 	return MIGRATE_DONE;
@@ -314,8 +340,9 @@ static void remap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
 		      const pte_t *entry, struct pm_folio *folio)
 {
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
-		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
-					  folio_page(folio, i));
+		if (entry[i].val)
+			remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i], folio,
+						  folio_page(folio, i));
 }
 
 /*
@@ -333,7 +360,7 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 	enum migrate_result r;
 
 	mmap_assert_locked(mm);
-	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
+	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry, false);
 	if (r != MIGRATE_DONE)
 		return r;
 	if (atomic_load_mb(&folio->page.xrefcount) != 1) {
@@ -350,19 +377,66 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
 }
 
 /*
- * try_split_folio, for a THP whose migration found no free 2 MiB block in the target
- * (migrate_pages_batch splits it on -ENOMEM and retries its pages as small folios). The folio
+ * A page of a THP being split that try_to_map_unused_to_zeropage() maps to the zero page
+ * instead: all zeros, and its VMA not VM_LOCKED. @entry is its migration entry, still at
+ * @addr: it becomes the zero page's special PTE with the VMA's protection; the page keeps no
+ * mapping (nor its mapcount, nor the mapping's reference), so it is freed with the split's
+ * last reference to it. Return: whether it was mapped so.
+ */
+static bool map_unused_to_zero(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+			       pte_t entry, struct pm_page *page)
+{
+	struct pm_machine *m = mm->m;
+	const unsigned long *w = page_address(m, page);
+	struct pm_vma *vma = pm__find_vma(mm, addr);
+	struct pm_spinlock *ptl;
+	pm_entry_t *ptep;
+	bool done = false;
+
+	if (!vma || vma->start > addr || (vma->flags & VM_LOCKED))
+		return false;
+	for (unsigned i = 0; i < PAGE_SIZE / sizeof(*w); i++)
+		if (w[i])
+			return false;
+	ptep = pm__pte_offset_map_lock(mm, pmdp, addr, &ptl);
+	if (ptep) {
+		pte_t cur = ptep_get(ptep);
+
+		/* Ours still: MADV_DONTNEED may have cleared it (then nothing is mapped). */
+		if (is_migration_entry(cur) && pte_pfn(cur) == pte_pfn(entry)) {
+			pte_t z = mk_pte(page_to_pfn(m, m->zero_page), vma_is_accessible(vma), false,
+					 false);
+
+			z.val |= _PAGE_SPECIAL;
+			set_pte(ptep, z);
+			done = true;
+		}
+		pm_spin_unlock(ptl);
+	}
+	migration_wake(pte_pfn(entry));
+	return done;
+}
+
+/*
+ * split_folio() of an anonymous THP this table alone maps (unmap_thp(); with @partial, it may
+ * map only some of its pages): try_split_folio for a THP whose migration found no free 2 MiB
+ * block in the target (migrate_pages_batch splits it on -ENOMEM and retries its pages as small
+ * folios), and MADV_FREE's split of a THP it covers in part (pm__split_anon_thp()). The folio
  * is unmapped as migrate_one_thp's is (unmap_thp(): a pin refuses the split, as
  * can_split_folio's "no extra references"); the count is frozen at the one reference we hold
  * (folio_ref_freeze: a GUP-fast try_get taken before makes the freeze fail and everything is
  * put back); then the 512 pages become small folios, each with our reference (the tails' head
  * pointers cleared before the release store that publishes each count, so a GUP-fast walker
  * that grabs one re-checks page_folio() and the order, try_grab_folio_fast), and each entry is
- * put back as a mapping of its page with the exclusivity it had. Counted as vmstat counts
- * thp_split_page and thp_split_page_failed. Return: MIGRATE_DONE (split), or why not.
+ * put back as a mapping of its page with the exclusivity it had - or, with @zero_unused, as
+ * the zero page where the page holds only zeros (Linux 6.12+'s __folio_split remaps an
+ * anonymous folio's pages with RMP_USE_SHARED_ZEROPAGE: try_to_map_unused_to_zeropage). A
+ * page left unmapped is freed with our reference. Counted as vmstat counts thp_split_page and
+ * thp_split_page_failed. Return: MIGRATE_DONE (split), or why not.
  * Context: the mm's lock held for read over @haddr.
  */
-static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
+static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
+				     bool partial, bool zero_unused)
 {
 	struct pm_machine *m = mm->m;
 	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
@@ -372,7 +446,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	int ref = 1;
 
 	mmap_assert_locked(mm);
-	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry);
+	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry, partial);
 	if (r == MIGRATE_PINNED)
 		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 	if (r != MIGRATE_DONE)
@@ -402,13 +476,28 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 		atomic_store_release(&folio_page(folio, i)->xrefcount, 1); /* ours, per page */
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		struct pm_page *page = folio_page(folio, i);
+		unsigned long a = haddr + i * PAGE_SIZE;
 
-		remove_migration_pte_page(mm, pmdp, haddr + i * PAGE_SIZE, entry[i],
-					  page_folio(page), page);
+		if (entry[i].val &&
+		    !(zero_unused && map_unused_to_zero(mm, pmdp, a, entry[i], page)))
+			remove_migration_pte_page(mm, pmdp, a, entry[i], page_folio(page), page);
 		folio_put(page_folio(page)); /* a page zapped meanwhile is freed here */
 	}
 	count_event(m, THP_SPLIT_PAGE, 1);
 	return MIGRATE_DONE;
+}
+
+/**
+ * pm__split_anon_thp() - split_folio() of the anonymous THP that the PTE table at *@pmdp
+ * (or its PMD leaf) maps at @haddr, for MADV_FREE of part of it: see split_thp(). The folio
+ * must be this table's alone (an mm's, mapped nowhere else: Linux's !folio_maybe_mapped_shared)
+ * and not pinned; its pages that hold only zeros are mapped to the zero page.
+ * Return: whether it was split. Context: the mm's lock held for read over @haddr.
+ */
+bool pm__split_anon_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
+{
+	mmap_assert_locked(mm);
+	return split_thp(mm, pmdp, haddr, true, true) == MIGRATE_DONE;
 }
 
 /*
@@ -872,7 +961,7 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
 			break;
 	}
-	if (r == MIGRATE_NOMEM && t->thp && split_thp(mm, pmdp, addr) == MIGRATE_DONE) {
+	if (r == MIGRATE_NOMEM && t->thp && split_thp(mm, pmdp, addr, false, false) == MIGRATE_DONE) {
 		/* No 2 MiB block in the target: split, and move its 512 pages one by one, each
 		 * counted as Linux counts the pages of a split THP - all of them move, as the
 		 * whole folio was isolated, but only those of the range asked for are in our

@@ -421,6 +421,7 @@ __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
 /* // mm/migrate.c */
 __hidden void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry);
+__hidden bool pm__split_anon_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr);
 __hidden void pm__compact_for_fault(struct pm_machine *m);
 /* Tests only: called by a migration between its unmap and its copy, nothing locked. */
 extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;

@@ -641,7 +641,9 @@ int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start, un
  * closer than STACK_GUARD_GAP (unless it grows down too or is PROT_NONE), when @vma would pass
  * STACK_RLIMIT, or without memory for the tree. The VMA is write-locked first, so no fault
  * under its lock sees it change, and stored whole over its new span, as vma_shift stores the
- * VMA that grows; it merges with nothing. Context: mmap_lock (W): in the range design the
+ * VMA that grows; it merges with nothing. A VMA that grows gets an anon_vma first, whatever
+ * the fault then maps (expand_downwards' anon_vma_prepare): so fork copies its PTEs, the zero
+ * page's of a read too (vma_needs_copy). Context: mmap_lock (W): in the range design the
  * ranges of [@addr - STACK_GUARD_GAP, @vma->end), so the VMA below is found if it is close.
  */
 int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr)
@@ -660,6 +662,8 @@ int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long add
 		return -ENOMEM;
 	if (vma->end - addr > STACK_RLIMIT)
 		return -ENOMEM;
+	if (!pm__vma_anon_vma(vma))
+		pm__vma_anon_prepare(vma);
 	pm__vma_start_write(vma);
 	err = vmas_store(mm, addr, vma->end, vma);
 	if (err)

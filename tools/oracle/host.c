@@ -502,6 +502,17 @@ static long rsvd_leak;
 
 static int host_pool_raw(long *free_, long *rsvd);
 
+/*
+ * The reservations host_pool() takes out. They stand for real free pages: while the counts
+ * read a free list with nothing free and HugePages_Rsvd below zero, an allocation without a
+ * reservation finds one of those pages on the host (free - reserved is positive there too)
+ * where a pool without them, pinmm's or a clean host's, has none and fails (SIGBUS).
+ */
+long host_pool_leak(void)
+{
+	return rsvd_leak;
+}
+
 int host_pool(long *free_, long *rsvd)
 {
 	int err = host_pool_raw(free_, rsvd);

@@ -116,6 +116,7 @@ struct res host_exec(const struct op *op);
 int host_observe_send(int proc, bool full, bool smaps);
 int host_observe_recv(int proc, struct obs_proc *out);
 int host_pool(long *free, long *rsvd);
+long host_pool_leak(void);
 long host_thp_fallbacks(void);
 void host_probe(struct caps *c, char *why, size_t n);
 int host_settings_save_and_set(const struct caps *c, char *msg, size_t n);
