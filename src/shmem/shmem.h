@@ -7,6 +7,7 @@
 #define PM_SHMEM_SHMEM_H
 
 #include "mem/mem.h"
+#include "mem/folio_hot.h"
 
 /* Some object's i_mmap lock (this thread's count of them, debug builds). */
 #define i_mmap_assert_held() pm_assert(pm__i_mmap_held > 0)
