@@ -75,7 +75,7 @@
  *
  * THP policy is Linux's "madvise" mode: only VMAs marked PM_MADV_HUGEPAGE, and only where the
  * 2 MiB-aligned window around the fault lies inside the VMA. A write fault there allocates a
- * THP; a read fault maps the machine's huge zero folio (mem/folio.c) with a read-only special
+ * THP; a read fault maps the machine's huge zero folio (mem/machine.c) with a read-only special
  * PMD leaf, as Linux with transparent_hugepage/use_zero_page=1 (do_huge_pmd_anonymous_page):
  * no reference, no mapcount, not a thp_fault, not in Rss. PM_KNOB_NO_HUGE_ZERO_PAGE
  * (use_zero_page=0) makes the read fault allocate a THP as a write does. When no 2 MiB block
@@ -94,7 +94,7 @@
  *	----------------------			----------------------------------
  *	PMD empty (unlocked read)		write fault: PMD empty, allocates a THP
  *	huge zero folio (this mm's use of it,
- *	  mem/folio.c), deposit table
+ *	  mem/machine.c), deposit table
  *	PMD lock				  PMD lock (waits)
  *	still empty? deposit, set_pmd		  not empty: frees its THP, VM_FAULT_AGAIN,
  *	  (release)				  finds the leaf: COW of the huge zero page

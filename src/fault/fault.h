@@ -6,6 +6,7 @@
 #define PM_FAULT_FAULT_H
 
 #include "mm/range.h"
+#include "mm/vma_lock.h"
 
 /* ------------------------------------------------------------------------------------------
  * Faults (fault/).
@@ -54,12 +55,22 @@ static inline int vm_fault_to_errno(vm_fault_t fault)
 	return 0;
 }
 
-/* The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
- * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing. */
+/*
+ * The VMA is about to hold an anonymous page: it needs an anon_vma (Linux's
+ * vmf_anon_prepare). Tested before set: a fault in a VMA that has one writes nothing, and
+ * nor does one whose per-CPU read lock's slot is marked already (pm__vma_anon_mark_pcpu), the
+ * common case of a contended VMA, which then makes no call either.
+ */
 static inline void vma_anon_prepare(struct pm_vma *vma)
 {
-	if (!atomic_load_relaxed(&vma->xanon_vma))
-		pm__vma_anon_prepare(vma);
+	struct pm_vma_pcpu_slot *slot;
+
+	if (atomic_load_relaxed(&vma->xanon_vma))
+		return;
+	slot = pm__vma_read_slot_of(vma);
+	if (slot && atomic_load_relaxed(&slot->xanon))
+		return;
+	pm__vma_anon_prepare(vma);
 }
 
 /* Linux's vmf_error(): the fault's result for an -errno from below (-ENOMEM, or -EFAULT). */

@@ -18,7 +18,7 @@
  *    write on either side copies or reuses it (cow.c).
  * A PMD-mapped THP that may be pinned is split first and copied at PTE level; one that may not
  * be is shared at PMD level, write-protected (huge_pmd.c). A leaf of the huge zero folio is
- * copied as is, read-only, and the child becomes one of the folio's users (mem/folio.c). Private hugetlb VMAs are copied by
+ * copied as is, read-only, and the child becomes one of the folio's users (mem/machine.c). Private hugetlb VMAs are copied by
  * fault/hugetlb_fault.c the same way, a 2 MiB page at a time (copied whole, never split); the child
  * gets no reservation.
  *

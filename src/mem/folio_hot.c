@@ -70,7 +70,7 @@
  */
 #include <sys/mman.h>
 
-#include "mem/mem.h"
+#include "mem/folio_hot.h"
 
 /* The slots of one state, after its header line. */
 static inline struct pm_hot_slot *hot_slot(struct pm_folio_hot *h, unsigned cpu)
@@ -466,4 +466,30 @@ void pm__machine_hot_exit(struct pm_machine *m)
 		pm__trace_object_gone(m->xhot);
 		munmap(m->xhot, m->nr_pages * sizeof(*m->xhot));
 	}
+}
+
+/* ---- public accessors: exact counts ---- */
+
+bool pm_folio_maybe_dma_pinned(struct pm_folio *folio)
+{
+	return folio_maybe_dma_pinned(folio);
+}
+
+int pm_folio_ref_count(struct pm_folio *folio)
+{
+	int pins;
+
+	if (folio_is_zero(folio))
+		return folio_ref_count(folio);
+	return pm__folio_counts_exact(folio, &pins);
+}
+
+int pm_folio_pincount(struct pm_folio *folio)
+{
+	int pins;
+
+	if (!folio_test_large(folio))
+		return 0;
+	pm__folio_counts_exact(folio, &pins);
+	return pins;
 }

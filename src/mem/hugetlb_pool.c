@@ -115,10 +115,12 @@ int pm__hugetlb_pool_init(struct pm_machine *m, size_t nr)
 	for (unsigned i = 0; i < PM_HUGETLB_FAULT_MUTEXES; i++)
 		pthread_mutex_init(&m->hugetlb_fault_mutex[i], NULL);
 	for (size_t i = 0; i < nr; i++) {
-		struct pm_folio *folio = pm__folio_alloc(m, HPAGE_PMD_ORDER, 0);
+		struct pm_page *page = pm__alloc_frames(m, HPAGE_PMD_ORDER, 0);
+		struct pm_folio *folio;
 
-		if (!folio)
+		if (!page)
 			return -ENOMEM;
+		folio = pm__folio_prep(page, HPAGE_PMD_ORDER);
 		page_set(&folio->page, PG_hugetlb);
 		atomic_store_relaxed(&folio->page.xrefcount, 0); /* free: try_get fails on it */
 		pm_spin_lock(&m->hugetlb_lock);

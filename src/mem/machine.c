@@ -1,21 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * machine.c - a machine's life (memory, descriptors, zero page), its registry of address spaces
- * and shmem objects, per-thread event counters, failure injection.
- *
- * Counters. Each thread that counts an event on a machine gets its own struct pm_stat_block
- * (a cache-line-aligned array of counters) on the machine's list; only that thread writes it,
- * with plain relaxed stores, and pm_machine_stats() sums every block. A thread finds its block
- * through a four-entry thread-local cache keyed by the machine's id, which is never reused,
- * so a stale entry for a destroyed machine can never match a new one. When a thread exits its
- * blocks are marked free (their counts stay, they are sums) and a later thread reuses them.
- * A few private counters each stand for an event that two public counters count (a fast pin:
- * a pin acquired and a page taken by the lockless walk); the hot path adds to the one slot,
- * and pm_machine_stats() adds it to both, so GUP-fast's pin+unpin of one page writes two
- * counters instead of four.
- *
- * Machine lookup from a page. pm_put_page() and the unpin family get a bare page; the page's
- * descriptor carries the machine's slot in pm__machines[], so the lookup is one load.
+ * machine.c - a machine's life (memory, descriptors, zero page, the huge zero folio), its
+ * registry of address spaces and shmem objects, its public queries. The top of mem/: it makes
+ * and ends what every other file of mem/ keeps (the registry of machines, per-thread counters
+ * and failure injection are mem.c's, below them all).
  *
  * Size. The frames and the descriptor array are reserved with MAP_NORESERVE and nothing is
  * written to them at creation: the allocator initialises descriptors one 2 MiB block at a
@@ -28,15 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "mem/mem.h"
-
-struct pm_machine *_Atomic pm__machines[PM_MAX_MACHINES];
-static pthread_mutex_t machines_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t machines_next_id = 1; /* under machines_lock */
-
-__thread struct pm_stat_tls pm__stat_tls[4];
-static pthread_key_t stat_key;
-static pthread_once_t stat_key_once = PTHREAD_ONCE_INIT;
+#include "mem/folio_hot.h"
 
 void pm__die(const char *file, int line, const char *func, const char *msg)
 {
@@ -53,171 +33,7 @@ void pm__die_cmp(const char *file, int line, const char *func, const char *expr,
 	abort();
 }
 
-/* ---- failure injection and metadata allocation ---- */
-
-bool pm__should_fail(struct pm_machine *m)
-{
-	long n = atomic_load_relaxed(&m->xfail_nth);
-
-	if (likely(n <= 0))
-		return false;
-	n = atomic_sub_mb(&m->xfail_nth, 1);
-	if (n == 1) {
-		count_event(m, ALLOC_FAILURES, 1);
-		return true;
-	}
-	return false;
-}
-
-void pm_fail_nth(struct pm_machine *m, long n)
-{
-	if (unlikely(!m))
-		return;
-	atomic_store_mb(&m->xfail_nth, n > 0 ? n : 0);
-}
-
-void *pm__kzalloc(struct pm_machine *m, size_t size)
-{
-	if (pm__should_fail(m))
-		return NULL;
-	return calloc(1, size);
-}
-
-/* ---- per-thread counters ---- */
-
-/* Mark @block free for reuse if machine @id still exists. */
-static void stat_block_release(uint64_t id, struct pm_stat_block *block)
-{
-	pthread_mutex_lock(&machines_lock);
-	for (unsigned i = 0; i < PM_MAX_MACHINES; i++) {
-		struct pm_machine *m = atomic_load_relaxed(&pm__machines[i]);
-
-		if (m && m->id == id) {
-			pthread_mutex_lock(&m->lock);
-			block->in_use = false;
-			pthread_mutex_unlock(&m->lock);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&machines_lock);
-}
-
-static void stat_thread_exit(void *arg)
-{
-	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++) {
-		if (pm__stat_tls[i].id && pm__stat_tls[i].block)
-			stat_block_release(pm__stat_tls[i].id, pm__stat_tls[i].block);
-		pm__stat_tls[i].id = 0;
-		pm__stat_tls[i].block = NULL;
-	}
-}
-
-static void stat_key_init(void)
-{
-	if (pthread_key_create(&stat_key, stat_thread_exit))
-		pm_die("pthread_key_create");
-}
-
-struct pm_stat_block *pm__stat_block_slow(struct pm_machine *m)
-{
-	struct pm_stat_tls hit = { 0 };
-	unsigned i, last = ARRAY_SIZE(pm__stat_tls) - 1;
-
-	for (i = 1; i < ARRAY_SIZE(pm__stat_tls); i++) {
-		if (pm__stat_tls[i].id == m->id) {
-			hit = pm__stat_tls[i];
-			last = i;
-			break;
-		}
-	}
-
-	if (!hit.id) {
-		struct pm_stat_block *b = NULL;
-		struct pm_list *pos;
-
-		pthread_once(&stat_key_once, stat_key_init);
-		pthread_mutex_lock(&m->lock);
-		pm_list_for_each(pos, &m->stat_blocks) {
-			struct pm_stat_block *c = pm_list_entry(pos, struct pm_stat_block, link);
-
-			if (!c->in_use) {
-				b = c;
-				break;
-			}
-		}
-		if (!b && !posix_memalign((void **)&b, PM_CACHELINE, sizeof(*b))) {
-			memset(b, 0, sizeof(*b));
-			pm_list_add_tail(&b->link, &m->stat_blocks);
-			pm__trace_object(b, sizeof(*b), "pm_stat_block");
-		}
-		if (b)
-			b->in_use = true;
-		pthread_mutex_unlock(&m->lock);
-		if (!b)
-			return &m->shared_stats;
-		pthread_setspecific(stat_key, (void *)1);
-		hit.id = m->id;
-		hit.block = b;
-		/* Evict the least recently used entry. */
-		if (pm__stat_tls[last].id && pm__stat_tls[last].block)
-			stat_block_release(pm__stat_tls[last].id, pm__stat_tls[last].block);
-	}
-	/* Move to the front. */
-	memmove(&pm__stat_tls[1], &pm__stat_tls[0], last * sizeof(pm__stat_tls[0]));
-	pm__stat_tls[0] = hit;
-	return hit.block;
-}
-
-void pm_machine_stats(struct pm_machine *m, struct pm_stats *out)
-{
-	unsigned long sum[PM_NR_STAT_ITEMS];
-	struct pm_list *pos;
-
-	if (unlikely(!m || !out)) {
-		if (out)
-			memset(out, 0, sizeof(*out));
-		return;
-	}
-	for (unsigned i = 0; i < PM_NR_STAT_ITEMS; i++)
-		sum[i] = atomic_load_relaxed(&m->shared_stats.v[i]);
-	pthread_mutex_lock(&m->lock);
-	pm_list_for_each(pos, &m->stat_blocks) {
-		struct pm_stat_block *b = pm_list_entry(pos, struct pm_stat_block, link);
-
-		for (unsigned i = 0; i < PM_NR_STAT_ITEMS; i++)
-			sum[i] += atomic_load_relaxed(&b->v[i]);
-	}
-	pthread_mutex_unlock(&m->lock);
-	/* The private items, into each public counter that counts their event. */
-	sum[NR_FOLL_PIN_ACQUIRED] += sum[GUP_FAST_PINS];
-	sum[GUP_FAST_PAGES] += sum[GUP_FAST_PINS];
-	sum[NR_FOLL_PIN_RELEASED] += sum[UNPIN_SMALL_ONE];
-	sum[UNPIN_FOLIO_UPDATES] += sum[UNPIN_SMALL_ONE];
-	memcpy(out, sum, sizeof(*out));
-}
-
 /* ---- machine life ---- */
-
-/*
- * A descriptor above the frontier was never written, so its slot is 0 (no machine): such a
- * one, which only pm_pfn_to_page() hands out, is found by the range it lies in.
- */
-struct pm_machine *pm__page_machine_search(const struct pm_page *page)
-{
-	struct pm_machine *m;
-
-	pthread_mutex_lock(&machines_lock); /* no machine goes away under the search */
-	for (unsigned i = 1; i < PM_MAX_MACHINES; i++) {
-		m = atomic_load_relaxed(&pm__machines[i]);
-		if (m && page >= m->pages && page < m->pages + m->nr_pages)
-			break;
-		m = NULL;
-	}
-	pthread_mutex_unlock(&machines_lock);
-	if (!m)
-		pm_die("a page descriptor of no machine");
-	return m;
-}
 
 /* The machine's own objects, named for the tracer (lib/trace.h); nothing in other builds. */
 static void machine_trace_objects(struct pm_machine *m, bool gone)
@@ -309,18 +125,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	if (posix_memalign((void **)&m->pcp, PM_CACHELINE, m->nr_cpus * sizeof(*m->pcp)))
 		goto fail_pages;
 
-	pthread_mutex_lock(&machines_lock);
-	err = EMFILE;
-	for (unsigned i = 1; i < PM_MAX_MACHINES; i++) {
-		if (!atomic_load_relaxed(&pm__machines[i])) {
-			m->slot = (uint16_t)i;
-			m->id = machines_next_id++;
-			atomic_store_release(&pm__machines[i], m);
-			err = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&machines_lock);
+	err = pm__machine_register(m);
 	if (err)
 		goto fail_pcp;
 
@@ -348,20 +153,8 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 
 fail_slot:
 	err = ENOMEM;
-	pthread_mutex_lock(&machines_lock);
-	atomic_store_relaxed(&pm__machines[m->slot], NULL);
-	pthread_mutex_unlock(&machines_lock);
 	/* Setting the pool aside may have counted events: this thread's block goes too. */
-	while (!pm_list_empty(&m->stat_blocks)) {
-		struct pm_list *pos = m->stat_blocks.next;
-
-		pm_list_del(pos);
-		pm__trace_object_gone(pm_list_entry(pos, struct pm_stat_block, link));
-		free(pm_list_entry(pos, struct pm_stat_block, link));
-	}
-	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++)
-		if (pm__stat_tls[i].id == m->id)
-			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
+	pm__machine_unregister(m);
 fail_pcp:
 	pm__obj_cache_destroy(m, m->shmem_nodes);
 	pm__page_alloc_exit(m);
@@ -384,24 +177,9 @@ fail_free:
  */
 void pm__machine_free(struct pm_machine *m)
 {
-	struct pm_list *pos, *n;
-
 	pm_assert(pm_list_empty(&m->mms) && pm_list_empty(&m->shmems));
 
-	pthread_mutex_lock(&machines_lock);
-	atomic_store_relaxed(&pm__machines[m->slot], NULL);
-	pthread_mutex_lock(&m->lock);
-	pm_list_for_each_safe(pos, n, &m->stat_blocks) {
-		pm__trace_object_gone(pm_list_entry(pos, struct pm_stat_block, link));
-		free(pm_list_entry(pos, struct pm_stat_block, link));
-	}
-	pthread_mutex_unlock(&m->lock);
-	pthread_mutex_unlock(&machines_lock);
-
-	/* Stale thread-local entries of this thread must not be released again later. */
-	for (unsigned i = 0; i < ARRAY_SIZE(pm__stat_tls); i++)
-		if (pm__stat_tls[i].id == m->id)
-			pm__stat_tls[i] = (struct pm_stat_tls){ 0 };
+	pm__machine_unregister(m);
 
 	machine_trace_objects(m, true);
 	pm__obj_cache_destroy(m, m->shmem_nodes); /* after the RCU barrier: no node is pending */
@@ -414,6 +192,84 @@ void pm__machine_free(struct pm_machine *m)
 	pthread_mutex_destroy(&m->lock);
 	pthread_mutex_destroy(&m->compact_lock);
 	free(m);
+}
+
+/* ---- the huge zero folio ---- */
+
+/**
+ * pm__huge_zero_folio_get() - the machine's huge zero folio, for an address space whose use of
+ * it is the flag *@used (Linux's mm_get_huge_zero_folio and MMF_HUGE_ZERO_FOLIO).
+ *
+ * One per machine, made when a first address space wants it and given back when the last one
+ * that used it is torn down (pm__huge_zero_folio_put): Linux counts the users the same way
+ * (huge_zero_refcount, one per mm) so that its shrinker may free the folio once none is left;
+ * pinmm has no reclaim, so the last put frees it at once. That keeps a machine whose address
+ * spaces are all gone exactly as it started (the same free pages), which a folio kept for the
+ * machine's life (Linux 6.18's CONFIG_PERSISTENT_HUGE_ZERO_FOLIO) would not; and a machine
+ * that never read-faults a THP-eligible VMA never pays its 2 MiB.
+ *
+ * The folio holds one reference for all its users; GUP references and pins add theirs, so a
+ * pin may outlive the last user, and then the folio goes at the last unpin (a later first
+ * user makes a new one meanwhile). After its first call an address space finds its flag set
+ * and the pointer stable (it is a user: nobody frees the folio under it): one acquire load
+ * each, no shared write. The first call takes huge_zero_lock; the 2 MiB are allocated and
+ * zeroed outside it, and a folio that lost the race to be the machine's is freed unseen.
+ * Context: the caller's address space is alive (a fault, or fork for its child).
+ * Return: the folio, or NULL when no 2 MiB block can be had (the fault falls back).
+ */
+struct pm_folio *pm__huge_zero_folio_get(struct pm_machine *m, _Atomic bool *used)
+{
+	struct pm_folio *folio = NULL, *spare = NULL;
+
+	if (likely(atomic_load_acquire(used)))
+		return atomic_load_acquire(&m->xhuge_zero_folio);
+	for (;;) {
+		pm_spin_lock(&m->huge_zero_lock);
+		folio = atomic_load_relaxed(&m->xhuge_zero_folio);
+		if (!folio && spare) {
+			folio = spare;
+			spare = NULL;
+			atomic_store_release(&m->xhuge_zero_folio, folio);
+		}
+		if (folio && !atomic_load_relaxed(used)) {
+			m->huge_zero_users++;
+			atomic_store_release(used, true);
+		}
+		pm_spin_unlock(&m->huge_zero_lock);
+		if (folio)
+			break;
+		spare = pm__folio_alloc(m, HPAGE_PMD_ORDER, PM_ALLOC_ZERO);
+		if (!spare)
+			return NULL;
+		folio_set_flags_new(spare, PGF(PG_huge_zero));
+	}
+	if (spare)
+		folio_put(spare); /* another thread made it first: nobody saw ours */
+	return folio;
+}
+
+/**
+ * pm__huge_zero_folio_put() - the address space whose flag is *@used gives up its use of the
+ * huge zero folio (Linux's mm_put_huge_zero_folio at __mmput); the last user's put drops the
+ * folio's reference, which frees it unless GUP still holds some.
+ * Context: teardown, the address space's mappings gone.
+ */
+void pm__huge_zero_folio_put(struct pm_machine *m, _Atomic bool *used)
+{
+	struct pm_folio *folio = NULL;
+
+	if (!atomic_load_relaxed(used))
+		return;
+	pm_spin_lock(&m->huge_zero_lock);
+	atomic_store_relaxed(used, false);
+	pm_assert(m->huge_zero_users > 0);
+	if (!--m->huge_zero_users) {
+		folio = atomic_load_relaxed(&m->xhuge_zero_folio);
+		atomic_store_relaxed(&m->xhuge_zero_folio, NULL);
+	}
+	pm_spin_unlock(&m->huge_zero_lock);
+	if (folio)
+		folio_put(folio);
 }
 
 size_t pm_machine_free_pages(struct pm_machine *m)

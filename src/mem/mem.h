@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mem/mem.h - frames, pages and folios, the machine, and what crosses the files of mem/
- * (internal.h has the naming rule, the invariants and the assertion macros).
+ * (internal.h has the naming rule, the invariants and the assertion macros). Its inline
+ * helpers call only mem.c, its own source, so every other file of mem/ stands above both; the
+ * folio helpers that must know hot mode (folio_put() among them) are mem/folio_hot.h's.
  */
 #ifndef PM_MEM_MEM_H
 #define PM_MEM_MEM_H
@@ -53,7 +55,7 @@ enum pm_pageflag {
 	PG_zero,	   /* the machine's shared zero page */
 	PG_shmem,	   /* in (or removed from) a shmem page cache */
 	PG_hugetlb,	   /* a 2 MiB page of the hugetlb pool, in use or free (mem/hugetlb_pool.c) */
-	PG_huge_zero,	   /* the machine's huge zero folio (mem/folio.c); on its head */
+	PG_huge_zero,	   /* the machine's huge zero folio (mem/machine.c); on its head */
 	PG_hot,		   /* head: pins count per CPU, the bias is held (mem/folio_hot.c) */
 	PG_hot_leave,	   /* head: hot mode is ending; its pins are being folded */
 	PG_hugetlb_restore, /* head: freed, it gives a reservation back (mem/hugetlb_pool.c) */
@@ -253,7 +255,7 @@ struct pm_machine {
 					 * frontiers */
 	unsigned long nr_pages;
 	struct pm_page *zero_page;
-	/* The huge zero folio (mem/folio.c): made when a first address space wants it, given
+	/* The huge zero folio (mem/machine.c): made when a first address space wants it, given
 	 * back when the last one that used it goes (Linux's huge_zero_refcount, with an
 	 * immediate shrinker). Written under huge_zero_lock; read locklessly by its users. */
 	struct pm_folio *_Atomic xhuge_zero_folio;
@@ -442,7 +444,7 @@ static inline bool folio_is_zero(const struct pm_folio *folio)
  * The huge zero folio (Linux's is_huge_zero_folio): an order-9 folio of zeros that read faults
  * of THP-eligible anonymous VMAs map read-only at PMD level, with _PAGE_SPECIAL on the leaf.
  * Its mappings take no reference and no mapcount; GUP references and pins count on it as on
- * any large folio; one reference stands for all the address spaces that use it (mem/folio.c).
+ * any large folio; one reference stands for all the address spaces that use it (mem/machine.c).
  */
 static inline bool is_huge_zero_folio(const struct pm_folio *folio)
 {
@@ -481,49 +483,12 @@ static inline bool folio_hot(const struct pm_folio *folio)
 	       (PGF(PG_hot) | PGF(PG_hot_leave));
 }
 
-/* // mem/folio_hot.c */
-__hidden bool pm__folio_hot_grab(struct pm_folio *folio, int refs);
-__hidden bool pm__folio_hot_put(struct pm_folio *folio, int refs);
-__hidden void pm__folio_hot_enter(struct pm_folio *folio);
-__hidden void pm__folio_leave_hot(struct pm_folio *folio);
-__hidden void pm__folio_hot_unmapped(struct pm_folio *folio);
-__hidden int pm__folio_hot_ref_count(const struct pm_folio *folio);
-__hidden int pm__folio_hot_pincount(const struct pm_folio *folio);
-__hidden int pm__folio_counts_exact(struct pm_folio *folio, int *pincount);
-__hidden void pm__machine_hot_exit(struct pm_machine *m);
-
-/* Before a decision on @folio's counts: out of hot mode (mem/folio_hot.c). */
-static inline void pm__folio_cool(struct pm_folio *folio)
-{
-	if (unlikely(folio_hot(folio)))
-		pm__folio_leave_hot(folio);
-}
-
-/* refcount: exact at quiescence, hot or not (the bias aside). */
-static inline int folio_ref_count(const struct pm_folio *folio)
-{
-	if (unlikely(folio_hot(folio)))
-		return pm__folio_hot_ref_count(folio);
-	return atomic_load_relaxed(&((struct pm_folio *)folio)->page.xrefcount);
-}
-
 static inline bool page_anon_exclusive(const struct pm_page *page)
 {
 	return page_test(page, PG_anon_exclusive);
 }
 
-/* folio_maybe_dma_pinned(): exact for large folios, no false negatives for small ones. */
-static inline bool folio_maybe_dma_pinned(const struct pm_folio *folio)
-{
-	if (unlikely(folio_hot(folio)))
-		pm__folio_leave_hot((struct pm_folio *)folio); /* an exact answer (folio_hot.c) */
-	if (folio_test_large(folio))
-		return atomic_load_mb(&((struct pm_folio *)folio)->page.xpincount) > 0;
-	return (unsigned)atomic_load_mb(&((struct pm_folio *)folio)->page.xrefcount) >=
-	       GUP_PIN_COUNTING_BIAS;
-}
-
-/* // mem/machine.c */
+/* // mem/mem.c */
 __hidden struct pm_stat_block *pm__stat_block_slow(struct pm_machine *m);
 extern __thread struct pm_stat_tls {
 	uint64_t id;
@@ -579,6 +544,12 @@ static inline bool knob(const struct pm_machine *m, unsigned k)
 
 __hidden void *pm__kzalloc(struct pm_machine *m, size_t size); /* failure-injectable */
 __hidden bool pm__should_fail(struct pm_machine *m);
+__hidden int pm__machine_register(struct pm_machine *m);
+__hidden void pm__machine_unregister(struct pm_machine *m);
+
+/* // mem/machine.c */
+__hidden struct pm_folio *pm__huge_zero_folio_get(struct pm_machine *m, _Atomic bool *used);
+__hidden void pm__huge_zero_folio_put(struct pm_machine *m, _Atomic bool *used);
 
 /* // mem/objcache.c */
 __hidden struct pm_obj_cache *pm__obj_cache_create(struct pm_machine *m);
@@ -657,13 +628,10 @@ static inline bool folio_test_hugetlb(const struct pm_folio *folio)
 	return folio_test(folio, PG_hugetlb);
 }
 
-/* // mem/folio.c */
+/* // mem/folio.c (pm__folio_prep: mem/page_alloc.c) */
 __hidden struct pm_folio *pm__folio_alloc(struct pm_machine *m, unsigned order, unsigned flags);
 __hidden struct pm_folio *pm__folio_prep(struct pm_page *page, unsigned order);
 __hidden void pm__folio_free(struct pm_folio *folio);
-__hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
-__hidden void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n);
-__hidden struct pm_page *pm__folio_unmap_put(struct pm_folio *folio);
 /*
  * References GUP hands out stop at PM_GUP_REF_LIMIT (2^30), far below INT_MAX, so that the
  * references nobody may refuse - mappings (fork, faults, PMD splits) and the transient ones of a
@@ -675,30 +643,16 @@ __hidden bool pm__folio_ref_add(struct pm_folio *folio, int refs, int limit);
 __hidden void pm__folio_lock(struct pm_folio *folio);
 __hidden void pm__folio_unlock(struct pm_folio *folio);
 __hidden void pm__folio_mark_dirty(struct pm_folio *folio);
-__hidden struct pm_folio *pm__huge_zero_folio_get(struct pm_machine *m, _Atomic bool *used);
-__hidden void pm__huge_zero_folio_put(struct pm_machine *m, _Atomic bool *used);
-
-/* Drop @refs references; the last one frees the folio. */
-static inline void folio_put_refs(struct pm_folio *folio, int refs)
-{
-	int old = atomic_sub_mb(&folio->page.xrefcount, refs);
-
-	pm_assert_cmp(old, >=, refs);
-	if (old == refs)
-		pm__folio_free(folio);
-	else if (unlikely(folio_hot(folio)))
-		pm__folio_hot_unmapped(folio); /* (H3) */
-}
-
-static inline void folio_put(struct pm_folio *folio)
-{
-	folio_put_refs(folio, 1);
-}
 
 /* Take @refs references on a folio the caller already holds one on (or a mapping of). */
 static inline void folio_get_refs(struct pm_folio *folio, int refs)
 {
 	atomic_add_relaxed(&folio->page.xrefcount, refs);
 }
+
+/* // mem/folio_put.c */
+__hidden void pm__folios_put(struct pm_machine *m, struct pm_folio **folios, unsigned n);
+__hidden void pm__folios_put_cache(struct pm_machine *m, struct pm_folio **folios, unsigned n);
+__hidden struct pm_page *pm__folio_unmap_put(struct pm_folio *folio);
 
 #endif /* PM_MEM_MEM_H */

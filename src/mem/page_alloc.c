@@ -827,6 +827,32 @@ struct pm_page *pm__alloc_frames(struct pm_machine *m, unsigned order, unsigned 
 	return page;
 }
 
+/*
+ * Make the 2^@order frames just allocated at @page a folio with one reference (Linux's
+ * prep_compound_page and set_page_refcounted): pm__folio_alloc() (folio.c), the hugetlb pool's
+ * pages (hugetlb_pool.c), migration's targets.
+ */
+struct pm_folio *pm__folio_prep(struct pm_page *page, unsigned order)
+{
+	struct pm_folio *folio = (struct pm_folio *)page;
+
+	atomic_store_relaxed(&page->xorder, (uint8_t)order);
+	page->mapping = NULL;
+	page->index = 0;
+	atomic_store_relaxed(&page->xpincount, 0);
+	atomic_store_relaxed(&page->xentire_mapcount, 0);
+	atomic_store_relaxed(&page->xmapcount, 0);
+	for (unsigned long i = 1; i < (1UL << order); i++) {
+		atomic_store_relaxed(&page[i].xmapcount, 0);
+		atomic_store_relaxed(&page[i].xflags, 0);
+		atomic_store_relaxed(&page[i].xcompound_head, (uintptr_t)page | 1);
+	}
+	atomic_store_relaxed(&page->xflags, order ? PGF(PG_head) : 0);
+	/* Publishes the folio: a speculative try_get can succeed from here on. */
+	atomic_store_release(&page->xrefcount, 1);
+	return folio;
+}
+
 /**
  * pm__alloc_boot_frame() - the first frame of a fresh machine, for its zero page: straight
  * from the frontier, through no per-CPU cache, and counted nowhere, so that a new machine's

@@ -10,6 +10,7 @@
 #define PM_MM_MM_H
 
 #include "mem/mem.h"
+#include "mem/folio_hot.h"
 #include "pgtable/pgtable.h"
 #include "shmem/shmem.h"
 #include "mm/vma_tree.h"
@@ -240,7 +241,7 @@ struct pm_mm {
 	_Atomic bool xgrowsdown;	     /* a VM_GROWSDOWN VMA was ever stored: set once (tested
 					      * first), never cleared (pm__vma_absent) */
 	_Atomic bool xhuge_zero;	     /* MMF_HUGE_ZERO_FOLIO: holds a use of the machine's huge
-					      * zero folio (mem/folio.c); set once, cleared at teardown */
+					      * zero folio (mem/machine.c); set once, cleared at teardown */
 	bool dead;			     /* emptied by pm_machine_destroy (pm__mm_bad): every
 					      * call reads it, only the destroy writes it */
 

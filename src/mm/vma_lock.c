@@ -75,7 +75,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "mm/mm.h"
+#include "mm/vma_lock.h"
 
 #define VMA_LOCK_SPINS 256
 /* Read locks taken while another reader held the VMA, before it gets per-CPU counts. */
@@ -91,18 +91,12 @@
  * zero. Both sides' write-then-read are sequentially consistent, so either the reader sees the
  * bit (and backs out) or the writer sees the reader's count (and waits for it).
  * PM_KNOB_VMA_LOCK_SHARED_COUNT keeps every VMA on its central count, as Linux does.
+ * The counts (struct pm_vma_pcpu) are in mm/vma_lock.h, for a fault's inline test of its own
+ * slot (pm__vma_read_slot_of()).
  */
-struct pm_vma_pcpu {
-	_Atomic unsigned xwake;	/* bumped by a reader that leaves while a writer sleeps */
-	unsigned mask;		/* slots - 1 */
-	struct {
-		_Atomic long xreaders;
-		_Atomic bool xanon; /* a fault here gave the VMA an anon_vma (vma.c) */
-	} __cacheline_aligned slot[];
-};
 
 static __thread int vma_cpu = -1;		 /* this thread's slot, chosen once */
-static __thread _Atomic long *vma_read_slot;	 /* the slot of the read lock held, or NULL */
+__thread _Atomic long *pm__vma_read_slot;	 /* the slot of the read lock held, or NULL */
 
 static _Atomic long *this_slot(struct pm_vma_pcpu *pc)
 {
@@ -176,15 +170,12 @@ static void vma_note_contention(struct pm_vma *vma)
  */
 bool pm__vma_anon_mark_pcpu(struct pm_vma *vma)
 {
-	struct pm_vma_pcpu *pc = atomic_load_relaxed(&vma->xpcpu);
-	size_t i;
+	struct pm_vma_pcpu_slot *slot = pm__vma_read_slot_of(vma);
 
-	if (!vma_read_slot || !pc || (char *)vma_read_slot < (char *)pc->slot ||
-	    (char *)vma_read_slot >= (char *)&pc->slot[pc->mask + 1])
+	if (!slot)
 		return false;
-	i = (size_t)((char *)vma_read_slot - (char *)pc->slot) / sizeof(pc->slot[0]);
-	if (!atomic_load_relaxed(&pc->slot[i].xanon))
-		atomic_store_relaxed(&pc->slot[i].xanon, true);
+	if (!atomic_load_relaxed(&slot->xanon))
+		atomic_store_relaxed(&slot->xanon, true);
 	return true;
 }
 
@@ -218,7 +209,7 @@ bool pm__vma_start_read(struct pm_vma *vma)
 	struct pm_vma_pcpu *pc;
 	unsigned old;
 
-	pm_assert(!vma_read_slot); /* one VMA read lock per thread at a time */
+	pm_assert(!pm__vma_read_slot); /* one VMA read lock per thread at a time */
 	if (vma_write_locked(vma))
 		return false;
 	pc = atomic_load_mb(&vma->xpcpu);
@@ -231,7 +222,7 @@ bool pm__vma_start_read(struct pm_vma *vma)
 			vma_pcpu_drop(vma, pc, slot);
 			return false;
 		}
-		vma_read_slot = slot;
+		pm__vma_read_slot = slot;
 	} else {
 		old = atomic_add_mb(&vma->xvm_refcnt, 1);
 		if (unlikely(old & VMA_LOCK_WRITER) || unlikely(vma_write_locked(vma))) {
@@ -249,14 +240,14 @@ bool pm__vma_start_read(struct pm_vma *vma)
 
 void pm__vma_end_read(struct pm_vma *vma)
 {
-	_Atomic long *slot = vma_read_slot;
+	_Atomic long *slot = pm__vma_read_slot;
 
 	assert_vma_read_locked(vma);
 #if PM_DEBUG >= 1
 	pm__vma_read_held--;
 #endif
 	if (slot) {
-		vma_read_slot = NULL;
+		pm__vma_read_slot = NULL;
 		vma_pcpu_drop(vma, atomic_load_relaxed(&vma->xpcpu), slot);
 	} else {
 		vma_read_drop(vma);

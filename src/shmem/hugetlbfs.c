@@ -67,29 +67,6 @@ static bool in_cache(struct pm_shmem *f, unsigned long i)
 	return present;
 }
 
-struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size)
-{
-	struct pm_shmem *f = pm__shmem_create_internal(m, size);
-
-	if (f)
-		f->hugetlb = true;
-	return f;
-}
-
-struct pm_shmem *pm_shmem_create_hugetlb(struct pm_machine *m, size_t size)
-{
-	struct pm_shmem *f;
-
-	if (unlikely(!m) || (size & ~PMD_MASK)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	f = pm_shmem_create(m, size, 0);
-	if (f)
-		f->hugetlb = true;
-	return f;
-}
-
 /**
  * pm__shmem_hugetlb_reserve() - reserve the pages [@first, @first + @nr) of @f that are
  * neither in the cache nor reserved already: a shared hugetlb mmap (@credit: reservations the

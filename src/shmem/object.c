@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * object.c - a shmem object's life: creation (public, or internal for MAP_SHARED|MAP_ANONYMOUS),
- * references (the creator's and one per VMA), size, and destruction with its page cache.
+ * object.c - a shmem object's life: creation (public, or internal for MAP_SHARED|MAP_ANONYMOUS;
+ * tmpfs-like or hugetlbfs-like), references (the creator's and one per VMA), size, and
+ * destruction with its page cache and, for hugetlbfs, its reservations (hugetlbfs.c).
  *
  * Locks, outermost first: truncate_lock > i_mmap_lock > PTL > tree_lock > info_lock
  * (LOCK_TWICE: info_lock > tree_lock, never with a PTL held) > limit.lock. The page cache is
@@ -58,6 +59,30 @@ struct pm_shmem *pm_shmem_create(struct pm_machine *m, size_t size, size_t max_b
 struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size)
 {
 	return shmem_alloc(m, size, 0, true);
+}
+
+/* A hugetlbfs object (shmem/hugetlbfs.c): 2 MiB pages from the machine's pool. */
+struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size)
+{
+	struct pm_shmem *f = pm__shmem_create_internal(m, size);
+
+	if (f)
+		f->hugetlb = true;
+	return f;
+}
+
+struct pm_shmem *pm_shmem_create_hugetlb(struct pm_machine *m, size_t size)
+{
+	struct pm_shmem *f;
+
+	if (unlikely(!m) || (size & ~PMD_MASK)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	f = pm_shmem_create(m, size, 0);
+	if (f)
+		f->hugetlb = true;
+	return f;
 }
 
 void pm__shmem_get(struct pm_shmem *f)

@@ -7,6 +7,7 @@
 #define PM_SHMEM_SHMEM_H
 
 #include "mem/mem.h"
+#include "mem/folio_hot.h"
 
 /* Some object's i_mmap lock (this thread's count of them, debug builds). */
 #define i_mmap_assert_held() pm_assert(pm__i_mmap_held > 0)
@@ -67,9 +68,9 @@ static inline unsigned long shmem_size_pages(struct pm_shmem *f)
 __hidden void pm__shmem_get(struct pm_shmem *f);
 __hidden void pm__shmem_kill(struct pm_shmem *f);
 __hidden struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size);
+__hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
 
 /* // shmem/hugetlbfs.c */
-__hidden struct pm_shmem *pm__shmem_create_internal_hugetlb(struct pm_machine *m, size_t size);
 __hidden int pm__shmem_hugetlb_reserve(struct pm_shmem *f, unsigned long first,
 				       unsigned long nr, unsigned long credit);
 __hidden struct pm_folio *pm__shmem_hugetlb_get_folio(struct pm_shmem *f, unsigned long hidx,

@@ -10,12 +10,11 @@
  * The VMA is made contended by read faults (the zero page: no anon_vma) while another thread
  * holds its read lock, so that no write fault happens before it has per-CPU counts.
  */
-#include <pthread.h>
-#include <unistd.h>
 
 #include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
+#include "lib/vma_hold.h"
 
 #define PG 4096UL
 #define NPG 64
@@ -23,43 +22,19 @@
 #define FIX (PM_MAP_FIXED | PM_MAP_PRIVATE | PM_MAP_ANONYMOUS)
 #define A 0x200000000UL
 
-struct holder {
-	struct pm_vma *vma;
-	atomic_int held, release, ok;
-};
-
-static void *hold_thread(void *arg)
-{
-	struct holder *h = arg;
-
-	atomic_store(&h->ok, pm__vma_start_read(h->vma));
-	atomic_store(&h->held, 1);
-	while (!atomic_load(&h->release))
-		usleep(100);
-	if (atomic_load(&h->ok))
-		pm__vma_end_read(h->vma);
-	return NULL;
-}
-
 /* Map [A, A + NPG pages) and give its VMA per-CPU reader counts with read faults only. */
 static struct pm_vma *contended_vma(struct pm_mm *mm)
 {
-	struct holder h = { 0 };
+	struct pmt_vma_holder h;
 	struct pm_vma *vma;
-	pthread_t th;
 
 	ASSERT_EQ(pm_mmap(mm, A, NPG * PG, RW, FIX, NULL, 0), (long)A);
 	vma = pm__find_vma(mm, A);
 	ASSERT_TRUE(vma);
-	h.vma = vma;
-	pthread_create(&th, NULL, hold_thread, &h);
-	while (!atomic_load(&h.held))
-		usleep(100);
+	pmt_vma_hold(&h, vma);
 	for (unsigned long i = 0; i < 200; i++)
 		ASSERT_EQ(pm_fault(mm, A + (i % NPG) * PG, 0), 0);
-	atomic_store(&h.release, 1);
-	pthread_join(th, NULL);
-	ASSERT_TRUE(atomic_load(&h.ok));
+	ASSERT_TRUE(pmt_vma_release(&h));
 	return vma;
 }
 

@@ -19,6 +19,7 @@
 #include "gup/gup.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
+#include "lib/vma_hold.h"
 
 #define MiB (1UL << 20)
 #define PG 4096UL
@@ -255,24 +256,6 @@ static void test_race(unsigned knobs)
 
 /* ---- per-CPU reader counts of a contended VMA ---- */
 
-struct holder {
-	struct pm_vma *vma;
-	atomic_int held, release, ok;
-};
-
-static void *hold_thread(void *arg)
-{
-	struct holder *h = arg;
-
-	atomic_store(&h->ok, pm__vma_start_read(h->vma));
-	atomic_store(&h->held, 1);
-	while (!atomic_load(&h->release))
-		usleep(100);
-	if (atomic_load(&h->ok))
-		pm__vma_end_read(h->vma);
-	return NULL;
-}
-
 struct protector {
 	struct pm_mm *mm;
 	unsigned long addr;
@@ -295,28 +278,22 @@ static void test_pcpu(void)
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long a = pmt_map_anon(mm, 64 * PG, RW, false);
 	struct pm_vma *vma = pm__find_vma(mm, a);
-	struct holder h = { .vma = vma };
+	struct pmt_vma_holder h;
 	struct protector pr = { .mm = mm, .addr = a };
-	pthread_t th, tp;
+	pthread_t tp;
 	bool faults_ok = true, during;
 
 	/* Another thread holds the VMA while this one faults in it: contention, then per-CPU
 	 * counts. */
-	pthread_create(&th, NULL, hold_thread, &h);
-	while (!atomic_load(&h.held))
-		usleep(100);
+	pmt_vma_hold(&h, vma);
 	for (unsigned long i = 0; i < 200; i++)
 		faults_ok &= pm_fault(mm, a + (i % 64) * PG, PM_FAULT_WRITE) == 0;
 	ok(atomic_load(&h.ok) && faults_ok && atomic_load_relaxed(&vma->xpcpu),
 	   "a VMA read-locked by two threads at once gets per-CPU reader counts");
-	atomic_store(&h.release, 1);
-	pthread_join(th, NULL);
+	pmt_vma_release(&h);
 
 	/* A reader counted per CPU still holds a writer off until it leaves. */
-	h = (struct holder){ .vma = vma };
-	pthread_create(&th, NULL, hold_thread, &h);
-	while (!atomic_load(&h.held))
-		usleep(100);
+	pmt_vma_hold(&h, vma);
 	ok(atomic_load(&h.ok), "read-locked through a per-CPU slot");
 	pthread_create(&tp, NULL, mprotect_thread, &pr);
 	during = false;
@@ -325,8 +302,7 @@ static void test_pcpu(void)
 		during = atomic_load(&pr.done);
 	}
 	ok(!during, "mprotect of the VMA waits for the per-CPU reader");
-	atomic_store(&h.release, 1);
-	pthread_join(th, NULL);
+	pmt_vma_release(&h);
 	pthread_join(tp, NULL);
 	is_int(pr.ret, 0, "and completes once it left");
 	is_int(pm_fault(mm, a, PM_FAULT_WRITE), -EFAULT, "the new protection holds");
@@ -380,19 +356,15 @@ static void test_shared_count(void)
 	struct pm_mm *mm = pm_mm_create(m);
 	unsigned long a = pmt_map_anon(mm, 64 * PG, RW, false);
 	struct pm_vma *vma = pm__find_vma(mm, a);
-	struct holder h = { .vma = vma };
-	pthread_t th;
+	struct pmt_vma_holder h;
 	bool faults_ok = true;
 
-	pthread_create(&th, NULL, hold_thread, &h);
-	while (!atomic_load(&h.held))
-		usleep(100);
+	pmt_vma_hold(&h, vma);
 	for (unsigned long i = 0; i < 200; i++)
 		faults_ok &= pm_fault(mm, a + (i % 64) * PG, PM_FAULT_WRITE) == 0;
 	ok(atomic_load(&h.ok) && faults_ok && !atomic_load_relaxed(&vma->xpcpu),
 	   "shared-count knob: a contended VMA keeps its one reader count");
-	atomic_store(&h.release, 1);
-	pthread_join(th, NULL);
+	pmt_vma_release(&h);
 	is_int(pm_mprotect(mm, a, 64 * PG, PM_PROT_READ), 0, "shared-count knob: writer proceeds");
 	pm_mm_destroy(mm);
 	ok(!pm_machine_check(m), "machine checks out");
