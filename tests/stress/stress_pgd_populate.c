@@ -4,8 +4,10 @@
  * entries) appear and go while other threads fault next to them.
  *
  * The range design publishes a PGD or PUD entry by compare-and-swap from empty, with no lock
- * (pgtable.c, populate_upper); Linux's design under mm->page_table_lock. A munmap that
- * empties a 512 GiB range, or a 1 GiB span, frees the table again (free_upper). Here
+ * (pgtable.c, populate_upper); Linux's design under mm->page_table_lock. In Linux's design
+ * a munmap that empties a 512 GiB range, or a 1 GiB span, frees the table again
+ * (free_upper); the range design fills them at mmap (pm__upper_tables_prepare) and keeps
+ * them, a PMD table wiped of its marks (_PAGE_TABLE_USED) when Linux would free it. Here
  *   pairs of threads share a 512 GiB range each (one PGD entry): each maps its own 1 GiB
  *   span (its own PUD entry; the first fault in the range races the other thread's for the
  *   PGD entry), writes a page and reads it back, then unmaps, so the tables go and come
