@@ -17,6 +17,14 @@
  * Machine lookup from a page. pm_put_page() and the unpin family get a bare page; the page's
  * descriptor carries the machine's slot in pm__machines[], so the lookup is one load.
  *
+ * fork(). machines_lock is process-global, and a child's pm_machine_create() takes it, so it is
+ * held across fork() (machines_atfork_init): a child never inherits it locked by a thread it
+ * does not have. Order: after lib/rcu.c's prepare, which pauses liburcu's callback workers
+ * (a callback reaches the lock through pm__page_machine_search()), and before the trace
+ * registry's lock, which is taken under it. Prepare handlers run in the reverse order of
+ * registration, so this one registers between the two (constructor priorities 101 < 102 <
+ * rcu.c's default).
+ *
  * Size. The frames and the descriptor array are reserved with MAP_NORESERVE and nothing is
  * written to them at creation: the allocator initialises descriptors one 2 MiB block at a
  * time when it first hands the block out (page_alloc.c). Until frames are used a machine
@@ -51,6 +59,23 @@ void pm__die_cmp(const char *file, int line, const char *func, const char *expr,
 		func);
 	fflush(stderr);
 	abort();
+}
+
+static void machines_atfork_prepare(void)
+{
+	pthread_mutex_lock(&machines_lock);
+}
+
+static void machines_atfork_release(void)
+{
+	pthread_mutex_unlock(&machines_lock);
+}
+
+__attribute__((constructor(102))) static void machines_atfork_init(void)
+{
+	if (pthread_atfork(machines_atfork_prepare, machines_atfork_release,
+			   machines_atfork_release))
+		abort();
 }
 
 /* ---- failure injection and metadata allocation ---- */
