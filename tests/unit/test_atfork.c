@@ -7,8 +7,10 @@
  * The parent goes on using pinmm after the fork, too.
  *
  * test_machine_churn: children create machines while other threads of the parent create and
- * destroy theirs. The machines' registry has a process-global lock (mem/machine.c), which a
- * child must never inherit held by a thread it does not have.
+ * destroy theirs, and a third looks up a page that only the registry's search finds (a
+ * never-used frame of the last of many machines: the search holds the lock over them all).
+ * The registry has a process-global lock (mem/machine.c), which a child must never inherit
+ * held by a thread it does not have.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -93,7 +95,23 @@ struct churn {
 	pthread_t tid;
 	atomic_int *stop;
 	long rounds, errors;
+	struct pm_page *page; /* the searcher's; NULL for a machine churner */
+	unsigned long pfn;
 };
+
+enum { NR_IDLE = 256 }; /* machines before the searched one */
+
+static void *search_fn(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!atomic_load(c->stop)) {
+		if (pm_page_to_pfn(c->page) != c->pfn)
+			c->errors++;
+		c->rounds++;
+	}
+	return NULL;
+}
 
 /* Machines created, used (a counter block each) and destroyed, back to back. */
 static void *machine_churn_fn(void *arg)
@@ -135,14 +153,21 @@ static void machine_churn_child(void)
 
 static void test_machine_churn(void)
 {
-	struct churn c[2] = { 0 };
+	struct pm_machine *idle[NR_IDLE + 1];
+	struct churn c[3] = { 0 };
 	atomic_int stop = 0;
 	long forks = tap_scale(100), good = 0, hung = 0, runtime_hung = 0;
 
 	pmt_fork_watchdog_init();
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i <= NR_IDLE; i++)
+		idle[i] = pmt_machine(i < NR_IDLE ? 2 : 8, 0);
+	c[2].pfn = 8 * MiB / PAGE - 1;
+	c[2].page = pm_pfn_to_page(idle[NR_IDLE], c[2].pfn);
+	ASSERT_TRUE(c[2].page);
+	for (int i = 0; i < 3; i++) {
 		c[i].stop = &stop;
-		ASSERT_EQ(pthread_create(&c[i].tid, NULL, machine_churn_fn, &c[i]), 0);
+		ASSERT_EQ(pthread_create(&c[i].tid, NULL, c[i].page ? search_fn : machine_churn_fn,
+					 &c[i]), 0);
 	}
 	for (long i = 0; i < forks; i++) {
 		int status = 0;
@@ -162,17 +187,23 @@ static void test_machine_churn(void)
 		}
 		good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
 		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+		if (hung >= 2)
+			break; /* failed already: each hang costs the alarm's 10 s */
 	}
 	atomic_store(&stop, 1);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		pthread_join(c[i].tid, NULL);
+	for (int i = 0; i <= NR_IDLE; i++)
+		pm_machine_destroy(idle[i]);
 	if (runtime_hung)
 		diag("machine churn: %ld children hung in the sanitizer's allocator and were "
 		     "forked again", runtime_hung);
 	is_int(good, forks, "machine churn: %ld children created a machine while two threads "
-	       "created and destroyed machines (%ld hung)", forks, hung);
+	       "created and destroyed machines, a third searched (%ld hung)", forks, hung);
 	is_int(c[0].errors + c[1].errors, 0, "machine churn: the parent's threads (%ld rounds)",
 	       c[0].rounds + c[1].rounds);
+	is_int(c[2].errors, 0, "machine churn: %ld searches found the page's machine",
+	       c[2].rounds);
 }
 
 int main(void)
