@@ -18,6 +18,14 @@
  * when it goes (pm__machine_register(), pm__machine_unregister(), both under machines_lock).
  * pm_put_page() and the unpin family get a bare page; the page's descriptor carries the
  * machine's slot, so the lookup is one load (page_machine()).
+ *
+ * fork(). machines_lock is process-global, and a child's pm_machine_create() takes it, so it
+ * is held across fork() (machines_atfork_init): a child never inherits it locked by a thread
+ * it does not have. Order: after lib/rcu.c's prepare, which pauses liburcu's callback
+ * workers (a callback reaches the lock through pm__page_machine_search()), and before the
+ * trace registry's lock, which is taken under it. Prepare handlers run in the reverse order
+ * of registration, so this one registers between the two (constructor priorities
+ * 101 < 102 < rcu.c's, at run time).
  */
 #include "mem/mem.h"
 
@@ -30,6 +38,23 @@ static pthread_key_t stat_key;
 static pthread_once_t stat_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- the registry ---- */
+
+static void machines_atfork_prepare(void)
+{
+	pthread_mutex_lock(&machines_lock);
+}
+
+static void machines_atfork_release(void)
+{
+	pthread_mutex_unlock(&machines_lock);
+}
+
+__attribute__((constructor(102))) static void machines_atfork_init(void)
+{
+	if (pthread_atfork(machines_atfork_prepare, machines_atfork_release,
+			   machines_atfork_release))
+		abort();
+}
 
 /* Give @m a slot and an id. Return: 0, or EMFILE when every slot is taken. */
 int pm__machine_register(struct pm_machine *m)

@@ -2,9 +2,14 @@
 /*
  * pmtest.c - the helpers of pmtest.h that run no TAP test (see there).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <limits.h>
 #include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <ucontext.h>
 
 #include "pmtest.h"
 
@@ -421,4 +426,73 @@ void pmt_gate_resume(struct pmt_gate *g, bool last)
 	if (last)
 		atomic_store(&g->done, 1);
 	pthread_barrier_wait(&g->resume);
+}
+
+/* ---- process fork watchdog ---- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PMT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PMT_ASAN 1
+#endif
+#endif
+
+static uintptr_t runtime_lo[4], runtime_hi[4]; /* ASan's executable segments */
+static unsigned nr_runtime;
+
+#ifdef PMT_ASAN
+static int runtime_segments(struct dl_phdr_info *info, size_t size, void *base)
+{
+	if (info->dlpi_addr != (uintptr_t)base)
+		return 0;
+	for (unsigned i = 0; i < info->dlpi_phnum && nr_runtime < 4; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_LOAD && ph->p_flags & PF_X) {
+			runtime_lo[nr_runtime] = info->dlpi_addr + ph->p_vaddr;
+			runtime_hi[nr_runtime++] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		}
+	}
+	return 1;
+}
+#endif
+
+void pmt_fork_watchdog_init(void)
+{
+#ifdef PMT_ASAN
+	Dl_info di;
+
+	/* malloc is the runtime's own (its interceptor): the object that holds it is ASan. */
+	if (!nr_runtime && dladdr((void *)malloc, &di) && di.dli_fbase)
+		dl_iterate_phdr(runtime_segments, di.dli_fbase);
+#endif
+}
+
+static void watchdog_alarm(int sig, siginfo_t *si, void *ctx)
+{
+	uintptr_t pc = 0;
+
+	(void)si;
+#if defined(__x86_64__)
+	pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+	pc = (uintptr_t)((ucontext_t *)ctx)->uc_mcontext.pc;
+#else
+	(void)ctx;
+#endif
+	for (unsigned i = 0; i < nr_runtime; i++)
+		if (pc >= runtime_lo[i] && pc < runtime_hi[i])
+			_exit(PMT_EXIT_RUNTIME_HANG);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+void pmt_fork_watchdog(unsigned seconds)
+{
+	struct sigaction sa = { .sa_sigaction = watchdog_alarm, .sa_flags = SA_SIGINFO };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(seconds);
 }

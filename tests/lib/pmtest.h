@@ -24,6 +24,9 @@
  *                 pmt_area_setup()
  *   threads       pmt_mix(), pmt_error(), pmt_wait_until(), struct pmt_gate (pause every
  *                 worker for a check on the quiescent machine, then let them go on)
+
+ *   fork          pmt_fork_watchdog_init(), pmt_fork_watchdog(): a process fork child's
+ *                 alarm, which tells a hang in the sanitizer's runtime from one elsewhere
  *
  * tap.h keeps its counters in static variables, one set per translation unit, so a helper
  * that runs TAP tests (ok(), is_int(), skip()) must be compiled into the test program itself:
@@ -438,5 +441,19 @@ bool pmt_gate_point(struct pmt_gate *g);
 void pmt_gate_pause(struct pmt_gate *g);
 /* Main: let the workers go on, or (@last) end the run. */
 void pmt_gate_resume(struct pmt_gate *g, bool last);
+
+/*
+ * Process fork() children of a multi-threaded parent. GCC 12's ASan runtime (and clang 14's)
+ * does not hold its allocator's locks across fork(): a child whose parent had another thread
+ * inside ASan's malloc or free at the fork can wait for ever on that lock, in the runtime,
+ * whatever pinmm does (newer compiler-rt takes them in its own fork handler). The watchdog
+ * tells the two apart: pmt_fork_watchdog_init() (the parent, before it forks) finds the
+ * runtime's code, and pmt_fork_watchdog(@seconds) (the child) arms an alarm that, if the child
+ * was stopped in that code, exits with PMT_EXIT_RUNTIME_HANG, and otherwise ends the child by
+ * SIGALRM as a plain alarm() would. Without ASan, every hang is a SIGALRM.
+ */
+#define PMT_EXIT_RUNTIME_HANG 125
+void pmt_fork_watchdog_init(void);
+void pmt_fork_watchdog(unsigned seconds);
 
 #endif /* PM_TESTS_PMTEST_H */

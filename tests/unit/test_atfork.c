@@ -5,8 +5,16 @@
  * allocator wait for deferred frees (pm_rcu_barrier). Before the library's pthread_atfork
  * handlers, that barrier waited for ever for an RCU worker thread the child does not have.
  * The parent goes on using pinmm after the fork, too.
+ *
+ * test_machine_churn: children create machines while other threads of the parent create and
+ * destroy theirs, and a third looks up a page that only the registry's search finds (a
+ * never-used frame of the last of many machines: the search holds the lock over them all).
+ * The registry has a process-global lock (mem/machine.c), which a child must never inherit
+ * held by a thread it does not have.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -83,6 +91,121 @@ static void child(struct pm_machine *inherited)
 	_exit(bad);
 }
 
+struct churn {
+	pthread_t tid;
+	atomic_int *stop;
+	long rounds, errors;
+	struct pm_page *page; /* the searcher's; NULL for a machine churner */
+	unsigned long pfn;
+};
+
+enum { NR_IDLE = 256 }; /* machines before the searched one */
+
+static void *search_fn(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!atomic_load(c->stop)) {
+		if (pm_page_to_pfn(c->page) != c->pfn)
+			c->errors++;
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/* Machines created, used (a counter block each) and destroyed, back to back. */
+static void *machine_churn_fn(void *arg)
+{
+	struct churn *c = arg;
+
+	while (!atomic_load(c->stop)) {
+		struct pm_machine *m = pm_machine_create(&(struct pm_config){
+			.mem_bytes = 4 * MiB });
+		struct pm_mm *mm = m ? pm_mm_create(m) : NULL;
+		long a = mm ? pm_mmap(mm, 0, PAGE, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0)
+			    : -1;
+
+		if (a < 0 || pm_access(mm, (unsigned long)a, (char[1]){ 1 }, 1, 1) != 1)
+			c->errors++;
+		pm_mm_destroy(mm);
+		pm_machine_destroy(m);
+		c->rounds++;
+	}
+	return NULL;
+}
+
+/* No pm_machine_destroy(): its grace period may wait for a reader of the parent's. */
+static void machine_churn_child(void)
+{
+	struct pm_machine *m;
+	struct pm_mm *mm;
+	long a;
+
+	pmt_fork_watchdog(10);
+	m = pm_machine_create(&(struct pm_config){ .mem_bytes = 4 * MiB });
+	mm = m ? pm_mm_create(m) : NULL;
+	a = mm ? pm_mmap(mm, 0, PAGE, RW, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, NULL, 0) : -1;
+	if (a < 0 || pm_access(mm, (unsigned long)a, (char[1]){ 1 }, 1, 1) != 1)
+		_exit(1);
+	pm_mm_destroy(mm);
+	_exit(0);
+}
+
+static void test_machine_churn(void)
+{
+	struct pm_machine *idle[NR_IDLE + 1];
+	struct churn c[3] = { 0 };
+	atomic_int stop = 0;
+	long forks = tap_scale(100), good = 0, hung = 0, runtime_hung = 0;
+
+	pmt_fork_watchdog_init();
+	for (int i = 0; i <= NR_IDLE; i++)
+		idle[i] = pmt_machine(i < NR_IDLE ? 2 : 8, 0);
+	c[2].pfn = 8 * MiB / PAGE - 1;
+	c[2].page = pm_pfn_to_page(idle[NR_IDLE], c[2].pfn);
+	ASSERT_TRUE(c[2].page);
+	for (int i = 0; i < 3; i++) {
+		c[i].stop = &stop;
+		ASSERT_EQ(pthread_create(&c[i].tid, NULL, c[i].page ? search_fn : machine_churn_fn,
+					 &c[i]), 0);
+	}
+	for (long i = 0; i < forks; i++) {
+		int status = 0;
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		ASSERT_TRUE(pid >= 0);
+		if (pid == 0)
+			machine_churn_child();
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		/* Stuck in ASan's allocator (pmtest.h): forked again, a bounded number of times. */
+		if (WIFEXITED(status) && WEXITSTATUS(status) == PMT_EXIT_RUNTIME_HANG &&
+		    runtime_hung++ < forks) {
+			i--;
+			continue;
+		}
+		good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+		if (hung >= 2)
+			break; /* failed already: each hang costs the alarm's 10 s */
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < 3; i++)
+		pthread_join(c[i].tid, NULL);
+	for (int i = 0; i <= NR_IDLE; i++)
+		pm_machine_destroy(idle[i]);
+	if (runtime_hung)
+		diag("machine churn: %ld children hung in the sanitizer's allocator and were "
+		     "forked again", runtime_hung);
+	is_int(good, forks, "machine churn: %ld children created a machine while two threads "
+	       "created and destroyed machines, a third searched (%ld hung)", forks, hung);
+	is_int(c[0].errors + c[1].errors, 0, "machine churn: the parent's threads (%ld rounds)",
+	       c[0].rounds + c[1].rounds);
+	is_int(c[2].errors, 0, "machine churn: %ld searches found the page's machine",
+	       c[2].rounds);
+}
+
 int main(void)
 {
 	struct pm_machine *m = pmt_machine(16, 0);
@@ -111,6 +234,7 @@ int main(void)
 		   status, WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? ": hung" : "");
 	}
 	ok(use_until_oom(m, "parent") == 0, "the parent uses pinmm after the forks");
+	test_machine_churn();
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, NULL);
 	return done_testing();

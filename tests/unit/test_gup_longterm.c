@@ -841,7 +841,7 @@ static void fork_child(void)
 	unsigned long x;
 	int bad = 0;
 
-	alarm(20);
+	pmt_fork_watchdog(20);
 	m = pmt_machine(16, 0);
 	mm = pm_mm_create(m);
 	if (!mm)
@@ -864,10 +864,11 @@ static void test_process_fork(void)
 	const char *what = "process fork";
 	struct churn c = { .m = pmt_machine(64, 0) };
 	size_t free0 = pm_machine_free_pages(c.m);
-	long forks = tap_scale(20), good = 0, hung = 0;
+	long forks = tap_scale(20), good = 0, hung = 0, runtime_hung = 0;
 
 	if (forks < 3)
 		forks = 3;
+	pmt_fork_watchdog_init();
 	ASSERT_EQ(pthread_create(&c.tid, NULL, churn_fn, &c), 0);
 	while (atomic_load(&c.rounds) < 1 && !atomic_load(&c.errors))
 		pmt_wait_until(tap_now() + 0.01, NULL);
@@ -881,9 +882,19 @@ static void test_process_fork(void)
 		if (pid == 0)
 			fork_child();
 		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		/* Stuck in ASan's allocator (pmtest.h): the toolchain's hang, not pinmm's; the
+		 * fork is done again, a bounded number of times. */
+		if (WIFEXITED(status) && WEXITSTATUS(status) == PMT_EXIT_RUNTIME_HANG &&
+		    runtime_hung++ < forks) {
+			i--;
+			continue;
+		}
 		good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
 		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
 	}
+	if (runtime_hung)
+		diag("%s: %ld children hung in the sanitizer's allocator and were forked again",
+		     what, runtime_hung);
 	atomic_store(&c.stop, 1);
 	pthread_join(c.tid, NULL);
 	is_int(good, forks, "%s: %ld children ran a session while the parent's thread ran "
