@@ -34,6 +34,13 @@
 
 enum { NSESSION = 2, NMACHINE = 1 };
 
+/* ThreadSanitizer: the fork child starts threads (RCU's helper); allow it. */
+__attribute__((visibility("default"))) const char *__tsan_default_options(void);
+const char *__tsan_default_options(void)
+{
+	return "die_after_fork=0";
+}
+
 struct churn {
 	pthread_t tid;
 	struct pm_machine *m; /* NULL: a machine churner */
