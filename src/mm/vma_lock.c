@@ -128,13 +128,21 @@ static void vma_read_drop(struct pm_vma *vma)
 			0);
 }
 
+/*
+ * Once the slot is down, the writer may see no reader, retire the VMA and, a grace period
+ * later, reuse it and its per-CPU counts: the look at the waiter bit and the wake-up that
+ * follow run inside an RCU read-side section begun before the drop, so that grace period
+ * waits for them (Linux wakes the mm's rcuwait, under RCU too).
+ */
 static void vma_pcpu_drop(struct pm_vma *vma, struct pm_vma_pcpu *pc, _Atomic long *slot)
 {
+	pm_rcu_read_lock();
 	atomic_sub_mb(slot, 1);
 	if (unlikely(atomic_load_mb(&vma->xvm_refcnt) & VMA_LOCK_WAITER)) {
 		atomic_add_mb(&pc->xwake, 1);
 		syscall(SYS_futex, (unsigned *)&pc->xwake, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
 	}
+	pm_rcu_read_unlock();
 }
 
 /* A reader found the VMA held by another: after enough of that, give it per-CPU counts. */
