@@ -496,3 +496,50 @@ void pmt_fork_watchdog(unsigned seconds)
 	sigaction(SIGALRM, &sa, NULL);
 	alarm(seconds);
 }
+
+int pmt_fork_wait(void (*child)(void *arg), void *arg, long *retries, long max_retries)
+{
+	for (;;) {
+		int status = 0;
+		pid_t pid;
+
+		fflush(NULL);
+		pid = fork();
+		ASSERT_TRUE(pid >= 0);
+		if (pid == 0) {
+			child(arg);
+			_exit(3); /* a child that returns is a test bug */
+		}
+		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		if (!pmt_fork_runtime_hung(status) || *retries >= max_retries)
+			return status;
+		++*retries;
+	}
+}
+
+int pmt_longterm_start(struct pm_mm *mm, unsigned long addr, uint64_t size, uint32_t flags)
+{
+	struct pm_pin_longterm_test a = { .addr = addr, .size = size, .flags = flags };
+
+	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_START, &a);
+}
+
+int pmt_longterm_read(struct pm_mm *mm, unsigned long dst)
+{
+	uint64_t d = dst;
+
+	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_READ, &d);
+}
+
+int pmt_longterm_stop(struct pm_mm *mm)
+{
+	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_STOP, NULL);
+}
+
+unsigned pmt_page_kind(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_page_info pi;
+
+	ASSERT_EQ(pm_pagemap(mm, addr, 1, &pi), 1);
+	return pi.flags & (PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_ZERO | PM_PAGE_THP);
+}

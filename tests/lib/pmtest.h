@@ -12,8 +12,8 @@
  *   groups        pmt_run_groups(): a program's named groups in order, "-t NAME" for one
  *   counters      pmt_stats(), PMT_STAT(), pmt_free_pages(), pmt_kept_tables(),
  *                 pmt_pins_balanced()
- *   pages         pmt_pfn_at(), pmt_page_at(), pmt_order_at(), pmt_snapshot() and
- *                 pmt_counts_equal() (refcounts and pincounts back where they were)
+ *   pages         pmt_pfn_at(), pmt_page_at(), pmt_order_at(), pmt_page_kind(), pmt_snapshot()
+ *                 and pmt_counts_equal() (refcounts and pincounts back where they were)
  *   mappings      pmt_map_fixed(), pmt_map_anon(), pmt_touch(); one byte: pmt_poke(),
  *                 pmt_peek(); VMAs in a range: pmt_nr_maps()
  *   contents      address patterns: pmt_fill(), pmt_check(), pmt_reads_zero();
@@ -24,9 +24,10 @@
  *                 pmt_area_setup()
  *   threads       pmt_mix(), pmt_error(), pmt_wait_until(), struct pmt_gate (pause every
  *                 worker for a check on the quiescent machine, then let them go on)
-
  *   fork          pmt_fork_watchdog_init(), pmt_fork_watchdog(): a process fork child's
- *                 alarm, which tells a hang in the sanitizer's runtime from one elsewhere
+ *                 alarm, which tells a hang in the sanitizer's runtime from one elsewhere;
+ *                 pmt_fork_wait() forks such a child again
+ *   gup_test      pmt_longterm_start(), pmt_longterm_read(), pmt_longterm_stop()
  *
  * tap.h keeps its counters in static variables, one set per translation unit, so a helper
  * that runs TAP tests (ok(), is_int(), skip()) must be compiled into the test program itself:
@@ -45,6 +46,8 @@
 #include <unistd.h>
 
 #include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
 
 #include <pinmm/pinmm.h>
 
@@ -455,5 +458,34 @@ void pmt_gate_resume(struct pmt_gate *g, bool last);
 #define PMT_EXIT_RUNTIME_HANG 125
 void pmt_fork_watchdog_init(void);
 void pmt_fork_watchdog(unsigned seconds);
+
+/*
+ * Fork a child that runs @child(@arg) (it never returns: it _exits, arming its own
+ * pmt_fork_watchdog()) and wait for it. A child that exited PMT_EXIT_RUNTIME_HANG is the
+ * runtime's hang, not the test's: it is forked again while *@retries < @max_retries, each
+ * retry counted in *@retries. Return: the wait status of the last child.
+ */
+int pmt_fork_wait(void (*child)(void *arg), void *arg, long *retries, long max_retries);
+/* The child exited 0 / was ended by its watchdog's SIGALRM / hung in the runtime. */
+static inline bool pmt_fork_good(int status)
+{
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+static inline bool pmt_fork_hung(int status)
+{
+	return WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+}
+static inline bool pmt_fork_runtime_hung(int status)
+{
+	return WIFEXITED(status) && WEXITSTATUS(status) == PMT_EXIT_RUNTIME_HANG;
+}
+
+/* pm_gup_test_longterm()'s three steps, as gup_longterm.c calls them. */
+int pmt_longterm_start(struct pm_mm *mm, unsigned long addr, uint64_t size, uint32_t flags);
+int pmt_longterm_read(struct pm_mm *mm, unsigned long dst);
+int pmt_longterm_stop(struct pm_mm *mm);
+
+/* pm_pagemap()'s flags of @addr, masked to PRESENT, ANON, ZERO and THP. */
+unsigned pmt_page_kind(struct pm_mm *mm, unsigned long addr);
 
 #endif /* PM_TESTS_PMTEST_H */

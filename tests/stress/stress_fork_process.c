@@ -48,25 +48,6 @@ struct churn {
 	long rounds, errors;
 };
 
-static int start(struct pm_mm *mm, unsigned long addr, uint64_t size, uint32_t flags)
-{
-	struct pm_pin_longterm_test a = { .addr = addr, .size = size, .flags = flags };
-
-	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_START, &a);
-}
-
-static int read_to(struct pm_mm *mm, unsigned long dst)
-{
-	uint64_t d = dst;
-
-	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_READ, &d);
-}
-
-static int stop(struct pm_mm *mm)
-{
-	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_STOP, NULL);
-}
-
 /* One session round on @m: what test_gup_longterm's churn thread does. */
 static int session_round(struct pm_machine *m)
 {
@@ -78,9 +59,10 @@ static int session_round(struct pm_machine *m)
 		return 1;
 	x = pmt_map_anon(mm, 16 * PG, RW, false);
 	for (int i = 0; i < 4; i++)
-		bad |= start(mm, x, 8 * PG, i & 1 ? FAST : W) || read_to(mm, x + 8 * PG) ||
-		       stop(mm);
-	bad |= start(mm, x, 8 * PG, 0) != 0;
+		bad |= pmt_longterm_start(mm, x, 8 * PG, i & 1 ? FAST : W) || pmt_longterm_read(mm,
+					  x + 8 * PG) ||
+		       pmt_longterm_stop(mm);
+	bad |= pmt_longterm_start(mm, x, 8 * PG, 0) != 0;
 	pm_mm_destroy(mm); /* with the session alive */
 	return bad;
 }
@@ -106,8 +88,9 @@ static void *churn_fn(void *arg)
 	return NULL;
 }
 
-static void child(unsigned hang_s)
+static void child(void *arg)
 {
+	unsigned hang_s = *(unsigned *)arg;
 	struct pm_machine *m;
 	struct pm_mm *mm;
 	unsigned long x;
@@ -122,10 +105,11 @@ static void child(unsigned hang_s)
 		_exit(2);
 	x = pmt_map_anon(mm, 8 * PG, RW, false);
 	bad |= pmt_put_tag(mm, x, 4, 0x91, 0) != 4;
-	bad |= start(mm, x, 4 * PG, FAST) != 0;
-	bad |= read_to(mm, x + 4 * PG) != 0 || pmt_bad_tag(mm, x + 4 * PG, 4, 0x91, 0) != 0;
-	bad |= stop(mm) != 0;
-	bad |= start(mm, x, 4 * PG, W) != 0;
+	bad |= pmt_longterm_start(mm, x, 4 * PG, FAST) != 0;
+	bad |= pmt_longterm_read(mm, x + 4 * PG) != 0;
+	bad |= pmt_bad_tag(mm, x + 4 * PG, 4, 0x91, 0) != 0;
+	bad |= pmt_longterm_stop(mm) != 0;
+	bad |= pmt_longterm_start(mm, x, 4 * PG, W) != 0;
 	pm_mm_destroy(mm);
 	/* Out without pm_machine_destroy(): see test_gup_longterm.c's fork_child(). */
 	_exit(bad);
@@ -149,21 +133,16 @@ int main(void)
 		ASSERT_EQ(pthread_create(&c[i].tid, NULL, churn_fn, &c[i]), 0);
 	}
 	while (tap_now() < end || forks < 3) {
-		int status = 0;
-		pid_t pid;
+		/* No retry: a hang in the runtime is counted, the run is time-bound. */
+		long no_retries = 0;
+		int status = pmt_fork_wait(child, &hang_s, &no_retries, 0);
 
-		fflush(NULL);
-		pid = fork();
-		ASSERT_TRUE(pid >= 0);
-		if (pid == 0)
-			child(hang_s);
-		ASSERT_EQ(waitpid(pid, &status, 0), pid);
 		forks++;
-		if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		if (pmt_fork_good(status))
 			good++;
-		else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM)
+		else if (pmt_fork_hung(status))
 			hung++;
-		else if (WIFEXITED(status) && WEXITSTATUS(status) == PMT_EXIT_RUNTIME_HANG)
+		else if (pmt_fork_runtime_hung(status))
 			runtime_hung++;
 		else
 			other++;

@@ -135,12 +135,13 @@ static void *machine_churn_fn(void *arg)
 }
 
 /* No pm_machine_destroy(): its grace period may wait for a reader of the parent's. */
-static void machine_churn_child(void)
+static void machine_churn_child(void *arg)
 {
 	struct pm_machine *m;
 	struct pm_mm *mm;
 	long a;
 
+	(void)arg;
 	pmt_fork_watchdog(10);
 	m = pm_machine_create(&(struct pm_config){ .mem_bytes = 4 * MiB });
 	mm = m ? pm_mm_create(m) : NULL;
@@ -170,23 +171,11 @@ static void test_machine_churn(void)
 					 &c[i]), 0);
 	}
 	for (long i = 0; i < forks; i++) {
-		int status = 0;
-		pid_t pid;
+		/* A hang in ASan's allocator (pmtest.h) is forked again, a bounded number of times. */
+		int status = pmt_fork_wait(machine_churn_child, NULL, &runtime_hung, forks);
 
-		fflush(NULL);
-		pid = fork();
-		ASSERT_TRUE(pid >= 0);
-		if (pid == 0)
-			machine_churn_child();
-		ASSERT_EQ(waitpid(pid, &status, 0), pid);
-		/* Stuck in ASan's allocator (pmtest.h): forked again, a bounded number of times. */
-		if (WIFEXITED(status) && WEXITSTATUS(status) == PMT_EXIT_RUNTIME_HANG &&
-		    runtime_hung++ < forks) {
-			i--;
-			continue;
-		}
-		good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+		good += pmt_fork_good(status);
+		hung += pmt_fork_hung(status);
 		if (hung >= 2)
 			break; /* failed already: each hang costs the alarm's 10 s */
 	}

@@ -53,25 +53,6 @@
 
 /* ---- helpers ---- */
 
-static int start(struct pm_mm *mm, unsigned long addr, uint64_t size, uint32_t flags)
-{
-	struct pm_pin_longterm_test a = { .addr = addr, .size = size, .flags = flags };
-
-	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_START, &a);
-}
-
-static int read_to(struct pm_mm *mm, unsigned long dst)
-{
-	uint64_t d = dst;
-
-	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_READ, &d);
-}
-
-static int stop(struct pm_mm *mm)
-{
-	return pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_STOP, NULL);
-}
-
 /* Pins taken and not yet released on @m. */
 static long pins_held(struct pm_machine *m)
 {
@@ -84,7 +65,7 @@ static long pins_held(struct pm_machine *m)
 static long read_bad(struct pm_mm *mm, unsigned long n, uint32_t tag)
 {
 	unsigned long tmp = pmt_map_anon(mm, n * PG, RW, false);
-	int r = read_to(mm, tmp);
+	int r = pmt_longterm_read(mm, tmp);
 	long bad = r ? -1 : pmt_bad_tag(mm, tmp, n, tag, 0);
 
 	if (r)
@@ -106,16 +87,21 @@ static void test_arguments(void)
 	uint64_t dst = x;
 
 	pmt_touch(mm, x, 8 * PG);
-	is_int(start(mm, x, 8 * PG, 4), -EINVAL, "%s: START, unknown flag 4", what);
-	is_int(start(mm, x, 8 * PG, 0x80000000u), -EINVAL, "%s: START, unknown flag 1<<31", what);
-	is_int(start(mm, x + 1, 8 * PG, 0), -EINVAL, "%s: START, unaligned address", what);
-	is_int(start(mm, x + 2048, 8 * PG, FAST), -EINVAL, "%s: START, address in a page", what);
-	is_int(start(mm, x, 8 * PG - 1, 0), -EINVAL, "%s: START, unaligned size", what);
-	is_int(start(mm, x, 100, W), -EINVAL, "%s: START, size below a page", what);
-	is_int(start(mm, x, 0, 0), -EINVAL, "%s: START, size 0", what);
-	is_int(start(mm, x, 1ULL << 63, 0), -EINVAL, "%s: START, size above LONG_MAX", what);
-	is_int(start(mm, x, ~0ULL & ~(PG - 1), FAST), -EINVAL, "%s: START, size ~0 & PAGE_MASK",
+	is_int(pmt_longterm_start(mm, x, 8 * PG, 4), -EINVAL, "%s: START, unknown flag 4", what);
+	is_int(pmt_longterm_start(mm, x, 8 * PG, 0x80000000u), -EINVAL,
+	       "%s: START, unknown flag 1<<31", what);
+	is_int(pmt_longterm_start(mm, x + 1, 8 * PG, 0), -EINVAL, "%s: START, unaligned address",
 	       what);
+	is_int(pmt_longterm_start(mm, x + 2048, 8 * PG, FAST), -EINVAL,
+	       "%s: START, address in a page", what);
+	is_int(pmt_longterm_start(mm, x, 8 * PG - 1, 0), -EINVAL, "%s: START, unaligned size",
+	       what);
+	is_int(pmt_longterm_start(mm, x, 100, W), -EINVAL, "%s: START, size below a page", what);
+	is_int(pmt_longterm_start(mm, x, 0, 0), -EINVAL, "%s: START, size 0", what);
+	is_int(pmt_longterm_start(mm, x, 1ULL << 63, 0), -EINVAL, "%s: START, size above LONG_MAX",
+	       what);
+	is_int(pmt_longterm_start(mm, x, ~0ULL & ~(PG - 1), FAST), -EINVAL,
+	       "%s: START, size ~0 & PAGE_MASK", what);
 	is_int(pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_START, NULL), -EFAULT,
 	       "%s: START, NULL arg (copy_from_user)", what);
 	is_int(pm_gup_test_longterm(NULL, PM_PIN_LONGTERM_TEST_START, &a), -EINVAL,
@@ -127,8 +113,8 @@ static void test_arguments(void)
 	is_int(pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_READ + 1, &a), -EINVAL,
 	       "%s: command 10", what);
 	is_int(pins_held(m), 0, "%s: nothing pinned by the refusals", what);
-	is_int(read_to(mm, x), -EINVAL, "%s: READ without a session", what);
-	is_int(stop(mm), 0, "%s: STOP without a session", what);
+	is_int(pmt_longterm_read(mm, x), -EINVAL, "%s: READ without a session", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP without a session", what);
 	is_int(pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_READ, &dst), -EINVAL,
 	       "%s: still no session after STOP", what);
 	{
@@ -157,27 +143,28 @@ static void test_session(bool fast)
 	is_int(pmt_put_tag(mm, x, 8, 0x21, 0), 8, "%s: fill", what);
 	pmt_touch(mm, y, 4 * PG);
 	s0 = pmt_stats(m);
-	is_int(start(mm, x, 8 * PG, f), 0, "%s: START", what);
+	is_int(pmt_longterm_start(mm, x, 8 * PG, f), 0, "%s: START", what);
 	s1 = pmt_stats(m);
 	is_int(pins_held(m), 8, "%s: 8 pages pinned", what);
 	ok(fast ? s1.gup_fast_pages - s0.gup_fast_pages == 8 && s1.gup_slow_pages == s0.gup_slow_pages
 		: s1.gup_slow_pages - s0.gup_slow_pages == 8 && s1.gup_fast_pages == s0.gup_fast_pages,
 	   "%s: the %s path took the 8 present pages", what, fast ? "lockless" : "slow");
-	is_int(start(mm, y, 4 * PG, f), -EINVAL, "%s: a second START is -EINVAL", what);
-	is_int(start(mm, y, 0, 0x40), -EINVAL, "%s: ... whatever its arguments", what);
+	is_int(pmt_longterm_start(mm, y, 4 * PG, f), -EINVAL, "%s: a second START is -EINVAL",
+	       what);
+	is_int(pmt_longterm_start(mm, y, 0, 0x40), -EINVAL, "%s: ... whatever its arguments", what);
 	is_int(pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_START, NULL), -EINVAL,
 	       "%s: ... even a NULL one (the session is looked at first)", what);
 	is_int(pins_held(m), 8, "%s: the first session still holds its 8 pins", what);
 	is_int(read_bad(mm, 8, 0x21), 0, "%s: READ returns the 8 pages in order", what);
 	is_int(pm_gup_test_longterm(mm, PM_PIN_LONGTERM_TEST_READ, NULL), -EFAULT,
 	       "%s: READ, NULL arg", what);
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	is_int(pins_held(m), 0, "%s: STOP released every pin", what);
-	is_int(stop(mm), 0, "%s: STOP again is 0", what);
-	is_int(read_to(mm, y), -EINVAL, "%s: READ after STOP is -EINVAL", what);
-	is_int(start(mm, y, 4 * PG, f | W), 0, "%s: a new START after STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP again is 0", what);
+	is_int(pmt_longterm_read(mm, y), -EINVAL, "%s: READ after STOP is -EINVAL", what);
+	is_int(pmt_longterm_start(mm, y, 4 * PG, f | W), 0, "%s: a new START after STOP", what);
 	is_int(pins_held(m), 4, "%s: ... pins its 4 pages", what);
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
@@ -196,20 +183,23 @@ static void test_start_fails(bool fast)
 	snprintf(what, sizeof(what), "START fails (%s)", fast ? "fast" : "slow");
 	pmt_touch(mm, x, 8 * PG);
 	ASSERT_EQ(pm_munmap(mm, x + 5 * PG, PG), 0);
-	is_int(start(mm, x, 8 * PG, f), -EFAULT, "%s: a hole at page 5 is -EFAULT", what);
+	is_int(pmt_longterm_start(mm, x, 8 * PG, f), -EFAULT, "%s: a hole at page 5 is -EFAULT",
+	       what);
 	is_int(pins_held(m), 0, "%s: ... the 5 pages before it are released", what);
-	is_int(read_to(mm, x), -EINVAL, "%s: ... and there is no session", what);
-	is_int(start(mm, x + 5 * PG, PG, f), -EFAULT, "%s: START in the hole", what);
-	is_int(start(mm, x, 1UL << 40, f), -EFAULT,
+	is_int(pmt_longterm_read(mm, x), -EINVAL, "%s: ... and there is no session", what);
+	is_int(pmt_longterm_start(mm, x + 5 * PG, PG, f), -EFAULT, "%s: START in the hole", what);
+	is_int(pmt_longterm_start(mm, x, 1UL << 40, f), -EFAULT,
 	       "%s: a 1 TiB size over 5 pages fails at the hole, not for memory", what);
-	is_int(start(mm, r, 4 * PG, f | W), -EFAULT, "%s: R/W START of a R/O mapping", what);
-	is_int(start(mm, PM_TASK_SIZE - PG, 2 * PG, f), -EFAULT,
+	is_int(pmt_longterm_start(mm, r, 4 * PG, f | W), -EFAULT, "%s: R/W START of a R/O mapping",
+	       what);
+	is_int(pmt_longterm_start(mm, PM_TASK_SIZE - PG, 2 * PG, f), -EFAULT,
 	       "%s: a range past the user address space", what);
 	is_int(pins_held(m), 0, "%s: nothing pinned", what);
-	is_int(start(mm, r, 4 * PG, f), 0, "%s: R/O START of the R/O mapping works", what);
+	is_int(pmt_longterm_start(mm, r, 4 * PG, f), 0, "%s: R/O START of the R/O mapping works",
+	       what);
 	is_int(pins_held(m), 4, "%s: ... 4 pins", what);
 	is_int(read_bad(mm, 4, 0), 0, "%s: ... READ gives zeros", what);
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
@@ -226,11 +216,13 @@ static void test_read(void)
 	unsigned long d = pmt_map_anon(mm, 16 * PG, RW, false);
 
 	ASSERT_EQ(pmt_put_tag(mm, x, 16, 0x31, 0), 16);
-	is_int(start(mm, x + 4 * PG, 8 * PG, FAST), 0, "%s: START of pages 4..11", what);
-	is_int(read_to(mm, d), 0, "%s: into another mapping", what);
+	is_int(pmt_longterm_start(mm, x + 4 * PG, 8 * PG, FAST), 0, "%s: START of pages 4..11",
+	       what);
+	is_int(pmt_longterm_read(mm, d), 0, "%s: into another mapping", what);
 	is_int(pmt_bad_tag(mm, d, 8, 0x31, 4), 0, "%s: pages 4..11, in order", what);
 	is_int(pmt_reads_zero(mm, d + 8 * PG, 8), 1, "%s: nothing written past them", what);
-	is_int(read_to(mm, x + 5 * PG), 0, "%s: onto the pinned range itself, one page on", what);
+	is_int(pmt_longterm_read(mm, x + 5 * PG), 0,
+	       "%s: onto the pinned range itself, one page on", what);
 	{
 		long bad = 0;
 
@@ -241,19 +233,19 @@ static void test_read(void)
 		is_int(bad, 0, "%s: ... page 4's data carried through pages 5..12", what);
 	}
 	ASSERT_EQ(pmt_put_tag(mm, x, 16, 0x31, 0), 16);
-	is_int(read_to(mm, x + 4 * PG), 0, "%s: onto the pinned pages themselves", what);
+	is_int(pmt_longterm_read(mm, x + 4 * PG), 0, "%s: onto the pinned pages themselves", what);
 	is_int(pmt_bad_tag(mm, x, 16, 0x31, 0), 0, "%s: ... changes nothing", what);
-	is_int(read_to(mm, ro), -EFAULT, "%s: into a R/O mapping is -EFAULT", what);
+	is_int(pmt_longterm_read(mm, ro), -EFAULT, "%s: into a R/O mapping is -EFAULT", what);
 	is_int(pmt_reads_zero(mm, ro, 8), 1, "%s: ... which stays zero", what);
 	ASSERT_EQ(pm_munmap(mm, d + 4 * PG, PG), 0);
-	is_int(read_to(mm, d), -EFAULT, "%s: into a range with a hole at page 4", what);
+	is_int(pmt_longterm_read(mm, d), -EFAULT, "%s: into a range with a hole at page 4", what);
 	is_int(pmt_bad_tag(mm, d, 4, 0x31, 4), 0, "%s: ... the 4 pages before it are copied",
 	       what);
-	is_int(read_to(mm, PM_TASK_SIZE - 2 * PG), -EFAULT, "%s: past the user address space",
-	       what);
-	is_int(read_to(mm, 0), -EFAULT, "%s: to address 0", what);
+	is_int(pmt_longterm_read(mm, PM_TASK_SIZE - 2 * PG), -EFAULT,
+	       "%s: past the user address space", what);
+	is_int(pmt_longterm_read(mm, 0), -EFAULT, "%s: to address 0", what);
 	is_int(pins_held(m), 8, "%s: the session outlives failed READs", what);
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
@@ -271,16 +263,17 @@ static void test_per_mm(void)
 
 	ASSERT_EQ(pmt_put_tag(a, xa, 4, 0x41, 0), 4);
 	ASSERT_EQ(pmt_put_tag(b, xb, 2, 0x42, 0), 2);
-	is_int(start(a, xa, 4 * PG, 0), 0, "%s: START on mm A", what);
-	is_int(start(b, xb, 2 * PG, W), 0, "%s: START on mm B, while A has a session", what);
+	is_int(pmt_longterm_start(a, xa, 4 * PG, 0), 0, "%s: START on mm A", what);
+	is_int(pmt_longterm_start(b, xb, 2 * PG, W), 0, "%s: START on mm B, while A has a session",
+	       what);
 	is_int(pins_held(m), 6, "%s: 4 + 2 pins", what);
 	is_int(read_bad(a, 4, 0x41), 0, "%s: A reads A's pages", what);
 	is_int(read_bad(b, 2, 0x42), 0, "%s: B reads B's pages", what);
-	is_int(stop(a), 0, "%s: STOP on A", what);
+	is_int(pmt_longterm_stop(a), 0, "%s: STOP on A", what);
 	is_int(pins_held(m), 2, "%s: B's pins stay", what);
 	is_int(read_bad(b, 2, 0x42), 0, "%s: B's session stays", what);
-	is_int(read_to(a, xa), -EINVAL, "%s: A has none", what);
-	is_int(stop(b), 0, "%s: STOP on B", what);
+	is_int(pmt_longterm_read(a, xa), -EINVAL, "%s: A has none", what);
+	is_int(pmt_longterm_stop(b), 0, "%s: STOP on B", what);
 	pm_mm_destroy(a);
 	pm_mm_destroy(b);
 	pmt_end(m, free0, &pmt_end_returned, what);
@@ -301,9 +294,9 @@ static void test_destroy_ends(void)
 		ASSERT_TRUE(mm);
 		/* A new mm, often at the address of the one destroyed last: no session. */
 		x = pmt_map_anon(mm, 4 * PG, RW, (i & 1) != 0);
-		bad_new += read_to(mm, x) != -EINVAL;
+		bad_new += pmt_longterm_read(mm, x) != -EINVAL;
 		pmt_touch(mm, x, 4 * PG);
-		ASSERT_EQ(start(mm, x, 4 * PG, (i & 2) ? FAST : W), 0);
+		ASSERT_EQ(pmt_longterm_start(mm, x, 4 * PG, (i & 2) ? FAST : W), 0);
 		bad_pins += pins_held(m) != 4;
 		pm_mm_destroy(mm);
 		bad_pins += pins_held(m) != 0;
@@ -332,23 +325,23 @@ static void test_fork(bool fast)
 
 	snprintf(what, sizeof(what), "fork (%s)", fast ? "fast" : "slow");
 	ASSERT_EQ(pmt_put_tag(p, x, 8, 0x51, 0), 8);
-	is_int(start(p, x, 8 * PG, f), 0, "%s: R/W START in the parent", what);
+	is_int(pmt_longterm_start(p, x, 8 * PG, f), 0, "%s: R/W START in the parent", what);
 	c = pmt_fork(p);
-	is_int(read_to(c, x), -EINVAL, "%s: the child has no session", what);
-	is_int(stop(c), 0, "%s: STOP in the child", what);
+	is_int(pmt_longterm_read(c, x), -EINVAL, "%s: the child has no session", what);
+	is_int(pmt_longterm_stop(c), 0, "%s: STOP in the child", what);
 	is_int(pins_held(m), 8, "%s: ... leaves the parent's pins", what);
 	is_int(pmt_put_tag(p, x, 8, 0x52, 0), 8, "%s: the parent writes", what);
 	is_int(pmt_put_tag(c, x, 8, 0x53, 0), 8, "%s: the child writes", what);
 	is_int(read_bad(p, 8, 0x52), 0, "%s: READ shows the parent's writes, not the child's",
 	       what);
-	is_int(start(c, x, 8 * PG, f & ~W), 0, "%s: the child starts its own", what);
+	is_int(pmt_longterm_start(c, x, 8 * PG, f & ~W), 0, "%s: the child starts its own", what);
 	is_int(pins_held(m), 16, "%s: 8 + 8 pins", what);
 	is_int(read_bad(c, 8, 0x53), 0, "%s: the child's READ shows the child's pages", what);
 	is_int(read_bad(p, 8, 0x52), 0, "%s: the parent's still the parent's", what);
 	pm_mm_destroy(c);
 	is_int(pins_held(m), 8, "%s: the child's destroy ended its session only", what);
 	is_int(read_bad(p, 8, 0x52), 0, "%s: the parent's session goes on", what);
-	is_int(stop(p), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(p), 0, "%s: STOP", what);
 	pm_mm_destroy(p);
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
@@ -413,14 +406,15 @@ static void test_gup_longterm(enum backing bk, enum lt_type type, bool shared)
 	is_int(pmt_put_tag(mm, x, n, 0x61, 0), n, "%s: fill", what);
 	if (!rw)
 		is_int(pm_mprotect(mm, x, size, PM_PROT_READ), 0, "%s: mprotect R", what);
-	is_int(start(mm, x, size, (fast ? FAST : 0) | (rw ? W : 0)), 0, "%s: should work", what);
+	is_int(pmt_longterm_start(mm, x, size, (fast ? FAST : 0) | (rw ? W : 0)), 0,
+	       "%s: should work", what);
 	is_int(pins_held(m), n, "%s: every page pinned", what);
 	is_int(read_bad(mm, n, 0x61), 0, "%s: READ gives the data", what);
 	if (!rw)
 		ASSERT_EQ(pm_mprotect(mm, x, size, RW), 0);
 	is_int(pmt_put_tag(mm, x, n, 0x62, 0), n, "%s: the process writes", what);
 	is_int(read_bad(mm, n, 0x62), 0, "%s: READ sees the write", what);
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	is_int(pins_held(m), 0, "%s: STOP released every pin", what);
 	pm_mm_destroy(mm);
 	if (f)
@@ -472,7 +466,7 @@ static void test_ro_pin(enum pmt_layout l, enum ro_pin_test t, bool fast)
 	default:
 		break;
 	}
-	is_int(start(mm, ar.addr, ar.n * PG, fast ? FAST : 0), 0, "%s: START", what);
+	is_int(pmt_longterm_start(mm, ar.addr, ar.n * PG, fast ? FAST : 0), 0, "%s: START", what);
 	if (t == RO_EXCLUSIVE)
 		ASSERT_EQ(pm_mprotect(mm, ar.addr, ar.len, RW), 0);
 	is_int(pmt_put_tag(mm, ar.addr, ar.n, 0x72, 0), ar.n, "%s: modify the pages", what);
@@ -482,7 +476,7 @@ static void test_ro_pin(enum pmt_layout l, enum ro_pin_test t, bool fast)
 		       what);
 		pm_mm_destroy(c);
 	}
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, what);
 }
@@ -526,7 +520,7 @@ static void test_ro_pin_hugetlb(enum ro_pin_test t, bool fast)
 		break;
 	}
 	s0 = pmt_stats(m);
-	is_int(start(mm, x, PM_PMD_SIZE, fast ? FAST : 0), 0, "%s: START", what);
+	is_int(pmt_longterm_start(mm, x, PM_PMD_SIZE, fast ? FAST : 0), 0, "%s: START", what);
 	is_int(pins_held(m), n, "%s: every subpage pinned", what);
 	is_int(pmt_stats(m).cow_copies - s0.cow_copies, t == RO_SHARED,
 	       "%s: unshared by a copy only while the child maps it", what);
@@ -540,7 +534,7 @@ static void test_ro_pin_hugetlb(enum ro_pin_test t, bool fast)
 		is_int(pmt_bad_tag(c, x, n, 0x71, 0), 0, "%s: the child keeps its data", what);
 		pm_mm_destroy(c);
 	}
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	is_int(pins_held(m), 0, "%s: STOP released every pin", what);
 	pm_mm_destroy(mm);
 	pm_hugetlb_pool(m, &total, &hfree);
@@ -596,12 +590,12 @@ static void test_ro_pin_non_anon(enum non_anon na, bool fast)
 	/* FORCE_READ: populate with read faults. */
 	is_int(pmt_reads_zero(mm, mem, n) && pmt_reads_zero(mm, smem, n), 1, "%s: reads zero",
 	       what);
-	is_int(start(mm, mem, size, fast ? FAST : 0), 0, "%s: START", what);
+	is_int(pmt_longterm_start(mm, mem, size, fast ? FAST : 0), 0, "%s: START", what);
 	is_int(pins_held(m), n, "%s: every page pinned", what);
 	is_int(pmt_put_tag(mm, mem, n, 0x81, 0), n, "%s: modify the pages", what);
 	is_int(read_bad(mm, n, 0x81), 0, "%s: READ sees the modification", what);
 	is_int(pmt_reads_zero(mm, smem, n), 1, "%s: the other mapping still reads zero", what);
-	is_int(stop(mm), 0, "%s: STOP", what);
+	is_int(pmt_longterm_stop(mm), 0, "%s: STOP", what);
 	pm_mm_destroy(mm);
 	if (f)
 		pm_shmem_put(f);
@@ -628,14 +622,14 @@ static void test_alloc_failures(void)
 		ASSERT_TRUE(mm);
 		x = pmt_map_anon(mm, 8 * PG, RW, false);
 		pm_fail_nth(m, nth);
-		r = start(mm, x, 8 * PG, (nth & 1) ? FAST | W : W);
+		r = pmt_longterm_start(mm, x, 8 * PG, (nth & 1) ? FAST | W : W);
 		pm_fail_nth(m, 0);
 		if (r == -ENOMEM) {
 			failed++;
-			bad += pins_held(m) != 0 || read_to(mm, x) != -EINVAL;
+			bad += pins_held(m) != 0 || pmt_longterm_read(mm, x) != -EINVAL;
 		} else if (r == 0) {
 			ok_runs++;
-			bad += pins_held(m) != 8 || stop(mm) != 0 || pins_held(m) != 0;
+			bad += pins_held(m) != 8 || pmt_longterm_stop(mm) != 0 || pins_held(m) != 0;
 		} else {
 			diag("nth %ld: START %d", nth, r);
 			bad++;
@@ -728,24 +722,24 @@ static void *worker_fn(void *arg)
 		x = pmt_map_anon(mm, 4 * PG, RW, false);
 		d = pmt_map_anon(mm, 4 * PG, RW, false);
 		if (pmt_put_tag(mm, x, 4, tag, 0) != 4 ||
-		    start(mm, x, 4 * PG, (i & 1) ? FAST : W) != 0)
+		    pmt_longterm_start(mm, x, 4 * PG, (i & 1) ? FAST : W) != 0)
 			pmt_error(w->errors, "worker %d: START", w->id);
-		else if (pmt_put_tag(mm, x, 4, tag + 1, 0) != 4 || read_to(mm, d) != 0 ||
+		else if (pmt_put_tag(mm, x, 4, tag + 1, 0) != 4 || pmt_longterm_read(mm, d) != 0 ||
 			 pmt_bad_tag(mm, d, 4, tag + 1, 0) != 0)
 			pmt_error(w->errors, "worker %d: READ", w->id);
-		if (i % 3 && stop(mm) != 0)
+		if (i % 3 && pmt_longterm_stop(mm) != 0)
 			pmt_error(w->errors, "worker %d: STOP", w->id);
 		pm_mm_destroy(mm);
 
 		pthread_barrier_wait(w->bar);
-		r = start(w->shared_mm, w->shared_x, 8 * PG, (w->id & 1) ? FAST : 0);
+		r = pmt_longterm_start(w->shared_mm, w->shared_x, 8 * PG, (w->id & 1) ? FAST : 0);
 		if (r == 0)
 			atomic_fetch_add(w->won, 1);
 		else if (r != -EINVAL)
 			pmt_error(w->errors, "worker %d: race START %d", w->id, r);
 		pthread_barrier_wait(w->bar);
-		if (r == 0 && (read_to(w->shared_mm, w->shared_x + 8 * PG) != 0 ||
-			       stop(w->shared_mm) != 0))
+		if (r == 0 && (pmt_longterm_read(w->shared_mm, w->shared_x + 8 * PG) != 0 ||
+			       pmt_longterm_stop(w->shared_mm) != 0))
 			pmt_error(w->errors, "worker %d: winner READ/STOP", w->id);
 		pthread_barrier_wait(w->bar);
 	}
@@ -817,10 +811,10 @@ static void *churn_fn(void *arg)
 		}
 		x = pmt_map_anon(mm, 16 * PG, RW, false);
 		for (int i = 0; i < 8; i++)
-			if (start(mm, x, 8 * PG, i & 1 ? FAST : W) || read_to(mm, x + 8 * PG) ||
-			    stop(mm))
+			if (pmt_longterm_start(mm, x, 8 * PG, i & 1 ? FAST : W) ||
+			    pmt_longterm_read(mm, x + 8 * PG) || pmt_longterm_stop(mm))
 				pmt_error(&c->errors, "churn: a session command failed");
-		if (start(mm, x, 8 * PG, 0))
+		if (pmt_longterm_start(mm, x, 8 * PG, 0))
 			pmt_error(&c->errors, "churn: START");
 		pm_mm_destroy(mm); /* with the session alive */
 		atomic_fetch_add(&c->rounds, 1);
@@ -834,13 +828,14 @@ static void *churn_fn(void *arg)
  * child forked while another thread was inside an RCU read-side section (liburcu keeps that
  * reader registered, and it never leaves) - a limit of fork support beyond the sessions.
  */
-static void fork_child(void)
+static void fork_child(void *arg)
 {
 	struct pm_machine *m;
 	struct pm_mm *mm;
 	unsigned long x;
 	int bad = 0;
 
+	(void)arg;
 	pmt_fork_watchdog(20);
 	m = pmt_machine(16, 0);
 	mm = pm_mm_create(m);
@@ -848,13 +843,14 @@ static void fork_child(void)
 		_exit(2);
 	x = pmt_map_anon(mm, 8 * PG, RW, false);
 	bad |= pmt_put_tag(mm, x, 4, 0x91, 0) != 4;
-	bad |= start(mm, x, 4 * PG, FAST) != 0;
-	bad |= read_to(mm, x + 4 * PG) != 0 || pmt_bad_tag(mm, x + 4 * PG, 4, 0x91, 0) != 0;
-	bad |= stop(mm) != 0;
-	bad |= start(mm, x, 4 * PG, W) != 0;
+	bad |= pmt_longterm_start(mm, x, 4 * PG, FAST) != 0;
+	bad |= pmt_longterm_read(mm, x + 4 * PG) != 0;
+	bad |= pmt_bad_tag(mm, x + 4 * PG, 4, 0x91, 0) != 0;
+	bad |= pmt_longterm_stop(mm) != 0;
+	bad |= pmt_longterm_start(mm, x, 4 * PG, W) != 0;
 	pm_mm_destroy(mm); /* ends the session: gup_test's lock again */
 	mm = pm_mm_create(m);
-	bad |= !mm || read_to(mm, x) != -EINVAL;
+	bad |= !mm || pmt_longterm_read(mm, x) != -EINVAL;
 	fflush(NULL);
 	_exit(bad);
 }
@@ -873,24 +869,12 @@ static void test_process_fork(void)
 	while (atomic_load(&c.rounds) < 1 && !atomic_load(&c.errors))
 		pmt_wait_until(tap_now() + 0.01, NULL);
 	for (long i = 0; i < forks; i++) {
-		int status = 0;
-		pid_t pid;
+		/* A hang in ASan's allocator (pmtest.h) is the toolchain's, not pinmm's: the fork
+		 * is done again, a bounded number of times. */
+		int status = pmt_fork_wait(fork_child, NULL, &runtime_hung, forks);
 
-		fflush(NULL);
-		pid = fork();
-		ASSERT_TRUE(pid >= 0);
-		if (pid == 0)
-			fork_child();
-		ASSERT_EQ(waitpid(pid, &status, 0), pid);
-		/* Stuck in ASan's allocator (pmtest.h): the toolchain's hang, not pinmm's; the
-		 * fork is done again, a bounded number of times. */
-		if (WIFEXITED(status) && WEXITSTATUS(status) == PMT_EXIT_RUNTIME_HANG &&
-		    runtime_hung++ < forks) {
-			i--;
-			continue;
-		}
-		good += WIFEXITED(status) && WEXITSTATUS(status) == 0;
-		hung += WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM;
+		good += pmt_fork_good(status);
+		hung += pmt_fork_hung(status);
 	}
 	if (runtime_hung)
 		diag("%s: %ld children hung in the sanitizer's allocator and were forked again",

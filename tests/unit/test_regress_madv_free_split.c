@@ -29,14 +29,6 @@
 static struct pm_machine *m;
 static struct pm_mm *mm;
 
-static unsigned flags_at(struct pm_mm *where, unsigned long a)
-{
-	struct pm_page_info pi;
-
-	ASSERT_EQ(pm_pagemap(where, a, 1, &pi), 1);
-	return pi.flags & (PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_ZERO | PM_PAGE_THP);
-}
-
 static struct pm_map_info vma_at(struct pm_mm *where, unsigned long a)
 {
 	struct pm_map_info mi;
@@ -53,7 +45,7 @@ static unsigned long thp(int prot, const unsigned *written, int n)
 
 	for (int i = 0; i < n; i++)
 		ASSERT_EQ(pmt_poke(mm, h + written[i] * PG + 0x1c, (char)(0x40 + i)), 1);
-	ASSERT_EQ(flags_at(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
+	ASSERT_EQ(pmt_page_kind(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
 	ASSERT_EQ(vma_at(mm, h).anon_huge_pages, 512);
 	if (prot != RW)
 		ASSERT_EQ(pm_mprotect(mm, a, 2 * HP, prot), 0);
@@ -71,16 +63,16 @@ static void oracle_seq9(void)
 	ASSERT_EQ(pm_get_user_pages(mm, h, 1, PM_FOLL_FORCE | PM_FOLL_WRITE, &pg), 1);
 	((unsigned char *)pm_page_address(pg))[0x1c] = 0x8d;
 	pm_put_page(pg);
-	ASSERT_EQ(flags_at(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
+	ASSERT_EQ(pmt_page_kind(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
 	is_int(pm_madvise(mm, h + 0x97 * PG, 9 * PG, PM_MADV_FREE), 0, "MADV_FREE of 9 pages");
 	mi = vma_at(mm, a);
 	is_int((long)mi.rss_pages, 1, "seq 9: Rss is the one written page (Linux)");
 	is_int((long)mi.anon_pages, 1, "seq 9: Anonymous too");
 	is_int((long)mi.anon_huge_pages, 0, "seq 9: AnonHugePages 0: the folio is split");
-	is_int(flags_at(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON, "seq 9: the written page: 4 KiB");
-	is_int(flags_at(mm, h + 0x98 * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON, "seq 9: the written page: 4 KiB");
+	is_int(pmt_page_kind(mm, h + 0x98 * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "seq 9: a page of the range: the zero page");
-	is_int(flags_at(mm, h + 0x1ff * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(mm, h + 0x1ff * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "seq 9: one outside it too");
 	ASSERT_EQ(pm_get_user_pages(mm, h, 1, PM_FOLL_FORCE, &pg), 1);
 	is_int(((unsigned char *)pm_page_address(pg))[0x1c], 0x8d, "seq 9: the write kept");
@@ -97,16 +89,16 @@ static void pmd_mapped(void)
 	is_int(pm_madvise(mm, h + 0x1f * PG, 8 * PG, PM_MADV_FREE), 0, "MADV_FREE of 8 pages");
 	is_int((long)vma_at(mm, h).rss_pages, 4, "PMD: four written pages stay in Rss");
 	is_int((long)vma_at(mm, h).anon_huge_pages, 0, "PMD: no AnonHugePages");
-	is_int(flags_at(mm, h + 0x20 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON,
+	is_int(pmt_page_kind(mm, h + 0x20 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON,
 	       "PMD: a written page of the range: 4 KiB");
-	is_int(flags_at(mm, h + 0x1f * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(mm, h + 0x1f * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "PMD: an unwritten page of the range: the zero page");
-	is_int(flags_at(mm, h + 0x100 * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(mm, h + 0x100 * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "PMD: an unwritten page outside it: the zero page");
 	is_int(pmt_peek(mm, h + 0x21 * PG + 0x1c), 0x42, "PMD: contents kept");
 	is_int(pmt_peek(mm, h + 0x100 * PG + 5), 0, "PMD: a zero page reads 0");
 	is_int(pmt_poke(mm, h + 0x100 * PG + 5, 7), 1, "PMD: a write to a zero page");
-	is_int(flags_at(mm, h + 0x100 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON,
+	is_int(pmt_page_kind(mm, h + 0x100 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON,
 	       "PMD: ... gets a page of its own");
 	is_int(pmt_peek(mm, h + 0x100 * PG + 5), 7, "PMD: ... that reads the write");
 	is_int((long)vma_at(mm, h).rss_pages, 5, "PMD: Rss 5");
@@ -120,21 +112,21 @@ static void pte_mapped(void)
 	unsigned long h = thp(RW, written, 2);
 
 	ASSERT_EQ(pm_mprotect(mm, h + 0x100 * PG, 0x100 * PG, PM_PROT_READ), 0);
-	ASSERT_EQ(flags_at(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
+	ASSERT_EQ(pmt_page_kind(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
 	is_int(pm_madvise(mm, h, 0x10 * PG, PM_MADV_FREE), 0, "PTE: MADV_FREE of 16 pages");
-	is_int(flags_at(mm, h + 3 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON, "PTE: the written page");
-	is_int(flags_at(mm, h + 0x1fe * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(mm, h + 3 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON, "PTE: the written page");
+	is_int(pmt_page_kind(mm, h + 0x1fe * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "PTE: the read-only part's zero pages too");
 	is_int(pmt_peek(mm, h + 0x180 * PG + 0x1c), 0x41, "PTE: read-only part's contents kept");
 	ASSERT_EQ(pm_munmap(mm, h - HP, 3 * HP), 0);
 
 	h = thp(RW, written, 2);
 	ASSERT_EQ(pm_munmap(mm, h + 0x100 * PG, 0x100 * PG), 0);
-	ASSERT_EQ(flags_at(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
+	ASSERT_EQ(pmt_page_kind(mm, h), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP);
 	is_int(pm_madvise(mm, h, 0x100 * PG, PM_MADV_FREE), 0,
 	       "part-mapped: MADV_FREE of all it maps");
 	is_int((long)vma_at(mm, h).rss_pages, 1, "part-mapped: split, Rss 1");
-	is_int(flags_at(mm, h + 0xff * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(mm, h + 0xff * PG), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "part-mapped: the zero page");
 	ASSERT_EQ(pm_munmap(mm, h - HP, 3 * HP), 0);
 }
@@ -148,13 +140,13 @@ static void not_split(void)
 	struct pm_mm *c;
 
 	is_int(pm_madvise(mm, h, HP, PM_MADV_FREE), 0, "whole: MADV_FREE");
-	is_int(flags_at(mm, h + PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
+	is_int(pmt_page_kind(mm, h + PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
 	       "whole: still the THP");
 	c = pmt_fork(mm);
 	is_int(pm_madvise(mm, h + PG, PG, PM_MADV_FREE), 0, "shared: MADV_FREE of one page");
-	is_int(flags_at(mm, h + PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
+	is_int(pmt_page_kind(mm, h + PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
 	       "shared with a child: not split");
-	is_int(flags_at(c, h + PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
+	is_int(pmt_page_kind(c, h + PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
 	       "... nor in the child");
 	pm_mm_destroy(c);
 	ASSERT_EQ(pm_pin_user_pages_fast(mm, h + 2 * PG, 1, PM_FOLL_WRITE | PM_FOLL_LONGTERM, &pin),

@@ -27,14 +27,6 @@
 static struct pm_machine *m;
 static struct pm_mm *mm;
 
-static unsigned flags_at(struct pm_mm *where, unsigned long a)
-{
-	struct pm_page_info pi;
-
-	ASSERT_EQ(pm_pagemap(where, a, 1, &pi), 1);
-	return pi.flags & (PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_ZERO | PM_PAGE_THP);
-}
-
 int main(void)
 {
 	size_t free0 = pmt_setup(&m, &mm, 64, 0);
@@ -48,9 +40,9 @@ int main(void)
 	is_int(pmt_peek(mm, s - 0x18000 + 4), 0, "a read 0x18000 below the stack: grows it");
 	ASSERT_EQ(pm_mm_maps(mm, s - 0x18000, &mi, 1), 1);
 	is_int((long)(s - mi.start), 0x18000, "... down to the page read");
-	is_int(flags_at(mm, s - 0x18000), PM_PAGE_PRESENT | PM_PAGE_ZERO, "... the zero page");
+	is_int(pmt_page_kind(mm, s - 0x18000), PM_PAGE_PRESENT | PM_PAGE_ZERO, "... the zero page");
 	c = pmt_fork(mm);
-	is_int(flags_at(c, s - 0x18000), PM_PAGE_PRESENT | PM_PAGE_ZERO,
+	is_int(pmt_page_kind(c, s - 0x18000), PM_PAGE_PRESENT | PM_PAGE_ZERO,
 	       "the fork child has the zero page too (Linux)");
 	is_int(pmt_peek(c, s - 0x18000 + 4), 0, "... and reads zero");
 	pm_mm_destroy(c);
@@ -60,7 +52,7 @@ int main(void)
 	ASSERT_EQ(pm_mmap(mm, s, 0x10000, PM_PROT_READ, STACK, NULL, 0), (long)s);
 	is_int(pmt_peek(mm, s + PG), 0, "a read inside a stack that does not grow");
 	c = pmt_fork(mm);
-	is_int(flags_at(c, s + PG), 0, "the child has nothing there (Linux)");
+	is_int(pmt_page_kind(c, s + PG), 0, "the child has nothing there (Linux)");
 	pm_mm_destroy(c);
 	ASSERT_EQ(pm_munmap(mm, s, 0x10000), 0);
 
