@@ -435,6 +435,9 @@ extern void (*pm__hugetlb_migrate_hook)(struct pm_mm *mm, unsigned long haddr) _
  * Zapping: removing mappings (mm/zap.c).
  */
 __hidden void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end);
+/* Tests only: called by a zap or an mprotect that read a PMD migration entry, before it takes
+ * the PMD lock. */
+extern void (*pm__pmd_migration_hook)(struct pm_mm *mm, unsigned long addr) __hidden;
 __hidden void pm__zap_vma_range(struct pm_vma *vma, unsigned long start, unsigned long end);
 __hidden void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,

@@ -634,6 +634,40 @@ static void change_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long s
 	pm_spin_unlock(ptl);
 }
 
+/*
+ * Give the 2 MiB entry at @pmdp @vm_flags' protection, whatever it is under the PMD lock: a
+ * leaf, or a migration entry (as change_pte_range's; the leaf the migration puts back takes
+ * the new protection). @read is the entry as read without the lock. Return false if it is
+ * neither any more (a migration split the THP).
+ */
+static bool change_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr, pmd_t read,
+			    unsigned long vm_flags)
+{
+	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	pmd_t pmd;
+	uint64_t v;
+
+	if (unlikely(pm__pmd_migration_hook) && is_pmd_migration_entry(read))
+		pm__pmd_migration_hook(mm, addr);
+	pm_spin_lock(pml);
+	pmd = pmdp_get(pmdp);
+	if (pmd_leaf(pmd)) {
+		v = pmd.val & ~(_PAGE_USER | _PAGE_RW);
+		v |= prot_bits(vm_flags);
+		if (can_change_writable(vm_flags, pfn_to_page(mm->m, pmd_pfn(pmd)),
+					pmd_special(pmd)))
+			v |= _PAGE_RW | _PAGE_DIRTY;
+		set_pmd(pmdp, (pmd_t){ v });
+	} else if (is_pmd_migration_entry(pmd)) {
+		v = (pmd.val & ~(_PAGE_USER | _PAGE_RW)) | prot_bits(vm_flags);
+		if ((pmd.val & _PAGE_RW) && (vm_flags & VM_WRITE))
+			v |= _PAGE_RW;
+		set_pmd(pmdp, (pmd_t){ v });
+	}
+	pm_spin_unlock(pml);
+	return !pmd_table(pmd);
+}
+
 /* Change the protection of [start, end), which lies inside one VMA. */
 static void change_protection(struct pm_mm *mm, unsigned long start, unsigned long end,
 			      unsigned long vm_flags)
@@ -643,36 +677,14 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 	for_each_pmd_span(mm, a, next, start, end, pmdp) {
 		pmd_t pmd = pmdp_get(pmdp);
 
-		if (pmd_leaf(pmd)) {
-			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-			uint64_t v;
-
-			pm_assert(!(a & ~PMD_MASK) && next - a == PMD_SIZE);
-			pm_spin_lock(pml);
-			pmd = pmdp_get(pmdp);
-			v = pmd.val & ~(_PAGE_USER | _PAGE_RW);
-			v |= prot_bits(vm_flags);
-			if (can_change_writable(vm_flags, pfn_to_page(mm->m, pmd_pfn(pmd)),
-						pmd_special(pmd)))
-				v |= _PAGE_RW | _PAGE_DIRTY;
-			set_pmd(pmdp, (pmd_t){ v });
-			pm_spin_unlock(pml);
-		} else if (pmd_table(pmd)) {
+		if (pmd_table(pmd)) {
 			change_pte_range(mm, pmdp, a, next, vm_flags);
-		} else if (is_pmd_migration_entry(pmd)) {
-			/* A hugetlbfs page another mm is migrating: as change_pte_range's entries. */
-			struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
-			uint64_t v;
-
-			pm_spin_lock(pml);
-			pmd = pmdp_get(pmdp);
-			if (is_pmd_migration_entry(pmd)) {
-				v = (pmd.val & ~(_PAGE_USER | _PAGE_RW)) | prot_bits(vm_flags);
-				if ((pmd.val & _PAGE_RW) && (vm_flags & VM_WRITE))
-					v |= _PAGE_RW;
-				set_pmd(pmdp, (pmd_t){ v });
-			}
-			pm_spin_unlock(pml);
+		} else if (pmd_leaf(pmd) || is_pmd_migration_entry(pmd)) {
+			/* A leaf, or a migration entry of a page another mm's migration, or a
+			 * compaction, is moving (mm/migrate.c), which may turn into the other
+			 * under the PMD lock: decided on the entry read under it. */
+			if (!change_huge_pmd(mm, pmdp, a, pmd, vm_flags))
+				next = a; /* a PTE table now: look again */
 		}
 	}
 }

@@ -143,26 +143,36 @@ static bool zap_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 	return true;
 }
 
+void (*pm__pmd_migration_hook)(struct pm_mm *mm, unsigned long addr);
+
 /*
  * A hugetlb leaf being migrated (mm/migrate.c): the entry holds no mapcount and no reference,
  * so it is only cleared; the migration, finding it gone under the same PMD lock, maps nothing
- * there. Without @even_cows (truncation, which holds no lock of this mm) a private COW page's
- * entry stays, as its leaf would: while the entry is there under the PMD lock, the old folio
- * it names is held by the migration, so its flags can be read. A private page's migration
+ * there. The entry was read without the lock: if it changed meanwhile (the migration put a
+ * leaf back), return false, and the caller looks again - or the leaf would outlive its VMA,
+ * and its table would be freed with it. Without @even_cows (truncation, which holds no lock
+ * of this mm) a private COW page's entry stays, as its leaf would: while the entry is there
+ * under the PMD lock, the old folio it names is held by the migration, so its flags can be
+ * read. A private page's migration
  * holds this mm's lock and the page's fault mutex, so munmap and a reservation owner's
  * MADV_DONTNEED never meet its entry; a hugetlbfs page's is met by anyone (another mm's
  * unmap, a truncation), and a child's MADV_DONTNEED may meet its own page's.
  */
-static void zap_pmd_migration_entry(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t pmd,
-				    bool even_cows)
+static bool zap_pmd_migration_entry(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
+				    pmd_t pmd, bool even_cows)
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	bool same;
 
+	if (unlikely(pm__pmd_migration_hook))
+		pm__pmd_migration_hook(mm, addr);
 	pm_spin_lock(pml);
-	if (pmd_same(pmdp_get(pmdp), pmd) &&
+	same = pmd_same(pmdp_get(pmdp), pmd);
+	if (same &&
 	    (even_cows || !folio_test_anon(page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))))))
 		pmdp_get_and_clear(pmdp);
 	pm_spin_unlock(pml);
+	return same;
 }
 
 static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, bool even_cows,
@@ -188,7 +198,9 @@ static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, 
 		} else if (pmd_table(pmd)) {
 			zap_pte_range(mm, pmdp, a, next, even_cows);
 		} else if (is_pmd_migration_entry(pmd)) {
-			zap_pmd_migration_entry(mm, pmdp, pmd, even_cows);
+			/* The migration may have put its leaf back meanwhile: zap that. */
+			if (!zap_pmd_migration_entry(mm, pmdp, a, pmd, even_cows))
+				next = a;
 		}
 	}
 }

@@ -92,8 +92,16 @@ static void table_free_rcu(struct pm_machine *m, pm_entry_t *table)
 	struct pm_page *page = table_page(m, table);
 
 #if PM_DEBUG >= 2
-	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
-		pm_bug_on(atomic_load_relaxed(&table[i]) != 0);
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++) {
+		uint64_t e = atomic_load_relaxed(&table[i]);
+		char msg[96];
+
+		if (likely(e == 0))
+			continue;
+		snprintf(msg, sizeof(msg), "BUG: freeing a level-%d table whose entry %u is %#llx",
+			 page->level, i, (unsigned long long)e);
+		pm_die(msg);
+	}
 #endif
 	count_event(m, PGTABLE_FREES, 1);
 	atomic_add_relaxed(&m->xrcu_pending, 1);

@@ -54,6 +54,12 @@ static void *racer_fn(void *arg)
 	case PMT_RACE_TRUNCATE:
 		r->ret = pm_shmem_truncate(r->f, 0);
 		break;
+	case PMT_RACE_MUNMAP:
+		r->ret = pm_munmap(r->mm, r->addr, PM_PMD_SIZE);
+		break;
+	case PMT_RACE_MPROTECT:
+		r->ret = pm_mprotect(r->mm, r->addr, PM_PMD_SIZE, PM_PROT_READ);
+		break;
 	}
 	atomic_store(&r->done, 1);
 	return NULL;

@@ -39,6 +39,8 @@ enum pmt_race_what {
 	PMT_RACE_DONTNEED,    /* MADV_DONTNEED of the page at addr: the hook joins it at once */
 	PMT_RACE_FORK,	      /* pm_mm_fork(mm): ret 1 and child, or 0 */
 	PMT_RACE_TRUNCATE,    /* pm_shmem_truncate(f, 0): ret */
+	PMT_RACE_MUNMAP,      /* pm_munmap() of the 2 MiB at addr: ret */
+	PMT_RACE_MPROTECT,    /* pm_mprotect(PM_PROT_READ) of the 2 MiB at addr: ret */
 };
 
 struct pmt_racer {

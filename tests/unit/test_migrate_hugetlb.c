@@ -10,12 +10,14 @@
  *  - during a hugetlb migration (the test hook between the unmap and the freeze): a write
  *    fault waits and writes to the new page; a GUP-fast pin falls back, waits and pins the new
  *    page; pm_machine_check reports the PMD migration entry; a fork of an mm that maps the
- *    hugetlbfs page waits and the child maps the new page;
+ *    hugetlbfs page waits and the child maps the new page; a munmap or mprotect that read
+ *    the migration entry and locks after the leaf is back zaps the leaf or changes it;
  *  - a THP whose target has no free 2 MiB block is split and its pages moved one by one
  *    (PMD-mapped and PTE-mapped), counted per page; a pinned one is neither split nor moved.
  * The design comes from the environment (PINMM_RANGE_MM=1: the range design).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,6 +266,19 @@ static void test_shared(void)
 
 /* ---- during a hugetlb migration ---- */
 
+/* The hook of the munmap and mprotect races: the walker that read a PMD migration entry
+ * waits, before it takes the PMD lock, until the migration has put its leaves back. */
+static atomic_int migration_over;
+
+static void zap_waits_for_migration(struct pm_mm *mm, unsigned long addr)
+{
+	double end = tap_now() + 10;
+
+	(void)mm, (void)addr;
+	while (!atomic_load(&migration_over) && tap_now() < end)
+		pmt_wait_until(tap_now() + 0.001, NULL);
+}
+
 static void test_during(void)
 {
 	struct pm_machine *m = pmt_movable_machine(64, 4, 6, 0);
@@ -351,6 +366,58 @@ static void test_during(void)
 	pmt_race_join();
 	is_int(pmt_race.done_early, 0, "the fault waited");
 	is_int(pmt_peek(mm2, pr + 9), 'F', "mm2 sees the write");
+
+	/* A munmap in a third mm reads its entry while it is a migration entry, and takes the
+	 * PMD lock only after the migration put a leaf there: it zaps that leaf (it used to leave
+	 * it, mapped, behind its VMA, and the table that held it was freed with it). */
+	{
+		struct pm_mm *mm3 = pm_mm_create(m);
+		struct pm_page_info pi;
+		unsigned long sh3;
+
+		v = pm_mmap(mm3, 0, HP, RW, PM_MAP_SHARED, f, 0);
+		ASSERT_TRUE(v > 0);
+		sh3 = (unsigned long)v;
+		ok(check_at(mm3, sh3 + PG, 511, sh + PG, 42), "mm3 maps the hugetlbfs page too");
+		atomic_store(&migration_over, 0);
+		pm__pmd_migration_hook = zap_waits_for_migration;
+		r = (struct pmt_racer){ .mm = mm3, .addr = sh3, .what = PMT_RACE_MUNMAP };
+		pmt_race_arm(m, &r);
+		is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "munmap race: moved");
+		atomic_store(&migration_over, 1);
+		pmt_race_join();
+		pm__pmd_migration_hook = NULL;
+		is_int(pmt_race.done_early, 0, "the munmap's zap met the migration entry and waited");
+		is_int(r.ret, 0, "then unmapped");
+		ASSERT_EQ(pm_pagemap(mm, sh, 1, &pi), 1);
+		is_int(pi.mapcount, 2, "the leaf the migration put back in mm3 went with the munmap "
+		       "(mapped by mm and mm2 only)");
+		is_int(pm_machine_check(m), 0, "pm_machine_check after the munmap race");
+
+		/* The same race with mprotect: the leaf put back takes the new protection. */
+		v = pm_mmap(mm3, 0, HP, RW, PM_MAP_SHARED, f, 0);
+		ASSERT_TRUE(v > 0);
+		sh3 = (unsigned long)v;
+		ok(check_at(mm3, sh3 + PG, 511, sh + PG, 42), "mm3 maps the page again");
+		ASSERT_EQ(pm_pagemap(mm3, sh3, 1, &pi), 1);
+		ok(pi.flags & PM_PAGE_WRITABLE, "writable");
+		atomic_store(&migration_over, 0);
+		pm__pmd_migration_hook = zap_waits_for_migration;
+		r = (struct pmt_racer){ .mm = mm3, .addr = sh3, .what = PMT_RACE_MPROTECT };
+		pmt_race_arm(m, &r);
+		is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "mprotect race: moved");
+		atomic_store(&migration_over, 1);
+		pmt_race_join();
+		pm__pmd_migration_hook = NULL;
+		is_int(pmt_race.done_early, 0, "the mprotect met the migration entry and waited");
+		is_int(r.ret, 0, "then made the mapping read-only");
+		ASSERT_EQ(pm_pagemap(mm3, sh3, 1, &pi), 1);
+		ok((pi.flags & PM_PAGE_PRESENT) && !(pi.flags & PM_PAGE_WRITABLE),
+		   "the leaf the migration put back is read-only (flags %#x)", pi.flags);
+		is_int(pm_access(mm3, sh3 + PG, "w", 1, 1), -EFAULT, "a write through it fails");
+		is_int(pm_machine_check(m), 0, "pm_machine_check after the mprotect race");
+		pm_mm_destroy(mm3);
+	}
 
 	/* A truncation waits for the object's i_mmap lock, then zaps the new page everywhere. */
 	r = (struct pmt_racer){ .mm = mm, .what = PMT_RACE_TRUNCATE, .f = f };
