@@ -3,6 +3,8 @@
 #   make oracle [ORACLE_SECONDS=60] [ORACLE_SEED=N] [ORACLE_MM=linux|range|both]
 #		[ORACLE_STRICT=0: report divergences off the list without failing]
 #		[ORACLE_JOBS=N: drivers side by side; default 1.5 per CPU; hugetlb in the first only]
+#		[ORACLE_SEQ=N: the sequence numbered N again, with the seed, ORACLE_MM and
+#		 ORACLE_JOBS it ran with]
 #	builds $(O)/pinmm-oracle (libpinmm linked statically, liburing) and runs seeded random
 #	sequences on the host and on pinmm, compared after every operation. Needs root for the
 #	full comparison (it says what it skips otherwise) and restores every setting it changes.
@@ -26,6 +28,7 @@ oracle: $(ORACLE_BIN)
 	ORACLE_SECONDS=$(ORACLE_SECONDS) $(if $(ORACLE_SEED),ORACLE_SEED=$(ORACLE_SEED)) \
 		$(if $(ORACLE_MM),ORACLE_MM=$(ORACLE_MM)) \
 		$(if $(ORACLE_STRICT),ORACLE_STRICT=$(ORACLE_STRICT)) \
-		$(if $(ORACLE_JOBS),ORACLE_JOBS=$(ORACLE_JOBS)) $(ORACLE_BIN)
+		$(if $(ORACLE_JOBS),ORACLE_JOBS=$(ORACLE_JOBS)) \
+		$(if $(ORACLE_SEQ),ORACLE_SEQ=$(ORACLE_SEQ)) $(ORACLE_BIN)
 
 -include $(wildcard $(ORACLE_OBJS:.o=.d))

@@ -10,6 +10,9 @@
  *   ORACLE_OUT           where found tests go (build/oracle)
  *   ORACLE_STRICT        0: divergences off the allow-list are reported, not failed (CI)
  *   ORACLE_JOBS          drivers run side by side (default: 1.5 per CPU, at most 8)
+ *   ORACLE_SEQ           run one sequence again, by the number a divergence printed, with the
+ *                        seed, ORACLE_MM and ORACLE_JOBS it ran with (they pick its driver,
+ *                        and so whether it has hugetlb, and its design)
  *
  * The parent process probes, saves the host settings it changes, forks the driver, and
  * restores them however the driver ends (exit, crash, signal). The driver runs sequences of
@@ -663,20 +666,22 @@ struct tally {
  * with them the sequences, are the seed's whatever the count). Only driver 0 runs hugetlb:
  * the host's pool is one for all processes and is compared after every operation.
  */
+static long only_seq = -1;	/* ORACLE_SEQ */
+
 static int driver(int idx, int ndrv, uint64_t seed, double seconds, int mm_mode, const char *outdir,
 		  struct tally *t)
 {
 	static struct op ops[SEQ_LEN];
 	static struct run_out o;
 	struct found *found = t->found;
-	long local = 0;
+	long local = only_seq >= 0 ? only_seq / ndrv : 0;
 	double t0 = now(), tend = t0 + seconds;
 
 	if (idx > 0)
 		caps.hugetlb = false;
 	mkdir("build", 0755);
 	mkdir(outdir, 0755);
-	while (now() < tend) {
+	while (only_seq >= 0 ? local == only_seq / ndrv : now() < tend) {
 		long seqno = local * ndrv + idx;
 		uint64_t r = seed ^ (0x9e3779b97f4a7c15ULL * (uint64_t)(seqno + 1));
 		unsigned design = mm_mode == 1 || (mm_mode == 2 && (local & 1)) ? PM_MACHINE_RANGE_MM
@@ -858,7 +863,7 @@ int main(void)
 	const char *kn = getenv("ORACLE_KNOWN"), *out = getenv("ORACLE_OUT");
 	double seconds = s ? atof(s) : 60;
 	uint64_t seed = sd ? strtoull(sd, NULL, 0) : (uint64_t)time(NULL) ^ (uint64_t)getpid();
-	const char *jobs = getenv("ORACLE_JOBS");
+	const char *jobs = getenv("ORACLE_JOBS"), *sq = getenv("ORACLE_SEQ");
 	const char *outdir = out ? out : "build/oracle";
 	int mm_mode = 0, died = 0, ndrv;
 	struct tally *tally;
@@ -878,6 +883,13 @@ int main(void)
 	}
 	if (!seed)
 		seed = 1;
+	if (sq) {
+		only_seq = strtol(sq, NULL, 0);
+		if (only_seq < 0 || !sd) {
+			fprintf(stderr, "oracle: ORACLE_SEQ needs ORACLE_SEED and a number >= 0\n");
+			return 2;
+		}
+	}
 	if (mmv && !strcmp(mmv, "range"))
 		mm_mode = 1;
 	else if (mmv && !strcmp(mmv, "both"))
@@ -934,6 +946,8 @@ int main(void)
 	memset(tally, 0, sizeof(*tally) * (size_t)ndrv);
 	t0 = now();
 	for (int d = 0; d < ndrv; d++) {
+		if (only_seq >= 0 && d != only_seq % ndrv)
+			continue;
 		driver_pid[d] = fork();
 		if (driver_pid[d] == 0) {
 			signal(SIGINT, SIG_DFL);
