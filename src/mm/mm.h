@@ -409,6 +409,9 @@ __hidden int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 __hidden int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr);
 __hidden void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma);
+__hidden unsigned long pm__vma_copy_anon(struct pm_mm *mm, struct pm_vma *src,
+					 unsigned long start, unsigned long end,
+					 unsigned long pgoff);
 
 /* // mm/mmap.c (for mremap.c) */
 __hidden int pm__do_munmap(struct pm_mm *mm, unsigned long start, unsigned long end);

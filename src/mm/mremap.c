@@ -336,6 +336,23 @@ static struct pm_vma *detach_must(struct pm_mm *mm, unsigned long start, unsigne
 	return vma;
 }
 
+/* The remnants of the moved range's source VMA, [@s, @addr) and [@old_end, @e), take @anon
+ * (pm__vma_copy_anon), each write-locked first. */
+static void remnants_take_anon(struct pm_mm *mm, unsigned long s, unsigned long addr,
+			       unsigned long old_end, unsigned long e, unsigned long anon)
+{
+	struct pm_vma *r[2] = { s < addr ? vma_lookup(mm, s) : NULL,
+				old_end < e ? vma_lookup(mm, old_end) : NULL };
+
+	for (int i = 0; i < 2; i++) {
+		if (!r[i])
+			continue;
+		pm__vma_start_write(r[i]);
+		if (!pm__vma_anon_vma(r[i]))
+			atomic_store_relaxed(&r[i]->xanon_vma, anon);
+	}
+}
+
 /*
  * move_vma() - move [v->addr, v->addr + v->old_len) of @vma to v->new_addr (free, or made so
  * by the caller), v->new_len long (old_len == new_len, or a duplicate: old_len 0). Return: the
@@ -346,6 +363,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	unsigned long addr = v->addr, old_end = addr + v->old_len;
 	unsigned long new_addr = v->new_addr, new_end = new_addr + v->new_len;
 	bool dontunmap = v->flags & PM_MREMAP_DONTUNMAP;
+	unsigned long src_start = vma->start, src_end = vma->end, src_anon = 0;
 	struct pm_hugetlb_resv *hresv = NULL;
 	struct pm_vma *new, *gone;
 	long err;
@@ -353,6 +371,9 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	mmap_assert_write_locked(mm);
 	if (mm_map_count(mm) >= PM_MAX_MAP_COUNT - 3)
 		return -ENOMEM; /* prep_move_vma */
+	if (v->old_len && !dontunmap)
+		src_anon = pm__vma_copy_anon(mm, vma, new_addr, new_end,
+					     vma->file ? vma_pgoff(vma, addr) : new_addr >> PAGE_SHIFT);
 	/* The range that moves becomes a VMA of its own; with DONTUNMAP the source VMA stays
 	 * whole (move_vma splits only to unmap: unmap_source_vma). */
 	if (v->old_len && !dontunmap) {
@@ -429,6 +450,8 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		}
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
 		pm__unmap_region(mm, gone, addr, old_end);
+		if (src_anon)
+			remnants_take_anon(mm, src_start, addr, old_end, src_end, src_anon);
 	} else if (v->old_len) {
 		/* dontunmap_complete: VM_LOCKED goes from the whole source VMA, and its anon_vma
 		 * when all of it moved */

@@ -674,6 +674,32 @@ int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long add
 }
 
 /*
+ * pm__vma_copy_anon() - the anon_vma that @src, a VMA without one, takes when mremap moves a
+ * range of it to [@start, @end), free, as a new VMA with pgoff @pgoff: Linux's copy_vma()
+ * merges that new VMA before the move splits @src (unmap_source_vma comes after), so when
+ * the new range borders @src it may join @src whole and the VMA on its other side - and if
+ * that one has an anon_vma, the merged VMA takes it, and so do @src's remnants once the moved
+ * range is unmapped from it (fork then copies their PTEs: vma_needs_copy). Return: that
+ * anon_vma, or 0 (no merge with @src, or nothing to take). Context: mmap_lock (W).
+ */
+unsigned long pm__vma_copy_anon(struct pm_mm *mm, struct pm_vma *src, unsigned long start,
+				unsigned long end, unsigned long pgoff)
+{
+	struct pm_vma piece = { .start = start, .end = end, .flags = src->flags,
+				.file = src->file, .pgoff = pgoff };
+	struct pm_vma *prev = find_vma_prev(mm, start), *next = pm__find_vma(mm, end);
+
+	mmap_assert_write_locked(mm);
+	if (pm__vma_anon_vma(src) || !prev || !next || prev->end != start || next->start != end)
+		return 0;
+	if (prev == src && can_merge(src, &piece) && can_merge(&piece, next))
+		return pm__vma_anon_vma(next);
+	if (next == src && can_merge(&piece, src) && can_merge(prev, &piece))
+		return pm__vma_anon_vma(prev);
+	return 0;
+}
+
+/*
  * pm__vma_try_merge() - merge @vma with its neighbours where they are compatible (without
  * memory it stays as it is, which changes nothing observable). Return: the VMA that now covers
  * @vma's range. Context: mmap_lock (W).
