@@ -370,11 +370,15 @@ static int server_hello(int proc)
 	return 0;
 }
 
+static int host_pool_settle(void);
+
 int host_seq_start(const struct caps *c)
 {
 	pid_t pid;
 
 	hcaps = c;
+	if (c->hugetlb && host_pool_settle())
+		return -EBUSY;
 	for (int i = 0; i < MAXPROC; i++) {
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[i]))
 			return -errno;
@@ -635,6 +639,38 @@ static int write_setting(const char *path, const char *val)
 	r = write(fd, val, strlen(val));
 	close(fd);
 	return r == (ssize_t)strlen(val) ? 0 : -errno;
+}
+
+/*
+ * Before a hugetlb sequence: the host's pool must read as a fresh one, every page free and
+ * nothing reserved beyond what host_pool() takes out. The kernel tears an earlier sequence's
+ * io_uring rings down after their process is gone, and only then do the pages they pinned and
+ * their reservations come back: wait for that, up to HOST_SETTLE_MS. If every page is then
+ * free but more reservations are held, for no process, the kernel leaked more of them during
+ * the run (as at its start, above): they are taken out as those were, the pool grown by as
+ * many pages. Return: 0, or -EBUSY if the pool never settled.
+ */
+#define HOST_SETTLE_MS 500
+static int host_pool_settle(void)
+{
+	char pool[24];
+	long f = -1, r = -1;
+
+	for (int i = 0; i < HOST_SETTLE_MS; i++) {
+		if (host_pool_raw(&f, &r) == 0 && f == POOL_PAGES + rsvd_leak && r == rsvd_leak)
+			return 0;
+		usleep(1000);
+	}
+	if (f != POOL_PAGES + rsvd_leak || r <= rsvd_leak || r >= POOL_PAGES)
+		return -EBUSY;
+	rsvd_leak = r;
+	snprintf(pool, sizeof(pool), "%ld", POOL_PAGES + rsvd_leak);
+	if (write_setting("/proc/sys/vm/nr_hugepages", pool) ||
+	    host_pool_raw(&f, &r) || f != POOL_PAGES + rsvd_leak || r != rsvd_leak)
+		return -EBUSY;
+	printf("oracle: the host leaked hugetlb reservations during the run: now %ld held for no "
+	       "process, the pool grown to %s pages\n", rsvd_leak, pool);
+	return 0;
 }
 
 static bool debugfs_mounted;

@@ -353,7 +353,11 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 	if (rc) {
 		host_seq_end();
 		o->aborted = true;
-		snprintf(o->why, sizeof(o->why), "host server: %s", strerror(-rc));
+		if (rc == -EBUSY)
+			snprintf(o->why, sizeof(o->why), "the host's hugetlb pool was not back to "
+				 "a fresh pool's counts (an earlier sequence's pins not yet released)");
+		else
+			snprintf(o->why, sizeof(o->why), "host server: %s", strerror(-rc));
 		return -1;
 	}
 	ps = pm_seq_start(design, &caps);
