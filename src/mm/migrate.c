@@ -1011,6 +1011,13 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 
 		if (pmd_none(pmd))
 			continue;
+		if (is_pmd_migration_entry(pmd)) {
+			/* A hugetlb page another migration is moving (a hugetlbfs page's, from any
+			 * mm): wait for it, then look again. It needs nothing we hold. */
+			pm__migration_entry_wait(mm, pmdp, (pte_t){ pmd.val });
+			next = addr;
+			continue;
+		}
 		if (pmd_leaf(pmd)) {
 			struct pm_folio *folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
 
@@ -1036,6 +1043,8 @@ static long migrate_vma_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lon
 							       HPAGE_PMD_ORDER });
 			continue;
 		}
+		if (!pmd_table(pmd))
+			continue;
 		for (unsigned long a = addr; a < next; a += PAGE_SIZE) {
 			pte_t pte = ptep_get(&entry_table(m, pmd.val)[pte_index(a)]);
 			struct pm_folio *folio;

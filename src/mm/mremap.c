@@ -182,6 +182,7 @@ static bool move_huge_pmd(struct pm_mm *mm, pm_entry_t *old_pmdp, pm_entry_t *ne
 	if (new_pml != old_pml)
 		pm_spin_lock(new_pml);
 	pm_assert(pmd_none(pmdp_get(new_pmdp)));
+	pm_bug_on(!pmd_leaf(pmdp_get(old_pmdp)));
 	pmd = pmdp_get_and_clear(old_pmdp);
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	if (!folio_test_hugetlb(folio) && new_pml != old_pml)
@@ -218,6 +219,8 @@ static bool move_page_tables(struct pm_mm *mm, unsigned long old, unsigned long 
 			continue;
 		new_pmdp = pm__pmd_lookup(mm, new);
 		pm_bug_on(!new_pmdp); /* prepare_tables() made it */
+		/* A hugetlbfs page's migration holds the i_mmap lock we hold: none now. */
+		pm_bug_on(is_pmd_migration_entry(pmd));
 		if (pmd_leaf(pmd)) {
 			pm_bug_on(ext != PMD_SIZE); /* prepare_tables() split the others */
 			anon |= move_huge_pmd(mm, old_pmdp, new_pmdp);
@@ -256,7 +259,10 @@ static int prepare_tables(struct pm_mm *mm, unsigned long old, unsigned long new
 		new_pmdp = pm__pmd_alloc(mm, new);
 		if (!new_pmdp)
 			return -ENOMEM;
-		if (!pmd_leaf(pmd) && pm__pte_alloc(mm, new_pmdp))
+		/* Only a PTE table moves at PTE level. Read without the i_mmap lock, a hugetlbfs
+		 * page's entry may be another mm's migration entry: a leaf or none again by the
+		 * time move_page_tables() holds that lock, never a table. */
+		if (pmd_table(pmd) && pm__pte_alloc(mm, new_pmdp))
 			return -ENOMEM;
 	}
 	return 0;

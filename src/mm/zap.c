@@ -53,8 +53,11 @@ static void zap_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long star
 
 		if (pte_none(pte))
 			continue;
-		/* A hole punched keeps private copies (should_zap_folio). */
-		if (!even_cows && pte_present(pte) && !pte_special(pte) &&
+		/* A hole punched keeps private copies (should_zap_folio), one being migrated
+		 * too: while its migration entry is there under the PTL, the migration holds the
+		 * folio it names, so its flags can be read. */
+		if (!even_cows &&
+		    (is_migration_entry(pte) || (pte_present(pte) && !pte_special(pte))) &&
 		    folio_test_anon(page_folio(pfn_to_page(m, pte_pfn(pte)))))
 			continue;
 		/*

@@ -60,6 +60,16 @@ static void *racer_fn(void *arg)
 	case PMT_RACE_MPROTECT:
 		r->ret = pm_mprotect(r->mm, r->addr, PM_PMD_SIZE, PM_PROT_READ);
 		break;
+	case PMT_RACE_MREMAP:
+		r->ret = pm_mremap(r->mm, r->addr, PM_PMD_SIZE, PM_PMD_SIZE,
+				   PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, r->to);
+		break;
+	case PMT_RACE_MIGRATE:
+		r->ret = pm_migrate_range(r->mm, r->addr, PM_PMD_SIZE, PM_MIGRATE_ANYWHERE);
+		break;
+	case PMT_RACE_PUNCH:
+		r->ret = pm_madvise(r->mm, r->addr, PM_PAGE_SIZE, PM_MADV_REMOVE);
+		break;
 	}
 	atomic_store(&r->done, 1);
 	return NULL;
@@ -83,7 +93,7 @@ static void race_start(struct pmt_racer *r)
 	pmt_race.check = pm_machine_check(pmt_race.m);
 	ASSERT_EQ(pthread_create(&pmt_race.thread, NULL, racer_fn, r), 0);
 	pmt_race.started = true;
-	if (r->what == PMT_RACE_DONTNEED) {
+	if (r->what == PMT_RACE_DONTNEED || r->what == PMT_RACE_PUNCH) {
 		pmt_race_join(); /* a zap waits for no migration */
 		pmt_race.done_early = 1;
 		return;

@@ -41,6 +41,9 @@ enum pmt_race_what {
 	PMT_RACE_TRUNCATE,    /* pm_shmem_truncate(f, 0): ret */
 	PMT_RACE_MUNMAP,      /* pm_munmap() of the 2 MiB at addr: ret */
 	PMT_RACE_MPROTECT,    /* pm_mprotect(PM_PROT_READ) of the 2 MiB at addr: ret */
+	PMT_RACE_MREMAP,      /* pm_mremap() of the 2 MiB at addr to @to (FIXED): ret */
+	PMT_RACE_MIGRATE,     /* pm_migrate_range(PM_MIGRATE_ANYWHERE) of the 2 MiB at addr */
+	PMT_RACE_PUNCH,       /* MADV_REMOVE of the page at addr: the hook joins it at once */
 };
 
 struct pmt_racer {
@@ -48,6 +51,7 @@ struct pmt_racer {
 	unsigned long addr;
 	enum pmt_race_what what;
 	struct pm_shmem *f;
+	unsigned long to;
 	_Atomic int done;
 	struct pm_page *pinned;
 	struct pm_mm *child;
@@ -69,7 +73,7 @@ extern struct pmt_race pmt_race;
  * starts it. */
 void pmt_race_arm(struct pm_machine *m, struct pmt_racer *r);
 /* The hooks: start the armed racer, then give it 30 ms to reach the migration entry
- * (PMT_RACE_DONTNEED: join it, a zap waits for no migration). pmt_race_hook_at starts it only
+ * (PMT_RACE_DONTNEED, PMT_RACE_PUNCH: join it, a zap waits for no migration). pmt_race_hook_at starts it only
  * for the migration of the page at the racer's addr. */
 void pmt_race_hook(struct pm_mm *mm, unsigned long addr);
 void pmt_race_hook_at(struct pm_mm *mm, unsigned long addr);

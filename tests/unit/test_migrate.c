@@ -16,8 +16,8 @@
  *    pinned or shared with a child; a hugetlb page moves whole (test_migrate_hugetlb.c);
  *  - during a migration (the test hook between unmap and copy): a fault waits and then
  *    writes to the new frame; a GUP-fast pin falls back, waits and pins the new frame;
- *    MADV_DONTNEED zaps the migration entry and nothing leaks; pm_machine_check reports the
- *    migration entry;
+ *    MADV_DONTNEED zaps the migration entry and nothing leaks; a hole punched in a shmem
+ *    object keeps a private COW copy's entry; pm_machine_check reports the migration entry;
  *  - FOLL_LONGTERM pins out of the movable zone, in place with
  *    PM_KNOB_LONGTERM_PIN_IN_PLACE, and -ENOMEM when the page cannot move.
  * The design comes from the environment (PINMM_RANGE_MM=1: the range design).
@@ -448,6 +448,41 @@ static void test_during(void)
 	is_int(r.ret, 0, "MADV_DONTNEED 0");
 	is_int(pmt_pagemap_pfn(mm, a + 2 * PG), (long)ULONG_MAX, "page gone");
 	ok(pmt_reads_zero(mm, a + 2 * PG, 1), "reads zero");
+
+	/* A hole punched in a shmem object keeps a private COW copy of its page, even while
+	 * that copy is being migrated: the punch leaves its migration entry (it used to clear
+	 * it, and the copy's data was lost: the page then read the hole). */
+	{
+		struct pm_shmem *f = pm_shmem_create(m, 4 * PG, 0);
+		struct pm_mm *other = pm_mm_create(m);
+		unsigned long b, s;
+		long v;
+
+		ASSERT_TRUE(f != NULL && other != NULL);
+		v = pm_mmap(mm, 0, 4 * PG, PM_PROT_READ | PM_PROT_WRITE, PM_MAP_PRIVATE, f, 0);
+		ASSERT_TRUE(v > 0);
+		b = (unsigned long)v;
+		v = pm_mmap(other, 0, 4 * PG, PM_PROT_READ | PM_PROT_WRITE, PM_MAP_SHARED, f, 0);
+		ASSERT_TRUE(v > 0);
+		s = (unsigned long)v;
+		is_int(pmt_poke(other, s, 'S'), 1, "punch race: the object's page written");
+		is_int(pmt_poke(mm, b, 'P'), 1, "a private COW copy of it");
+		pm__migrate_hook = pmt_race_hook;
+		r = (struct pmt_racer){ .mm = other, .addr = s, .what = PMT_RACE_PUNCH };
+		pmt_race_arm(m, &r);
+		pfn = pmt_pagemap_pfn(mm, b);
+		pm_migrate_range(mm, b, PG, pfn_in_movable_zone(m, pfn) ? PM_MIGRATE_AWAY_MOVABLE :
+									  PM_MIGRATE_TO_MOVABLE);
+		pmt_race_join();
+		ok(pmt_race.started, "the punch ran inside the migration");
+		is_int(r.ret, 0, "MADV_REMOVE 0");
+		is_int(pmt_peek(other, s), 0, "the object's page is a hole");
+		is_int(pmt_peek(mm, b), 'P', "the private copy kept its data");
+		pm__migrate_hook = pmt_race_hook_at;
+		pm_mm_destroy(other);
+		ASSERT_EQ(pm_munmap(mm, b, 4 * PG), 0);
+		pm_shmem_put(f);
+	}
 	pm__migrate_hook = NULL;
 	is_int(pm_machine_check(m), 0, "pm_machine_check after");
 	pm_mm_destroy(mm);

@@ -11,7 +11,8 @@
  *    fault waits and writes to the new page; a GUP-fast pin falls back, waits and pins the new
  *    page; pm_machine_check reports the PMD migration entry; a fork of an mm that maps the
  *    hugetlbfs page waits and the child maps the new page; a munmap or mprotect that read
- *    the migration entry and locks after the leaf is back zaps the leaf or changes it;
+ *    the migration entry and locks after the leaf is back zaps the leaf or changes it; a
+ *    second migration waits; an mremap moves the leaf put back whole;
  *  - a THP whose target has no free 2 MiB block is split and its pages moved one by one
  *    (PMD-mapped and PTE-mapped), counted per page; a pinned one is neither split nor moved.
  * The design comes from the environment (PINMM_RANGE_MM=1: the range design).
@@ -366,6 +367,49 @@ static void test_during(void)
 	pmt_race_join();
 	is_int(pmt_race.done_early, 0, "the fault waited");
 	is_int(pmt_peek(mm2, pr + 9), 'F', "mm2 sees the write");
+
+	/* A second migration of the page, from a third mm that maps it too, meets the migration
+	 * entry: it waits and looks again (it used to walk the entry as a PTE table, the
+	 * page's first bytes read as PTEs: made here to name a frame far past the machine). */
+	{
+		struct pm_mm *mm3 = pm_mm_create(m);
+		unsigned long sh3, to;
+		uint64_t bad = 0x00000fffffff0067ULL, keep;
+
+		v = pm_mmap(mm3, 0, HP, RW, PM_MAP_SHARED, f, 0);
+		ASSERT_TRUE(v > 0);
+		sh3 = (unsigned long)v;
+		ok(check_at(mm3, sh3 + PG, 511, sh + PG, 42), "mm3 maps the hugetlbfs page");
+		ASSERT_EQ(pm_access(mm, sh, &keep, sizeof(keep), 0), (long)sizeof(keep));
+		ASSERT_EQ(pm_access(mm, sh, &bad, sizeof(bad), 1), (long)sizeof(bad));
+		r = (struct pmt_racer){ .mm = mm3, .addr = sh3, .what = PMT_RACE_MIGRATE };
+		pmt_race_arm(m, &r);
+		is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0,
+		       "second-migration race: moved");
+		pmt_race_join();
+		is_int(pmt_race.done_early, 0, "the second migration met the entry and waited");
+		is_int(r.ret, 0, "then moved the page again");
+		is_int(pmt_pagemap_pfn(mm3, sh3), pmt_pagemap_pfn(mm, sh), "one frame in both mms");
+		ASSERT_EQ(pm_access(mm, sh, &keep, sizeof(keep), 1), (long)sizeof(keep));
+		ok(check_at(mm3, sh3 + PG, 511, sh + PG, 42), "data intact");
+
+		/* An mremap of mm3's mapping reads the entry before it takes the i_mmap lock
+		 * (prepare_tables) and moves the leaf once the migration let go of that lock: it
+		 * used to take the entry for a PTE table and allocate one at the target. */
+		v = pm_mmap(mm3, 0, 3 * HP, PM_PROT_NONE, PRIV, NULL, 0);
+		ASSERT_TRUE(v > 0);
+		to = ((unsigned long)v + HP - 1) & ~(HP - 1);
+		r = (struct pmt_racer){ .mm = mm3, .addr = sh3, .to = to, .what = PMT_RACE_MREMAP };
+		pmt_race_arm(m, &r);
+		is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "mremap race: moved");
+		pmt_race_join();
+		is_int(pmt_race.done_early, 0, "the mremap waited for the i_mmap lock");
+		is_int(r.ret, (long)to, "then moved the mapping");
+		is_int(pmt_pagemap_pfn(mm3, to), pmt_pagemap_pfn(mm, sh), "the leaf moved whole");
+		ok(check_at(mm3, to + PG, 511, sh + PG, 42), "data intact at the new address");
+		is_int(pm_machine_check(m), 0, "pm_machine_check after the mremap race");
+		pm_mm_destroy(mm3);
+	}
 
 	/* A munmap in a third mm reads its entry while it is a migration entry, and takes the
 	 * PMD lock only after the migration put a leaf there: it zaps that leaf (it used to leave
