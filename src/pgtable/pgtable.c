@@ -209,6 +209,40 @@ pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end
 }
 
 /**
+ * pm__pmd_span_mapped() - pm__pmd_span() for a walk that acts on no empty slot: the first slot
+ * from *@addr on, before @end, that is not empty, with *@addr moved to its span's start and
+ * *@next to its end; NULL when there is none before *@next (the end of a missing table's span,
+ * or @end). A slot read empty may be filled meanwhile: as for the caller's own read of it.
+ * Context: as pm__pmd_lookup().
+ */
+pm_entry_t *pm__pmd_span_mapped(struct pm_mm *mm, unsigned long *addr, unsigned long end,
+				unsigned long *next)
+{
+	unsigned long a = *addr;
+
+	for (;;) {
+		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
+		unsigned long table_end = span_end(a, end, PUD_SIZE);
+
+		if (!pmdp) {
+			*next = table_end;
+			return NULL;
+		}
+		for (; a < table_end; a = span_end(a, end, PMD_SIZE), pmdp++) {
+			if (!pmd_none(pmdp_get(pmdp))) {
+				*addr = a;
+				*next = span_end(a, end, PMD_SIZE);
+				return pmdp;
+			}
+		}
+		if (a >= end) {
+			*next = end;
+			return NULL;
+		}
+	}
+}
+
+/**
  * pm__pmd_alloc() - the PMD slot for @addr, allocating the PUD and PMD tables on the way; a
  * slot left empty gets _PAGE_TABLE_USED, as Linux's table would now exist.
  * Context: mmap_lock held (read or write), or the faulting VMA's read lock.
@@ -359,6 +393,23 @@ static bool table_empty(pm_entry_t *table)
 	return true;
 }
 
+/* What a PMD table holds besides empty slots, from one branch-free pass: a kept table is
+ * looked at by every munmap that empties its span, mmap1's included. */
+enum { TABLE_EMPTY, TABLE_MARKS, TABLE_USED };
+
+static int pmd_table_contents(pm_entry_t *table)
+{
+	uint64_t all = 0, used = 0;
+
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++) {
+		uint64_t e = atomic_load_relaxed(&table[i]);
+
+		all |= e;
+		used |= e & ~_PAGE_TABLE_USED;
+	}
+	return used ? TABLE_USED : all ? TABLE_MARKS : TABLE_EMPTY;
+}
+
 /* Linux frees this PMD table: clear its marks, before it is freed or, in the range design,
  * kept, reading as missing (all 0). */
 static void pmd_table_wipe(pm_entry_t *table)
@@ -427,14 +478,19 @@ static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 		for (unsigned long u = g; u < gend; u = span_end(u, gend, PUD_SIZE)) {
 			pm_entry_t *pudp = &pud[pud_index(u)];
 			pm_entry_t *pmd = next_table(m, pudp);
+			int contents;
 
 			if (!pmd)
 				continue;
 			free_pte_tables(mm, pmd, u, span_end(u, gend, PUD_SIZE), floor, ceiling);
-			if (!span_free(u & PUD_MASK, PUD_SIZE, floor, ceiling) || !table_empty(pmd))
+			if (!span_free(u & PUD_MASK, PUD_SIZE, floor, ceiling))
+				continue;
+			contents = pmd_table_contents(pmd);
+			if (contents == TABLE_USED)
 				continue;
 			pm_assert(!table_page(m, pmd)->huge_ptes);
-			pmd_table_wipe(pmd);
+			if (contents == TABLE_MARKS)
+				pmd_table_wipe(pmd);
 			if (!keep_upper)
 				free_upper(mm, pudp, pmd);
 		}

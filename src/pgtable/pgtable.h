@@ -293,14 +293,17 @@ __hidden void pm__pgd_free(struct pm_machine *m, pm_entry_t *pgd);
 __hidden pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr);
 __hidden pm_entry_t *pm__pmd_span(struct pm_mm *mm, unsigned long addr, unsigned long end,
 				  unsigned long *next);
+__hidden pm_entry_t *pm__pmd_span_mapped(struct pm_mm *mm, unsigned long *addr,
+					 unsigned long end, unsigned long *next);
 /*
  * Walk [@start, @end) of @mm one PMD span at a time, declaring @addr and @next: the body runs
- * for each span whose PMD table exists, with @pmdp its slot; spans without one are skipped.
- * The body may set @next = @addr to look at the same span again.
+ * for each span whose PMD slot is not empty (pmd_none), with @pmdp that slot; spans without
+ * a PMD table, and empty slots, are skipped - so a kept table that no fault reached costs a
+ * load per slot, not a walk. The body may set @next = @addr to look at the same span again.
  */
 #define for_each_pmd_span(mm, addr, next, start, end, pmdp) \
 	for (unsigned long addr = (start), next; addr < (end); addr = next) \
-		if (!((pmdp) = pm__pmd_span((mm), addr, (end), &next))) \
+		if (!((pmdp) = pm__pmd_span_mapped((mm), &addr, (end), &next))) \
 			continue; \
 		else
 __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
