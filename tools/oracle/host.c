@@ -503,6 +503,8 @@ static long meminfo_field(const char *buf, const char *key)
  * sees a pool of POOL_PAGES with nothing reserved, as pinmm's.
  */
 static long rsvd_leak;
+/* More than this many, and the pool is not grown to make up for them: the host is unusable. */
+#define MAX_RSVD_LEAK 64
 
 static int host_pool_raw(long *free_, long *rsvd);
 
@@ -661,7 +663,7 @@ static int host_pool_settle(void)
 			return 0;
 		usleep(1000);
 	}
-	if (f != POOL_PAGES + rsvd_leak || r <= rsvd_leak || r >= POOL_PAGES)
+	if (f != POOL_PAGES + rsvd_leak || r <= rsvd_leak || r > MAX_RSVD_LEAK)
 		return -EBUSY;
 	rsvd_leak = r;
 	snprintf(pool, sizeof(pool), "%ld", POOL_PAGES + rsvd_leak);
@@ -684,7 +686,7 @@ int host_settings_save_and_set(const struct caps *c, char *msg, size_t n)
 	{
 		long f, r;
 
-		if (host_pool_raw(&f, &r) == 0 && r > 0 && r < POOL_PAGES)
+		if (host_pool_raw(&f, &r) == 0 && r > 0 && r <= MAX_RSVD_LEAK)
 			rsvd_leak = r;
 	}
 	snprintf(pool, sizeof(pool), "%ld", POOL_PAGES + rsvd_leak);
