@@ -163,10 +163,12 @@ static vm_fault_t hugetlb_no_page_private(struct pm_mm *mm, struct pm_vma *vma,
 	vma_anon_prepare(vma); /* hugetlb_no_page's vmf_anon_prepare */
 	new = hugetlb_new_anon(mm, vma->hresv, haddr, folio, &consumed);
 	if (!new) {
-		if (folio)
-			folio_put(folio);
 		/* No reservation and nothing unpromised; or a reservation and an empty pool, while
-		 * a restored page is still held (mem/hugetlb_pool.c): SIGBUS, as Linux. */
+		 * a restored page is still held (mem/hugetlb_pool.c): SIGBUS, as Linux. Linux maps
+		 * a cache page read-only before its copy fails (hugetlb_no_page, then hugetlb_wp),
+		 * and the mapping stays: so here. */
+		if (folio)
+			return hugetlb_install(mm, vma, pmdp, folio, false, folio) ?: VM_FAULT_SIGBUS;
 		return VM_FAULT_SIGBUS;
 	}
 	ret = hugetlb_install(mm, vma, pmdp, new, write && (vma->flags & VM_WRITE), folio);
