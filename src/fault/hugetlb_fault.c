@@ -447,6 +447,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *vma)
 {
 	struct pm_folio *copy = NULL;
+	uintptr_t used_table = 0;
 	unsigned long next;
 
 	mmap_assert_write_locked(src);
@@ -454,11 +455,22 @@ int pm__copy_hugetlb_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_
 		pm_entry_t *src_pmdp = pm__pmd_span(src, addr, vma->end, &next), *dst_pmdp;
 		int ret;
 
-		if (!src_pmdp || pmd_none(pmdp_get(src_pmdp)))
+		if (!src_pmdp)
 			continue;
+		if ((uintptr_t)src_pmdp >> PAGE_SHIFT != used_table) {
+			if (!pm__pmd_table_used(src, src_pmdp)) {
+				next = span_end(addr, vma->end, PUD_SIZE); /* as good as missing */
+				continue;
+			}
+			used_table = (uintptr_t)src_pmdp >> PAGE_SHIFT; /* asked once a table */
+		}
+		/* Where the parent has a PMD table the child gets one before the entry is looked
+		 * at, as copy_hugetlb_page_range allocates it: mincore() reads none there. */
 		dst_pmdp = pm__pmd_alloc(dst, addr);
 		if (!dst_pmdp)
 			goto nomem;
+		if (pmd_none(pmdp_get(src_pmdp)))
+			continue;
 		ret = copy_hugetlb_pmd(dst, src, vma, dst_pmdp, src_pmdp, copy);
 		if (ret == -EAGAIN) {
 			/*

@@ -796,6 +796,39 @@ static void test_fork_pmd_table_mincore(void)
 }
 
 /*
+ * So for a private hugetlb VMA that fork copies (it has an anon_vma) whose only leaf was
+ * zapped: copy_hugetlb_page_range allocates the child's PMD table before it looks at the
+ * entry, so the child's shared hugetlb page beside it reads 0. Found by make oracle (seed
+ * 0x3535, sequence 13494, Linux's design, mincore/mincore-vec), Linux 6.18.
+ */
+static void test_fork_hugetlb_table_mincore(void)
+{
+	struct pm_machine *m = machine(64, 2);
+	size_t free0 = pmt_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m), *c;
+	const unsigned long a = 0x200000000000UL;
+
+	ASSERT_TRUE(mm != NULL);
+	is_int(pm_mmap(mm, a, HP, RW, PM_MAP_SHARED | PM_MAP_ANONYMOUS | PM_MAP_HUGETLB |
+		       PM_MAP_FIXED, NULL, 0), (long)a,
+	       "%s: fork hugetlb table: shared hugetlb", dn);
+	is_int(pm_mmap(mm, a + HP, HP, RW, PRIV | PM_MAP_HUGETLB | PM_MAP_FIXED, NULL, 0),
+	       (long)(a + HP), "%s: ... private hugetlb beside it", dn);
+	poke(mm, a + HP); /* an anon_vma, and the PMD table of this 1 GiB */
+	is_int(pm_madvise(mm, a + HP, HP, PM_MADV_DONTNEED), 0,
+	       "%s: ... its page zapped: the table stays", dn);
+	c = pmt_fork(mm);
+	ASSERT_TRUE(c != NULL);
+	peek(mm, a);
+	ok(mincore_ones(mm, a, 512, 512), "%s: ... the parent's shared page: 1", dn);
+	ok(mincore_ones(c, a, 512, 0),
+	   "%s: ... the child's: the table came with the private VMA, a none entry: 0", dn);
+	pm_mm_destroy(c);
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "fork hugetlb table");
+}
+
+/*
  * mincore of a shared hugetlb mapping where no PMD table reaches: a fork child's, which fork
  * did not copy (no anon_vma). walk_hugetlb_range finds no entry and calls the pte_hole every
  * mapping gets, which asks the page cache: the object's page is resident. Once a table is
@@ -1040,6 +1073,7 @@ int main(void)
 		test_hugetlb();
 		test_hugetlb_fork_mincore();
 		test_fork_pmd_table_mincore();
+		test_fork_hugetlb_table_mincore();
 		test_merges();
 		test_race();
 	}
