@@ -504,7 +504,7 @@ static long meminfo_field(const char *buf, const char *key)
  */
 static long rsvd_leak;
 /* More than this many, and the pool is not grown to make up for them: the host is unusable. */
-#define MAX_RSVD_LEAK 64
+#define MAX_RSVD_LEAK 256
 
 static int host_pool_raw(long *free_, long *rsvd);
 

@@ -897,6 +897,29 @@ bool pm_in_stack_guard_gap(struct pstate *p, int proc, unsigned long addr, unsig
 	       mi.start - (addr + len) < (256UL << 12);
 }
 
+/*
+ * Will @op, if it succeeds, move part of a private hugetlb mapping and leave the rest behind?
+ * Asked before it runs. Linux 6.18 then drops the reservation map of the part left behind:
+ * that part's outstanding reservations stay in HugePages_Rsvd for no one, and its later faults
+ * take none (docs/linux-differences.md, item 6). A hugetlb mapping moves only with
+ * MREMAP_FIXED (same or smaller length; MAYMOVE alone at the same length is a no-op, and
+ * DONTUNMAP is refused); what is left is the VMA outside [addr, addr + old length).
+ */
+bool pm_hugetlb_move_leaves_part(struct pstate *p, const struct op *op)
+{
+	const unsigned long huge = 2UL << 20;
+	struct pm_map_info mi;
+	struct pm_mm *mm = p->mm[op->proc];
+	unsigned long end;
+
+	if (op->kind != OP_MREMAP || !(op->f & PM_MREMAP_FIXED) || !mm ||
+	    pm_mm_maps(mm, op->addr, &mi, 1) != 1 || mi.start > op->addr ||
+	    !(mi.flags & PM_MAP_HUGETLB) || (mi.flags & PM_MAP_SHARED))
+		return false;
+	end = op->addr + ((op->len + huge - 1) & ~(huge - 1));
+	return mi.start < op->addr || mi.end > end;
+}
+
 struct res pm_do(struct pstate *p, const struct op *op)
 {
 	struct res r = { 0, 0 };

@@ -139,6 +139,8 @@ struct res pm_do(struct pstate *p, const struct op *op);
 /* Does [@addr, @addr + @len) of process @proc's pinmm mm end within stack_guard_gap (256
  * pages) below a growing-down VMA - the gap Linux keeps free of non-fixed mmaps (vm_start_gap)? */
 bool pm_in_stack_guard_gap(struct pstate *p, int proc, unsigned long addr, unsigned long len);
+/* Does @op move part of a private hugetlb mapping (Linux then leaks the rest's reservations)? */
+bool pm_hugetlb_move_leaves_part(struct pstate *p, const struct op *op);
 int pm_observe(struct pstate *p, int proc, struct obs_proc *out, bool full);
 int pm_pool(struct pstate *p, long *free, long *rsvd);
 void pm_unmap_stray(struct pstate *p, int proc, unsigned long addr, unsigned long len);
