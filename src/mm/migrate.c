@@ -258,7 +258,7 @@ static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 			return MIGRATE_REFUSED;
 		if (folio_maybe_dma_pinned(folio)) /* exact: it leaves hot mode to answer */
 			return MIGRATE_PINNED; /* refused before anything changes */
-		pm__split_huge_pmd(mm, pmdp);
+		pm__split_huge_pmd_folio(mm, pmdp, folio); /* the folio checked, no other */
 		pmd = pmdp_get(pmdp);
 	}
 	if (!pmd_table(pmd))

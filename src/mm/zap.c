@@ -263,10 +263,20 @@ void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long st
 
 		pthread_mutex_lock(fm);
 		pmdp = pm__pmd_lookup(mm, a);
-		if (pmdp && pmd_leaf(pmdp_get(pmdp)))
-			folio = clear_huge_pmd(mm, pmdp);
-		else if (pmdp && !pmd_none(pmdp_get(pmdp)))
-			pm__zap_range(mm, a, a + PMD_SIZE); /* not a leaf: what it maps goes */
+		while (pmdp) {
+			pmd_t pmd = pmdp_get(pmdp);
+
+			if (pmd_leaf(pmd)) {
+				/* NULL: no longer a leaf (another mm's migration of a cache page
+				 * took it meanwhile): look again, or it would come back mapped. */
+				folio = clear_huge_pmd(mm, pmdp);
+				if (!folio)
+					continue;
+			} else if (!pmd_none(pmd)) {
+				pm__zap_range(mm, a, a + PMD_SIZE); /* not a leaf: what it maps goes */
+			}
+			break;
+		}
 		if (folio) {
 			pm__hugetlb_zap_restore(vma->hresv, a, folio);
 			folio_put(folio); /* frees it, with its reservation, if it was the last */

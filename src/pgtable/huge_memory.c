@@ -118,11 +118,25 @@ static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
  */
 void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
+	pm__split_huge_pmd_folio(mm, pmdp, NULL);
+}
+
+/**
+ * pm__split_huge_pmd_folio() - pm__split_huge_pmd(), only if the leaf still maps @folio (any
+ * leaf when NULL), as split_huge_pmd_address() takes one: a caller that decided on a folio
+ * read without the lock splits nothing else.
+ * Context: as pm__split_huge_pmd().
+ */
+void pm__split_huge_pmd_folio(struct pm_mm *mm, pm_entry_t *pmdp, const struct pm_folio *folio)
+{
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	pmd_t pmd;
 
 	split_assert_held(mm);
 	pm_spin_lock(pml);
-	if (pmd_leaf(pmdp_get(pmdp)))
+	pmd = pmdp_get(pmdp);
+	if (pmd_leaf(pmd) &&
+	    (!folio || page_folio(pfn_to_page(mm_pgtables(mm)->m, pmd_pfn(pmd))) == folio))
 		split_huge_pmd_locked(mm, pmdp);
 	pm_spin_unlock(pml);
 }

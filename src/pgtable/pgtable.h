@@ -323,6 +323,8 @@ __hidden void pm__free_pgtables(struct pm_mm *mm);
 __hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
 __hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__split_huge_pmd_folio(struct pm_mm *mm, pm_entry_t *pmdp,
+				       const struct pm_folio *folio);
 __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
 
 #endif /* PM_PGTABLE_PGTABLE_H */

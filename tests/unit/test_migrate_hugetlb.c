@@ -280,6 +280,26 @@ static void zap_waits_for_migration(struct pm_mm *mm, unsigned long addr)
 		pmt_wait_until(tap_now() + 0.001, NULL);
 }
 
+/*
+ * Migrate the page of @mm at @sh while @r's walker of another mm is held between its read of
+ * the migration entry and its PMD lock, until the migration is over. Return: the migration's
+ * result; @r->ret is the walker's.
+ */
+static int migrate_with_walker_held(struct pm_machine *m, struct pm_mm *mm, unsigned long sh,
+				    struct pmt_racer *r)
+{
+	int ret;
+
+	atomic_store(&migration_over, 0);
+	pm__pmd_migration_hook = zap_waits_for_migration;
+	pmt_race_arm(m, r);
+	ret = pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE);
+	atomic_store(&migration_over, 1);
+	pmt_race_join();
+	pm__pmd_migration_hook = NULL;
+	return ret;
+}
+
 static void test_during(void)
 {
 	struct pm_machine *m = pmt_movable_machine(64, 4, 6, 0);
@@ -423,14 +443,8 @@ static void test_during(void)
 		ASSERT_TRUE(v > 0);
 		sh3 = (unsigned long)v;
 		ok(check_at(mm3, sh3 + PG, 511, sh + PG, 42), "mm3 maps the hugetlbfs page too");
-		atomic_store(&migration_over, 0);
-		pm__pmd_migration_hook = zap_waits_for_migration;
 		r = (struct pmt_racer){ .mm = mm3, .addr = sh3, .what = PMT_RACE_MUNMAP };
-		pmt_race_arm(m, &r);
-		is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "munmap race: moved");
-		atomic_store(&migration_over, 1);
-		pmt_race_join();
-		pm__pmd_migration_hook = NULL;
+		is_int(migrate_with_walker_held(m, mm, sh, &r), 0, "munmap race: moved");
 		is_int(pmt_race.done_early, 0, "the munmap's zap met the migration entry and waited");
 		is_int(r.ret, 0, "then unmapped");
 		ASSERT_EQ(pm_pagemap(mm, sh, 1, &pi), 1);
@@ -445,14 +459,8 @@ static void test_during(void)
 		ok(check_at(mm3, sh3 + PG, 511, sh + PG, 42), "mm3 maps the page again");
 		ASSERT_EQ(pm_pagemap(mm3, sh3, 1, &pi), 1);
 		ok(pi.flags & PM_PAGE_WRITABLE, "writable");
-		atomic_store(&migration_over, 0);
-		pm__pmd_migration_hook = zap_waits_for_migration;
 		r = (struct pmt_racer){ .mm = mm3, .addr = sh3, .what = PMT_RACE_MPROTECT };
-		pmt_race_arm(m, &r);
-		is_int(pm_migrate_range(mm, sh, HP, PM_MIGRATE_ANYWHERE), 0, "mprotect race: moved");
-		atomic_store(&migration_over, 1);
-		pmt_race_join();
-		pm__pmd_migration_hook = NULL;
+		is_int(migrate_with_walker_held(m, mm, sh, &r), 0, "mprotect race: moved");
 		is_int(pmt_race.done_early, 0, "the mprotect met the migration entry and waited");
 		is_int(r.ret, 0, "then made the mapping read-only");
 		ASSERT_EQ(pm_pagemap(mm3, sh3, 1, &pi), 1);
