@@ -118,6 +118,7 @@ static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
  */
 void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 {
+	split_assert_held(mm);
 	pm__split_huge_pmd_folio(mm, pmdp, NULL);
 }
 
