@@ -275,6 +275,9 @@ struct pm_map_info {		   /* one VMA, as a line of /proc/PID/maps shows it */
 #define PM_VMF_NOHUGEPAGE 0x08	/* nh */
 #define PM_VMF_DONTCOPY 0x10	/* dc (MADV_DONTFORK) */
 #define PM_VMF_WIPEONFORK 0x20	/* wf */
+#define PM_VMF_ACCOUNT 0x40	/* ac: private, writable or once so, and reserved (VM_ACCOUNT;
+				 * pinmm commits nothing, so only merging sees it) */
+#define PM_VMF_NORESERVE 0x80	/* nr (MAP_NORESERVE) */
 
 /**
  * pm_mm_maps() - fill up to @max entries with the VMAs that end above @start, in address

@@ -153,6 +153,8 @@ static const struct {
 	{ VM_HUGEPAGE, PM_VMF_HUGEPAGE },
 	{ VM_NOHUGEPAGE, PM_VMF_NOHUGEPAGE },
 	{ VM_DONTCOPY, PM_VMF_DONTCOPY },
+	{ VM_ACCOUNT, PM_VMF_ACCOUNT },
+	{ VM_NORESERVE, PM_VMF_NORESERVE },
 };
 
 /* One VMA as /proc/PID/maps and smaps show it. Context: the mm's lock held (read). */

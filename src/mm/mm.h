@@ -47,6 +47,9 @@
 #define VM_LOCKED 0x00002000UL	  /* MAP_LOCKED: populated at mmap; no DONTNEED, FREE or
 				   * REMOVE; not inherited by fork */
 #define VM_DONTCOPY 0x00020000UL
+#define VM_ACCOUNT 0x00100000UL /* charged to the commit (accountable_mapping): private,
+				 * writable and reserved once; pinmm commits nothing, so only
+				 * merging sees it */
 #define VM_NORESERVE 0x00200000UL /* MAP_NORESERVE: no hugetlb reservation; never merges
 				   * with a VMA without it */
 #define VM_HUGETLB 0x00400000UL /* backed by the hugetlb pool: 2 MiB pages, never split */

@@ -444,6 +444,8 @@ long pm_mmap(struct pm_mm *mm, unsigned long addr, size_t len, int prot, int fla
 		vm_flags |= VM_NOHUGEPAGE; /* calc_vm_flag_bits, 6.7+ */
 	if (uflags & PM_MAP_NORESERVE)
 		vm_flags |= VM_NORESERVE; /* honoured: pinmm overcommits always */
+	if (!hugetlb && (vm_flags & (VM_NORESERVE | VM_SHARED | VM_WRITE)) == VM_WRITE)
+		vm_flags |= VM_ACCOUNT; /* accountable_mapping() */
 	if (uflags & LX_MAP_GROWSDOWN)
 		vm_flags |= VM_GROWSDOWN; /* private anonymous only: mmap_late_error */
 	/* No memlock limit (CAP_IPC_LOCK); hugetlb VMAs drop VM_LOCKED, as __mmap_complete. */
@@ -689,6 +691,28 @@ static void change_protection(struct pm_mm *mm, unsigned long start, unsigned lo
 	}
 }
 
+/*
+ * mprotect_fixup()'s VM_ACCOUNT: a private VMA made writable is charged for good, unless it is
+ * hugetlb, shared or NORESERVE; an anonymous one is uncharged when it stops being writable
+ * while it has no anon_vma (no page to keep). Its anon_vma is read under its write lock, which
+ * keeps the faults that would make one out, as Linux's mmap_lock does.
+ * Context: mmap_lock (W) over @vma.
+ */
+static unsigned long mprotect_account(struct pm_vma *vma, unsigned long newflags)
+{
+	mmap_assert_write_locked(vma->mm);
+	if (newflags & VM_WRITE) {
+		if (!(vma->flags &
+		      (VM_ACCOUNT | VM_WRITE | VM_HUGETLB | VM_SHARED | VM_NORESERVE)))
+			newflags |= VM_ACCOUNT;
+	} else if ((vma->flags & VM_ACCOUNT) && vma_is_anonymous(vma)) {
+		pm__vma_start_write(vma);
+		if (!pm__vma_anon_vma(vma))
+			newflags &= ~VM_ACCOUNT;
+	}
+	return newflags;
+}
+
 int pm_mprotect(struct pm_mm *mm, unsigned long start, size_t len, int prot)
 {
 	int grows = prot & (LX_PROT_GROWSDOWN | LX_PROT_GROWSUP);
@@ -748,6 +772,7 @@ again:
 		}
 		e = min(vma->end, end);
 		newflags = (vma->flags & ~(VM_READ | VM_WRITE | VM_EXEC)) | prot_to_vm(prot);
+		newflags = mprotect_account(vma, newflags);
 		/* Unchanged flags split nothing; changed ones merge before they split, so only
 		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
 		if (newflags != vma->flags) {

@@ -293,7 +293,7 @@ static void test_anon(void)
 	is_int(mi[0].flags, PM_MAP_PRIVATE | PM_MAP_ANONYMOUS, "%s: maps: private anonymous", dn);
 	is_int(mi[0].pgoff, a >> 12, "%s: maps: pgoff is the address >> 12", dn);
 	ok(mi[0].shmem == NULL, "%s: maps: no object", dn);
-	is_int(mi[0].vmflags, 0, "%s: maps: no VmFlags", dn);
+	is_int(mi[0].vmflags, PM_VMF_ACCOUNT, "%s: maps: ac (private, writable) alone", dn);
 	ok(mi[0].rss_pages == 0 && mi[0].anon_pages == 0 && mi[0].anon_huge_pages == 0,
 	   "%s: maps: nothing resident yet", dn);
 	ok(mincore_is(mm, a, "0000000000000000"), "%s: mincore: nothing resident yet", dn);
@@ -372,7 +372,8 @@ static void test_anon(void)
 	ok(mincore_is(mm, a, "1011100000000000"), "%s: ... not resident", dn);
 	ASSERT_EQ(pm_madvise(mm, a + 8 * PG, 8 * PG, PM_MADV_DONTFORK), 0);
 	is_int(pm_mm_maps(mm, 0, mi, 4), 2, "%s: DONTFORK of the upper half: two VMAs", dn);
-	ok(mi[0].vmflags == 0 && mi[1].vmflags == PM_VMF_DONTCOPY && mi[1].pgoff == (a >> 12) + 8,
+	ok(mi[0].vmflags == PM_VMF_ACCOUNT && mi[1].vmflags == (PM_VMF_ACCOUNT | PM_VMF_DONTCOPY) &&
+		   mi[1].pgoff == (a >> 12) + 8,
 	   "%s: ... the upper one dc", dn);
 	ASSERT_EQ(pm_madvise(mm, a + 8 * PG, 8 * PG, PM_MADV_DOFORK), 0);
 	is_int(pm_mm_maps(mm, 0, mi, 4), 1, "%s: DOFORK: one again", dn);
@@ -423,7 +424,7 @@ static void test_fork(void)
 	   "%s: the child's maps: the VMA, its pgoff and Rss", dn);
 	is_int(pm_mm_maps(c, 0, mi, 4), 1, "%s: ... the DONTFORK VMA is not the child's", dn);
 	is_int(pm_mm_maps(mm, 0, mi, 4), 2, "%s: ... the parent has both", dn);
-	ok(mi[0].vmflags == PM_VMF_DONTCOPY || mi[1].vmflags == PM_VMF_DONTCOPY,
+	ok((mi[0].vmflags | mi[1].vmflags) & PM_VMF_DONTCOPY,
 	   "%s: ... one of them dc", dn);
 
 	/* The child writes: its own page; the parent's is mapped once, still not AnonExclusive. */
@@ -466,7 +467,7 @@ static void test_thp(void)
 	ASSERT_EQ(PMT_STAT(m, thp_faults), 1);
 	pfn0 = pfn_at(mm, a);
 	mi[0] = vma_at(mm, a);
-	is_int(mi[0].vmflags, PM_VMF_HUGEPAGE, "%s: THP: maps: hg", dn);
+	is_int(mi[0].vmflags, PM_VMF_ACCOUNT | PM_VMF_HUGEPAGE, "%s: THP: maps: ac hg", dn);
 	ok(mi[0].rss_pages == 512 && mi[0].anon_pages == 512 && mi[0].anon_huge_pages == 512,
 	   "%s: THP: Rss, Anonymous and AnonHugePages 512", dn);
 	pi = pagemap(mm, a, 1024);
@@ -498,7 +499,7 @@ static void test_thp(void)
 	       "%s: ... the child's the same", dn);
 	free(pi);
 	mi[0] = vma_at(c, a);
-	ok(mi[0].anon_huge_pages == 512 && mi[0].vmflags == PM_VMF_HUGEPAGE,
+	ok(mi[0].anon_huge_pages == 512 && mi[0].vmflags == (PM_VMF_ACCOUNT | PM_VMF_HUGEPAGE),
 	   "%s: ... the child's maps: AnonHugePages 512, hg", dn);
 	pm_mm_destroy(c);
 	poke(mm, a); /* the parent's write reuses the folio, AnonExclusive again */
@@ -529,7 +530,8 @@ static void test_thp(void)
 	free(pi);
 	pm_mm_destroy(c);
 	ASSERT_EQ(pm_madvise(mm, a, 2 * HP, PM_MADV_NOHUGEPAGE), 0);
-	is_int(vma_at(mm, a).vmflags, PM_VMF_NOHUGEPAGE, "%s: MADV_NOHUGEPAGE: nh, not hg", dn);
+	is_int(vma_at(mm, a).vmflags, PM_VMF_ACCOUNT | PM_VMF_NOHUGEPAGE,
+	       "%s: MADV_NOHUGEPAGE: nh, not hg", dn);
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, "thp");
 }

@@ -176,7 +176,8 @@ static int read_smaps(struct obs_proc *out, bool smaps)
 			static const struct { const char *s; unsigned f; } vf[] = {
 				{ " lo", PM_VMF_LOCKED }, { " gd", PM_VMF_GROWSDOWN },
 				{ " hg", PM_VMF_HUGEPAGE }, { " nh", PM_VMF_NOHUGEPAGE },
-				{ " dc", PM_VMF_DONTCOPY }, { " wf", PM_VMF_WIPEONFORK } };
+				{ " dc", PM_VMF_DONTCOPY }, { " wf", PM_VMF_WIPEONFORK },
+				{ " ac", PM_VMF_ACCOUNT }, { " nr", PM_VMF_NORESERVE } };
 			for (size_t k = 0; k < sizeof(vf) / sizeof(vf[0]); k++)
 				if (strstr(line + 8, vf[k].s))
 					v->vmflags |= vf[k].f;

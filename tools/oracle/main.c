@@ -158,7 +158,7 @@ static int vma_cmp(const struct obs_vma *h, const struct obs_vma *p, char *what,
 	bool priv_anon = (h->flags & PM_MAP_PRIVATE) && (h->flags & PM_MAP_ANONYMOUS) &&
 			 !(h->flags & PM_MAP_HUGETLB);
 	unsigned vmf = PM_VMF_LOCKED | PM_VMF_GROWSDOWN | PM_VMF_HUGEPAGE | PM_VMF_NOHUGEPAGE |
-		       PM_VMF_DONTCOPY | PM_VMF_WIPEONFORK;
+		       PM_VMF_DONTCOPY | PM_VMF_WIPEONFORK | PM_VMF_ACCOUNT | PM_VMF_NORESERVE;
 
 	if (h->start != p->start || h->end != p->end)
 		return snprintf(what, n, "range");
