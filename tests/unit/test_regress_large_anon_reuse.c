@@ -90,6 +90,30 @@ int main(void)
 	ok(PMT_STAT(m, cow_copies) == copies + 1 && !(info(mm, h + 0x1b0 * PG).flags & PM_PAGE_THP),
 	   "a R/O pin on another page of the folio: the write copies");
 	pm_unpin_user_page(pin);
+
+	/*
+	 * Decision 7 of docs/linux-differences.md: a folio that mremap spread over two PTE
+	 * tables is copied, where Linux reuses it (make oracle, seed 0x3838, sequence 3640).
+	 */
+	{
+		unsigned long a = pmt_map_anon(mm, 3 * HP, RW, true), t, to;
+
+		t = (a + HP - 1) & ~(HP - 1);
+		to = t + HP;
+		ASSERT_EQ(pmt_poke(mm, t + 0x185 * PG, 60), 1);
+		ASSERT_TRUE(info(mm, t).flags & PM_PAGE_THP);
+		is_int(pm_mremap(mm, t + 0x16a * PG, 7 * PG, 5 * PG,
+				 PM_MREMAP_MAYMOVE | PM_MREMAP_FIXED, to), (long)to,
+		       "spread: five of its pages moved to the next table");
+		c = pmt_fork(mm);
+		pm_mm_destroy(c);
+		copies = PMT_STAT(m, cow_copies);
+		ASSERT_EQ(pmt_poke(mm, t + 0x1b, 21), 1);
+		ok(PMT_STAT(m, cow_copies) == copies + 1 && !(info(mm, t).flags & PM_PAGE_THP),
+		   "spread: the fork child gone, the write copies (Linux reuses: decision 7)");
+		is_int(pmt_peek(mm, t + 0x1b), 21, "spread: ... and reads the write");
+		is_int(pmt_peek(mm, t + 0x185 * PG), 60, "spread: the first write is still there");
+	}
 	is_int(pm_machine_check(m), 0, "pm_machine_check");
 	pmt_teardown(&m, &mm, free0, "large anon reuse");
 	return done_testing();
