@@ -4,6 +4,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <link.h>
 #include <limits.h>
 #include <sched.h>
@@ -484,7 +485,16 @@ static void watchdog_alarm(int sig, siginfo_t *si, void *ctx)
 	for (unsigned i = 0; i < nr_runtime; i++)
 		if (pc >= runtime_lo[i] && pc < runtime_hi[i])
 			_exit(PMT_EXIT_RUNTIME_HANG);
+	/* Say where it hung; should the unwinder hang too, the next alarm ends it. */
 	signal(sig, SIG_DFL);
+	alarm(2);
+	{
+		void *bt[64];
+		int n = backtrace(bt, 64);
+
+		if (write(2, "# hung child's stack:\n", 22) == 22)
+			backtrace_symbols_fd(bt, n, 2);
+	}
 	raise(sig);
 }
 
