@@ -485,8 +485,10 @@ static void watchdog_alarm(int sig, siginfo_t *si, void *ctx)
 	for (unsigned i = 0; i < nr_runtime; i++)
 		if (pc >= runtime_lo[i] && pc < runtime_hi[i])
 			_exit(PMT_EXIT_RUNTIME_HANG);
-	/* Say where it hung; should the unwinder hang too, the next alarm ends it. */
 	signal(sig, SIG_DFL);
+#if !defined(__SANITIZE_THREAD__)
+	/* Say where it hung; should the unwinder hang too, the next alarm ends it. (Not under
+	 * TSan, which reports the unwinder's allocation in a signal handler.) */
 	alarm(2);
 	{
 		void *bt[64];
@@ -495,6 +497,7 @@ static void watchdog_alarm(int sig, siginfo_t *si, void *ctx)
 		if (write(2, "# hung child's stack:\n", 22) == 22)
 			backtrace_symbols_fd(bt, n, 2);
 	}
+#endif
 	raise(sig);
 }
 
