@@ -18,6 +18,10 @@
 #include "lib/rcu.h"
 #include "lib/trace.h"
 
+#if !PM_TSAN
+#include <urcu/list.h>
+#endif
+
 #if PM_TRACE
 static _Atomic unsigned long urcu_call_rcu_queue __cacheline_aligned;
 static _Atomic unsigned long urcu_grace_period __cacheline_aligned;
@@ -33,12 +37,34 @@ _Atomic unsigned long pm__tsan_fence;
 static pthread_key_t rcu_key;
 static pthread_once_t rcu_once = PTHREAD_ONCE_INIT;
 
+#if !PM_TSAN
+/*
+ * The threads pinmm registered with liburcu, for fork() (see "fork()" below): each thread's
+ * entry lives in its own TLS; reader is NULL in a thread pinmm did not register. rcu_threads_lock covers the list, and is held around liburcu's
+ * register and unregister calls and across fork() itself, so that no thread of the parent is
+ * inside either when the child is made.
+ */
+struct rcu_thread {
+	struct cds_list_head link;	/* in rcu_threads */
+	struct urcu_reader *reader;	/* the thread's entry in liburcu's registry */
+};
+static __thread struct rcu_thread rcu_self;
+static CDS_LIST_HEAD(rcu_threads);
+static pthread_mutex_t rcu_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+#endif
+
 /* Registration, for both implementations: liburcu's reader registry, or nothing (TSan). */
 static void rcu_thread_exit(void *arg)
 {
 	if (pm__rcu_registered) {
 #if !PM_TSAN
-		urcu_memb_unregister_thread();
+		if (rcu_self.reader) {
+			pthread_mutex_lock(&rcu_threads_lock);
+			cds_list_del(&rcu_self.link);
+			urcu_memb_unregister_thread();
+			pthread_mutex_unlock(&rcu_threads_lock);
+			rcu_self.reader = NULL;
+		}
 #endif
 		pm__rcu_registered = false;
 	}
@@ -58,7 +84,15 @@ void pm__rcu_register_thread(void)
 {
 	pthread_once(&rcu_once, rcu_key_init);
 #if !PM_TSAN
-	urcu_memb_register_thread();
+	/* liburcu registers its call_rcu workers itself: a callback there is a reader already
+	 * (and must not wait for rcu_threads_lock, which a fork holds while it pauses them). */
+	if (!URCU_TLS(urcu_memb_reader).registered) {
+		pthread_mutex_lock(&rcu_threads_lock);
+		urcu_memb_register_thread();
+		rcu_self.reader = &URCU_TLS(urcu_memb_reader);
+		cds_list_add(&rcu_self.link, &rcu_threads);
+		pthread_mutex_unlock(&rcu_threads_lock);
+	}
 #endif
 	pm__rcu_registered = true;
 	/* Any non-NULL value makes the destructor run at thread exit. */
@@ -89,22 +123,48 @@ void pm_rcu_barrier(void)
 }
 
 /*
- * fork(): liburcu's call_rcu worker threads do not exist in a child, and a barrier there
- * would wait for them for ever. liburcu's discipline, done here for the application: pause the
- * workers before fork, resume them in the parent, and let the child make a new one.
+ * fork(). liburcu-memb asks that every reader registration be released before a fork without
+ * exec; pinmm registers a thread at its first use and cannot release another thread's. So a
+ * child inherits registry entries of threads it does not have, and two things go wrong there:
+ * a grace period waits for ever on an entry whose thread was inside a read section at the
+ * fork; and a new thread of the child (the call_rcu worker liburcu starts in it) gets a dead
+ * thread's cached stack, so its TLS entry is the dead one's, still linked, and registering it
+ * links it a second time: the registry becomes a cycle that synchronize_rcu walks for ever
+ * with the registry lock held. Decision: the child drops those entries itself. Its handler
+ * runs single-threaded, before liburcu starts the worker; no parent thread was inside
+ * register or unregister (rcu_threads_lock is held across the fork), and liburcu's workers
+ * are paused outside its registry (call_rcu_before_fork), so the registry is a well-formed
+ * list and unlinking an entry touches only its neighbours. (liburcu-bp prunes its registry
+ * after fork by design, but its grace periods poll in 10 ms sleeps, which pm_rcu_barrier()
+ * on the allocator's retry path would pay.) Threads that registered with liburcu without
+ * pinmm are the application's to release, as liburcu documents.
+ *
+ * The call_rcu workers: pause them before fork, resume them in the parent, and let the child
+ * make a new one (liburcu's discipline, done here for the application).
  */
 static void rcu_atfork_prepare(void)
 {
+	pthread_mutex_lock(&rcu_threads_lock);
 	urcu_memb_call_rcu_before_fork();
 }
 
 static void rcu_atfork_parent(void)
 {
 	urcu_memb_call_rcu_after_fork_parent();
+	pthread_mutex_unlock(&rcu_threads_lock);
 }
 
 static void rcu_atfork_child(void)
 {
+	struct rcu_thread *t, *tmp;
+
+	cds_list_for_each_entry_safe(t, tmp, &rcu_threads, link) {
+		if (t == &rcu_self)
+			continue;
+		cds_list_del(&t->reader->node);
+		cds_list_del(&t->link);
+	}
+	pthread_mutex_init(&rcu_threads_lock, NULL);
 	urcu_memb_call_rcu_after_fork_child();
 }
 

@@ -10,7 +10,8 @@
  *
  * The flavor is urcu-memb (membarrier-based: a read lock is a thread-local increment). Threads
  * need no explicit registration: the first read lock or call_rcu of a thread registers it, and
- * a thread-exit destructor unregisters it.
+ * a thread-exit destructor unregisters it. A fork child drops the registrations of the threads
+ * it does not have (rcu.c).
  *
  * Under ThreadSanitizer, liburcu 0.13's inline-assembly atomics and missing annotations make
  * TSan report races that are not there, so the same calls map to an implementation TSan can

@@ -5,10 +5,11 @@
  * Threads of the parent run long-term pin sessions (gup_test) on address spaces they create
  * and destroy, and create and destroy whole machines, while the main thread forks children
  * one after the other. Each child makes a new machine and an address space, runs a session
- * and leaves. The invariant: every child finishes; a child that hangs on a lock another
- * parent thread held at the fork (no such thread exists in the child) is killed by its alarm
+ * and destroys the machine, which waits for an RCU grace period. The invariant: every child
+ * finishes; a child that hangs on a lock another parent thread held at the fork (no such
+ * thread exists in the child), or on that thread's RCU read section, is killed by its alarm
  * and counted as hung. The library's pthread_atfork handlers must leave every process-global
- * lock free in the child. A child stuck in the sanitizer's allocator instead (pmtest.h,
+ * lock free in the child, and liburcu's registry without the parent's other threads. A child stuck in the sanitizer's allocator instead (pmtest.h,
  * pmt_fork_watchdog) is the toolchain's hang: it is counted and reported, not failed.
  *
  * Duration: PM_STRESS_SECONDS (default 2). PM_STRESS_HANG_SECONDS: a child's alarm (10).
@@ -111,7 +112,8 @@ static void child(void *arg)
 	bad |= pmt_longterm_stop(mm) != 0;
 	bad |= pmt_longterm_start(mm, x, 4 * PG, W) != 0;
 	pm_mm_destroy(mm);
-	/* Out without pm_machine_destroy(): see test_gup_longterm.c's fork_child(). */
+	/* A grace period: the parent's threads were in read sections at the fork. */
+	pm_machine_destroy(m);
 	_exit(bad);
 }
 

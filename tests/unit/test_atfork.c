@@ -134,7 +134,8 @@ static void *machine_churn_fn(void *arg)
 	return NULL;
 }
 
-/* No pm_machine_destroy(): its grace period may wait for a reader of the parent's. */
+/* pm_machine_destroy() waits for a grace period, which a reader of the parent's, inside a
+ * read section at the fork, must not hold up (lib/rcu.c, "fork()"). */
 static void machine_churn_child(void *arg)
 {
 	struct pm_machine *m;
@@ -149,6 +150,7 @@ static void machine_churn_child(void *arg)
 	if (a < 0 || pm_access(mm, (unsigned long)a, (char[1]){ 1 }, 1, 1) != 1)
 		_exit(1);
 	pm_mm_destroy(mm);
+	pm_machine_destroy(m);
 	_exit(0);
 }
 
