@@ -5,11 +5,14 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <execinfo.h>
+#include <fcntl.h>
 #include <link.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <ucontext.h>
 
 #include "pmtest.h"
@@ -470,6 +473,56 @@ void pmt_fork_watchdog_init(void)
 #endif
 }
 
+static bool in_runtime(uintptr_t pc)
+{
+	for (unsigned i = 0; i < nr_runtime; i++)
+		if (pc >= runtime_lo[i] && pc < runtime_hi[i])
+			return true;
+	return false;
+}
+
+/*
+ * Whether another thread of this process is blocked in a system call made from the runtime's
+ * code: /proc/self/task/TID/syscall ends with the user pc of the call. System calls and string
+ * functions that do not allocate only: this runs in a signal handler.
+ */
+static bool other_thread_in_runtime(void)
+{
+	char dents[4096];
+	long n;
+	int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY);
+	bool found = false;
+
+	if (dir < 0)
+		return false;
+	while (!found && (n = syscall(SYS_getdents64, dir, dents, sizeof(dents))) > 0) {
+		for (long off = 0; off < n && !found;) {
+			struct { uint64_t ino; int64_t off; unsigned short reclen; unsigned char type;
+				 char name[]; } *d = (void *)(dents + off);
+			char path[64], buf[256], *pc;
+			ssize_t len;
+			int fd;
+
+			off += d->reclen;
+			if (d->name[0] == '.' || atoi(d->name) == gettid())
+				continue;
+			snprintf(path, sizeof(path), "/proc/self/task/%s/syscall", d->name);
+			fd = open(path, O_RDONLY);
+			if (fd < 0)
+				continue;
+			len = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			if (len <= 0)
+				continue;
+			buf[len] = 0;
+			pc = strrchr(buf, ' ');
+			found = pc && in_runtime(strtoul(pc + 1, NULL, 16));
+		}
+	}
+	close(dir);
+	return found;
+}
+
 static void watchdog_alarm(int sig, siginfo_t *si, void *ctx)
 {
 	uintptr_t pc = 0;
@@ -482,9 +535,8 @@ static void watchdog_alarm(int sig, siginfo_t *si, void *ctx)
 #else
 	(void)ctx;
 #endif
-	for (unsigned i = 0; i < nr_runtime; i++)
-		if (pc >= runtime_lo[i] && pc < runtime_hi[i])
-			_exit(PMT_EXIT_RUNTIME_HANG);
+	if (in_runtime(pc) || (nr_runtime && other_thread_in_runtime()))
+		_exit(PMT_EXIT_RUNTIME_HANG);
 	signal(sig, SIG_DFL);
 #if !defined(__SANITIZE_THREAD__)
 	/* Say where it hung; should the unwinder hang too, the next alarm ends it. (Not under
@@ -510,6 +562,40 @@ void pmt_fork_watchdog(unsigned seconds)
 	alarm(seconds);
 }
 
+/*
+ * Wait for the fork child @pid. One that its own alarm did not end within PMT_FORK_DEADLINE_S
+ * is killed. Under TSan that is the runtime's hang: TSan holds a signal back until the thread
+ * leaves the runtime, so a child stopped on the runtime allocator's lock never runs its
+ * watchdog. Elsewhere it counts as hung, as the watchdog would have said.
+ */
+#define PMT_FORK_DEADLINE_S 60
+
+static int fork_reap(pid_t pid)
+{
+	struct timespec now, end;
+	int status = 0;
+	pid_t r;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += PMT_FORK_DEADLINE_S;
+	while ((r = waitpid(pid, &status, WNOHANG)) == 0) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) {
+			kill(pid, SIGKILL);
+			ASSERT_EQ(waitpid(pid, &status, 0), pid);
+#if defined(__SANITIZE_THREAD__)
+			return W_EXITCODE(PMT_EXIT_RUNTIME_HANG, 0);
+#else
+			return SIGALRM; /* WIFSIGNALED, WTERMSIG() == SIGALRM */
+#endif
+		}
+		usleep(1000);
+	}
+	ASSERT_EQ(r, pid);
+	return status;
+}
+
 int pmt_fork_wait(void (*child)(void *arg), void *arg, long *retries, long max_retries)
 {
 	for (;;) {
@@ -523,7 +609,7 @@ int pmt_fork_wait(void (*child)(void *arg), void *arg, long *retries, long max_r
 			child(arg);
 			_exit(3); /* a child that returns is a test bug */
 		}
-		ASSERT_EQ(waitpid(pid, &status, 0), pid);
+		status = fork_reap(pid);
 		if (!pmt_fork_runtime_hung(status) || *retries >= max_retries)
 			return status;
 		++*retries;

@@ -451,9 +451,11 @@ void pmt_gate_resume(struct pmt_gate *g, bool last);
  * inside ASan's malloc or free at the fork can wait for ever on that lock, in the runtime,
  * whatever pinmm does (newer compiler-rt takes them in its own fork handler). The watchdog
  * tells the two apart: pmt_fork_watchdog_init() (the parent, before it forks) finds the
- * runtime's code, and pmt_fork_watchdog(@seconds) (the child) arms an alarm that, if the child
- * was stopped in that code, exits with PMT_EXIT_RUNTIME_HANG, and otherwise ends the child by
- * SIGALRM as a plain alarm() would. Without ASan, every hang is a SIGALRM.
+ * runtime's code, and pmt_fork_watchdog(@seconds) (the child) arms an alarm that, if a thread
+ * of the child was stopped in that code, exits with PMT_EXIT_RUNTIME_HANG, and otherwise ends
+ * the child by SIGALRM as a plain alarm() would. "A thread": the child's own, or one it
+ * started (liburcu's call_rcu worker, which the child waits for at pm_machine_destroy()),
+ * whose stop is read from /proc. Without ASan, every hang is a SIGALRM.
  */
 #define PMT_EXIT_RUNTIME_HANG 125
 void pmt_fork_watchdog_init(void);
@@ -461,8 +463,8 @@ void pmt_fork_watchdog(unsigned seconds);
 
 /*
  * Fork a child that runs @child(@arg) (it never returns: it _exits, arming its own
- * pmt_fork_watchdog()) and wait for it. A child that exited PMT_EXIT_RUNTIME_HANG is the
- * runtime's hang, not the test's: it is forked again while *@retries < @max_retries, each
+ * pmt_fork_watchdog()) and wait for it, 60 s at most (pmtest.c, fork_reap()). A child that
+ * exited PMT_EXIT_RUNTIME_HANG is the runtime's hang, not the test's: it is forked again while *@retries < @max_retries, each
  * retry counted in *@retries. Return: the wait status of the last child.
  */
 int pmt_fork_wait(void (*child)(void *arg), void *arg, long *retries, long max_retries);
