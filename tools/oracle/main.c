@@ -432,8 +432,22 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		}
 		err = hr.ret < 0;
 		if (hr.aux != pr.aux && op->kind == OP_MINCORE) {
-			FAIL(o, i, op, "mincore-vec", "the vectors differ (hash Linux %#llx, pinmm %#llx)",
-			     (unsigned long long)hr.aux, (unsigned long long)pr.aux);
+			char at[160] = "";
+			int len = 0, nr = 0;
+
+			/* Which pages: the vector says where, not why (see the page flags). */
+			for (unsigned long k = 0; k < (op->len + 4095) / 4096; k++) {
+				uint64_t bit = 1ULL << (k % 64);
+
+				if (!((hr.vec[k / 64] ^ pr.vec[k / 64]) & bit))
+					continue;
+				if (nr++ < 6 && len < (int)sizeof(at) - 40)
+					len += snprintf(at + len, sizeof(at) - len, " %#lx:L%dP%d",
+							op->addr + k * 4096,
+							!!(hr.vec[k / 64] & bit), !!(pr.vec[k / 64] & bit));
+			}
+			FAIL(o, i, op, "mincore-vec", "the vectors differ at %d pages:%s%s", nr, at,
+			     nr > 6 ? " ..." : "");
 			break;
 		}
 		if (host_thp_fallbacks() != fb0) {

@@ -595,6 +595,7 @@ struct res host_do(struct hstate *h, const struct op *op)
 		for (unsigned long i = 0; i < n; i++)
 			vec[i] &= 1;
 		r.aux = r.ret == 0 ? fnv64(vec, n) : 0;
+		res_keep_vec(&r, vec, n);
 		break;
 	}
 	case OP_PIN: {
@@ -971,6 +972,7 @@ struct res pm_do(struct pstate *p, const struct op *op)
 		}
 		r.ret = pm_mincore(mm, op->addr, op->len, vec);
 		r.aux = r.ret == 0 ? fnv64(vec, n) : 0;
+		res_keep_vec(&r, vec, n);
 		break;
 	}
 	case OP_PIN: {

@@ -52,6 +52,7 @@ struct op {
 struct res {
 	long ret;	/* the result, -errno on failure (host errno turned into -errno) */
 	uint64_t aux;	/* mincore: a hash of the vector; 0 otherwise */
+	uint64_t vec[(WIN_PAGES + 64 + 63) / 64]; /* mincore: the vector's bit 0s, for the report */
 };
 
 struct obs_page {
@@ -145,6 +146,14 @@ int pm_observe(struct pstate *p, int proc, struct obs_proc *out, bool full);
 int pm_pool(struct pstate *p, long *free, long *rsvd);
 void pm_unmap_stray(struct pstate *p, int proc, unsigned long addr, unsigned long len);
 void pm_probe(struct caps *c);
+
+/* Keep mincore's @n-entry vector @vec (bit 0s) in @r, for the report of a divergence. */
+static inline void res_keep_vec(struct res *r, const unsigned char *vec, unsigned long n)
+{
+	for (unsigned long i = 0; r->ret == 0 && i < n; i++)
+		if (vec[i] & 1)
+			r->vec[i / 64] |= 1ULL << (i % 64);
+}
 
 /* A hash of @n bytes, 8 at a time (@n a multiple of 8 except for short vectors). */
 static inline uint64_t fnv64(const void *p, size_t n)
