@@ -26,6 +26,16 @@
  * trace registry's lock, which is taken under it. Prepare handlers run in the reverse order
  * of registration, so this one registers between the two (constructor priorities
  * 101 < 102 < rcu.c's, at run time).
+ *
+ * A child also inherits the parent's machines, and the RCU callbacks the parent had queued for
+ * them: liburcu hands those to the child's new worker (after this handler, which runs before
+ * rcu.c's; the TSan stand-in runs them inline), and they free page tables and shmem
+ * nodes into a machine's allocator. A lock of that allocator that another thread of the parent
+ * held at the fork stays held for ever in the child, and the callback would spin on it. So the
+ * child's handler, single-threaded, looks at those locks: a machine with one held is
+ * fork_busy, and its callbacks drop what they free (its copy is not the child's to use; the
+ * frames stay counted as in use). A machine whose allocator no other thread was inside, as in
+ * a single-threaded parent, is the child's to use as its own.
  */
 #include "mem/mem.h"
 
@@ -49,10 +59,48 @@ static void machines_atfork_release(void)
 	pthread_mutex_unlock(&machines_lock);
 }
 
+static bool spin_held(struct pm_spinlock *l)
+{
+	return atomic_load_relaxed(&l->xlocked) != 0;
+}
+
+/*
+ * Is a lock of @m's allocator held? The page-table and shmem-node frees take only these. A
+ * machine that another thread was still making has some of them missing: that one is busy.
+ */
+static bool allocator_held(struct pm_machine *m)
+{
+	bool held = false;
+
+	if (!m->pcp || !m->zones || !m->shmem_nodes)
+		return true;
+	for (unsigned c = 0; c < m->nr_cpus; c++) {
+		held |= spin_held(&m->pcp[c].lock);
+		for (unsigned z = 0; m->pcp_away && z < m->nr_zones; z++)
+			held |= spin_held(&m->pcp_away[c * m->nr_zones + z].lock);
+	}
+	for (unsigned z = 0; z < m->nr_zones; z++)
+		held |= spin_held(&m->zones[z].lock);
+	for (unsigned c = 0; c <= m->nr_cpus; c++) /* the CPUs' caches and the depot */
+		held |= spin_held(&m->shmem_nodes[c].lock);
+	return held;
+}
+
+static void machines_atfork_child(void)
+{
+	for (unsigned i = 0; i < PM_MAX_MACHINES; i++) {
+		struct pm_machine *m = atomic_load_relaxed(&pm__machines[i]);
+
+		if (m)
+			m->fork_busy = allocator_held(m);
+	}
+	pthread_mutex_unlock(&machines_lock);
+}
+
 __attribute__((constructor(102))) static void machines_atfork_init(void)
 {
 	if (pthread_atfork(machines_atfork_prepare, machines_atfork_release,
-			   machines_atfork_release))
+			   machines_atfork_child))
 		abort();
 }
 

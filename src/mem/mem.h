@@ -250,6 +250,8 @@ struct pm_machine {
 	unsigned nr_cpus;
 	bool range_mm;			/* new mms use the range design (mm/range.c) */
 	uint16_t slot;			/* index in pm__machines[] */
+	bool fork_busy;			/* a fork child's copy, whose allocator a thread it
+					 * lacks was inside at the fork (mem.c) */
 	char *frames;			/* the machine's memory: nr_pages frames, 2 MiB aligned */
 	struct pm_page *pages;		/* nr_pages descriptors; initialised below the zones'
 					 * frontiers */

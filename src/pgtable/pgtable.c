@@ -80,6 +80,8 @@ static void table_free_rcu_cb(struct pm_rcu_head *head)
 	struct pm_page *page = container_of(head, struct pm_page, rcu);
 	struct pm_machine *m = page_machine(page);
 
+	if (unlikely(m->fork_busy))
+		return; /* queued by a fork parent, for a copy the child cannot use (mem/mem.c) */
 	atomic_store_relaxed(&page->xflags, 0);
 	pm__trace_object_gone(page_address(m, page));
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);

@@ -168,6 +168,8 @@ static void node_free_rcu(struct pm_rcu_head *head)
 {
 	struct pm_shmem_node *n = container_of(head, struct pm_shmem_node, rcu);
 
+	if (unlikely(n->m->fork_busy))
+		return; /* queued by a fork parent, for a copy the child cannot use (mem/mem.c) */
 	pm__obj_cache_put(n->m, n->m->shmem_nodes, n);
 }
 

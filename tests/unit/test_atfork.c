@@ -11,6 +11,11 @@
  * never-used frame of the last of many machines: the search holds the lock over them all).
  * The registry has a process-global lock (mem/machine.c), which a child must never inherit
  * held by a thread it does not have.
+ *
+ * test_busy_allocator: the locks of a machine's allocator are held across the fork, as by a
+ * thread the child lacks, while page-table frees of that machine wait in the RCU queue. The child inherits the
+ * queue and the held locks; its grace periods and barrier must still end (mem/mem.c,
+ * "fork_busy").
  */
 #include <errno.h>
 #include <pthread.h>
@@ -22,6 +27,7 @@
 
 #include "lib/pmtest.h"
 #include "lib/tap.h"
+#include "mem/mem.h"
 
 #define MiB (1UL << 20)
 #define PAGE PM_PAGE_SIZE
@@ -197,6 +203,99 @@ static void test_machine_churn(void)
 	       c[2].rounds);
 }
 
+/*
+ * The busy fork: a prepare handler that runs last, after the library's (registered first, by a
+ * constructor ahead of the library's; prepare handlers run in the reverse order): liburcu's
+ * worker is paused by then, so the page-table frees that its munmap queues are still queued
+ * at the fork. It then takes every lock of the machine's allocator and keeps it in the child,
+ * as a thread the child lacks would; the parent's handler gives them back.
+ */
+static struct {
+	struct pm_mm *mm;	/* non-NULL: the next fork is the busy one */
+	struct pm_machine *m;
+} busy;
+
+static void busy_locks(bool take)
+{
+	struct pm_machine *m = busy.m;
+
+	for (unsigned c = 0; c < m->nr_cpus; c++)
+		take ? pm_spin_lock(&m->pcp[c].lock) : pm_spin_unlock(&m->pcp[c].lock);
+	for (unsigned z = 0; z < m->nr_zones; z++)
+		take ? pm_spin_lock(&m->zones[z].lock) : pm_spin_unlock(&m->zones[z].lock);
+}
+
+static void busy_prepare(void)
+{
+	if (!busy.mm || PM_TSAN)
+		return;
+	for (int i = 0; i < 16; i++)
+		pm_munmap(busy.mm, (unsigned long)(i + 1) << 30, PAGE);
+	busy_locks(true);
+}
+
+static void busy_parent(void)
+{
+	if (busy.mm)
+		busy_locks(false);
+}
+
+__attribute__((constructor(101))) static void busy_atfork_init(void)
+{
+	if (pthread_atfork(busy_prepare, busy_parent, NULL))
+		abort();
+}
+
+static void busy_child(void *arg)
+{
+	struct pm_machine *m;
+
+	(void)arg;
+	pmt_fork_watchdog(10);
+	pm_rcu_barrier(); /* the parent's queued frees: dropped, not spun on */
+	m = pmt_machine(8, 0);
+	if (use_until_oom(m, "a new machine beside a busy one"))
+		_exit(1);
+	pm_machine_destroy(m);
+	fflush(NULL);
+	_exit(0);
+}
+
+static void test_busy_allocator(void)
+{
+	struct pm_machine *m = pmt_machine(8, 0);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	long runtime_hung = 0, a;
+	int status;
+
+	if (PM_TSAN) {
+		/* The stand-in's prepare holds its queue's lock: no handler after it can queue. */
+		skip(4, "busy allocator: TSan's RCU stand-in (the callbacks are the same code)");
+		pm_mm_destroy(mm);
+		pm_machine_destroy(m);
+		return;
+	}
+	pmt_fork_watchdog_init();
+	ASSERT_TRUE(mm);
+	/* Tables of many small mappings, which busy_prepare() unmaps. */
+	for (int i = 0; i < 16; i++) {
+		a = pm_mmap(mm, (unsigned long)(i + 1) << 30, PAGE, RW,
+			    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL, 0);
+		ASSERT_TRUE(a > 0);
+		pmt_touch(mm, (unsigned long)a, PAGE);
+	}
+	busy.m = m;
+	busy.mm = mm;
+	status = pmt_fork_wait(busy_child, NULL, &runtime_hung, 0);
+	busy.mm = NULL;
+	ok(pmt_fork_good(status), "busy allocator: the child's barrier ended and it used a new "
+	   "machine, with the parent's queued frees for a machine whose allocator's locks it "
+	   "inherited held (status %#x%s)", status, pmt_fork_hung(status) ? ": hung" : "");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "busy allocator");
+}
+
 int main(void)
 {
 	struct pm_machine *m = pmt_machine(16, 0);
@@ -226,6 +325,7 @@ int main(void)
 	}
 	ok(use_until_oom(m, "parent") == 0, "the parent uses pinmm after the forks");
 	test_machine_churn();
+	test_busy_allocator();
 	pm_mm_destroy(mm);
 	pmt_end(m, free0, &pmt_end_returned, NULL);
 	return done_testing();
