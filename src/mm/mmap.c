@@ -772,9 +772,12 @@ again:
 		}
 		e = min(vma->end, end);
 		newflags = (vma->flags & ~(VM_READ | VM_WRITE | VM_EXEC)) | prot_to_vm(prot);
-		newflags = mprotect_account(vma, newflags);
-		/* Unchanged flags split nothing; changed ones merge before they split, so only
-		 * a change that leaves a VMA more meets max_map_count (Linux's mprotect_fixup). */
+		/* Unchanged flags change nothing, not even VM_ACCOUNT: a read-only accounted
+		 * VMA without an anon_vma (a fork child's WIPEONFORK copy) keeps its charge.
+		 * Changed ones merge before they split, so only a change that leaves a VMA
+		 * more meets max_map_count (Linux's mprotect_fixup). */
+		if (newflags != vma->flags)
+			newflags = mprotect_account(vma, newflags);
 		if (newflags != vma->flags) {
 			unsigned long oldflags = vma->flags;
 

@@ -118,6 +118,32 @@ static void test_kept_apart_mmap(struct pm_mm *mm)
 	ASSERT_EQ(pm_munmap(mm, a, 0x225000), 0);
 }
 
+/*
+ * A written WIPEONFORK mapping made read-only keeps ac; the fork child's copy has no
+ * anon_vma, and an mprotect that changes nothing leaves its ac alone (mprotect_fixup returns
+ * before it looks at the charge), where pinmm uncharged it (seed 0x4141, sequence 6337).
+ */
+static void test_same_prot_keeps_account(struct pm_mm *mm)
+{
+	const unsigned long a = WIN + 0x400000;
+	struct pm_mm *child;
+
+	ASSERT_EQ(pm_mmap(mm, a, 4 * PG, RW, ANON, NULL, 0), (long)a);
+	ASSERT_EQ(pm_madvise(mm, a, 4 * PG, PM_MADV_WIPEONFORK), 0);
+	ASSERT_EQ(pmt_poke(mm, a, 1), 1);
+	ASSERT_EQ(pm_mprotect(mm, a, 4 * PG, PM_PROT_READ), 0);
+	is_int(vmf(mm, a), AC, "%s: written WIPEONFORK made read-only: ac", dn);
+	child = pm_mm_fork(mm);
+	ASSERT_TRUE(child != NULL);
+	is_int(vmf(child, a), AC, "%s: ... the child's wiped copy: ac", dn);
+	ASSERT_EQ(pm_mprotect(child, a, 4 * PG, PM_PROT_READ), 0);
+	is_int(vmf(child, a), AC, "%s: ... read-only again in the child: still ac (Linux)", dn);
+	ASSERT_EQ(pm_mprotect(child, a, 4 * PG, PM_PROT_NONE), 0);
+	is_int(vmf(child, a), 0, "%s: ... PROT_NONE, no anon_vma: uncharged", dn);
+	pm_mm_destroy(child);
+	ASSERT_EQ(pm_munmap(mm, a, 4 * PG), 0);
+}
+
 int main(void)
 {
 	static const struct {
@@ -140,6 +166,7 @@ int main(void)
 		test_flags(m, mm);
 		test_kept_apart_mprotect(mm);
 		test_kept_apart_mmap(mm);
+		test_same_prot_keeps_account(mm);
 		is_int(pm_machine_check(m), 0, "%s: pm_machine_check", dn);
 		pm_mm_destroy(mm);
 		pmt_end(m, free0, &pmt_end_returned, dn);
