@@ -459,15 +459,20 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		if (src_anon)
 			remnants_take_anon(mm, src_start, addr, old_end, src_end, src_anon);
 	} else if (v->old_len) {
-		/* dontunmap_complete: VM_LOCKED goes from the whole source VMA, and its anon_vma
-		 * when all of it moved */
 		pm__hugetlb_resv_move(vma->hresv, addr, hresv);
+	}
+	new->hresv = hresv;
+	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
+	if (dontunmap && v->old_len) {
+		/* dontunmap_complete, after copy_vma merged: VM_LOCKED goes from the whole VMA
+		 * that now holds the source - the new one too where an unfaulted source took it
+		 * in - and its anon_vma when exactly the source moved. */
+		vma = pm__find_vma(mm, addr);
+		pm__vma_start_write(vma);
 		vma->flags &= ~VM_LOCKED;
 		if (vma->start == addr && vma->end == old_end)
 			pm__vma_anon_clear(vma);
 	}
-	new->hresv = hresv;
-	pm__vma_settle(mm, pm__vma_try_merge(mm, new));
 	return (long)new_addr;
 fail:
 	pm__hugetlb_resv_put(hresv);
