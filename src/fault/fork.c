@@ -212,10 +212,8 @@ static struct pm_vma *dup_vma(struct pm_mm *child, struct pm_vma *vma)
 	new->file = vma->file;
 	/* anon_vma_fork: an anon_vma of the child's own, its chain linked to the parent's; a
 	 * WIPEONFORK range starts without one */
-	if (pm__vma_anon_vma(vma) && !(vma->flags & VM_WIPEONFORK)) {
-		pm__vma_anon_prepare(new);
-		atomic_or_relaxed(&new->xanon_vma, PM_ANON_VMA_FORKED);
-	}
+	if (pm__vma_anon_vma(vma) && !(vma->flags & VM_WIPEONFORK))
+		pm__vma_anon_new(new, PM_ANON_VMA_FORKED);
 	if (pm__vma_insert(child, new)) {
 		free(new);
 		return NULL;

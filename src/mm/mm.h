@@ -76,14 +76,17 @@ struct pm_vma {
 					 * fork */
 	/*
 	 * Linux's vma->anon_vma, as far as it is observable (vma_needs_copy at fork, VMA
-	 * merging): 0 = none; else an id unique in the machine (PM_ANON_VMA_ID steps), with
-	 * PM_ANON_VMA_FORKED when fork gave it (the anon_vma_chain is not singular). A private
-	 * VMA gets one at its first anonymous page (anon_vma_prepare: a write or COW fault, a
-	 * THP fault even for the huge zero page, a private hugetlb page), never for a 4 KiB
-	 * zero page or a page-cache page mapped read-only; split, move and merge keep it.
-	 * Set from 0 by a cmpxchg under a fault lock; otherwise changed under the VMA's write
-	 * lock (vma_anon_prepare, dup_vma, vma.c). A fault under a per-CPU read lock marks its
-	 * slot instead, so read it through pm__vma_anon_vma(), never directly.
+	 * merging): 0 = none; an id unique in the machine (PM_ANON_VMA_ID steps), with
+	 * PM_ANON_VMA_FORKED when fork gave it (the anon_vma_chain is not singular); or, with
+	 * PM_ANON_VMA_PENDING, the time of the first fault that needed one, whose choice between
+	 * a neighbour's anon_vma and a new one (find_mergeable_anon_vma) is made later, by the
+	 * first reader (vma.c, "anon_vma identity"). A private VMA needs one at its first
+	 * anonymous page (anon_vma_prepare: a write or COW fault, a THP fault even for the huge
+	 * zero page, a private hugetlb page), never for a 4 KiB zero page or a page-cache page
+	 * mapped read-only; split, move and merge keep it. Set from 0 by a cmpxchg under a fault
+	 * lock, decided by a cmpxchg; otherwise changed under the VMA's write lock. A fault under
+	 * a per-CPU read lock stamps its slot instead, so read it through pm__vma_anon_vma(),
+	 * never directly.
 	 */
 	_Atomic unsigned long xanon_vma;
 
@@ -113,13 +116,18 @@ struct pm_vma_cache {
 };
 
 #define PM_ANON_VMA_FORKED 1UL
-#define PM_ANON_VMA_ID 2UL
+#define PM_ANON_VMA_PENDING 2UL
+#define PM_ANON_VMA_ID 4UL
 
 __hidden void pm__vma_anon_prepare(struct pm_vma *vma); /* fault.h: vma_anon_prepare() */
 __hidden unsigned long pm__vma_anon_vma(struct pm_vma *vma);
 __hidden void pm__vma_anon_clear(struct pm_vma *vma);
+__hidden void pm__vma_anon_new(struct pm_vma *vma, unsigned long flags);
+__hidden void pm__vma_start_change(struct pm_mm *mm, struct pm_vma *vma);
+__hidden void pm__vma_start_take_anon(struct pm_mm *mm, struct pm_vma *vma);
 __hidden bool pm__vma_anon_mark_pcpu(struct pm_vma *vma);	/* vma_lock.c */
-__hidden bool pm__vma_anon_marked(struct pm_vma *vma, bool clear); /* vma_lock.c */
+__hidden unsigned long pm__vma_anon_marked(struct pm_vma *vma, bool clear); /* vma_lock.c */
+__hidden unsigned long pm__vma_anon_clock(void);
 
 static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 {

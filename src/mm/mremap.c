@@ -353,7 +353,7 @@ static void remnants_take_anon(struct pm_mm *mm, unsigned long s, unsigned long 
 	for (int i = 0; i < 2; i++) {
 		if (!r[i])
 			continue;
-		pm__vma_start_write(r[i]);
+		pm__vma_start_take_anon(mm, r[i]);
 		if (!pm__vma_anon_vma(r[i]))
 			atomic_store_relaxed(&r[i]->xanon_vma, anon);
 	}
@@ -397,7 +397,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	}
 	/* No fault under the VMA's own lock from here on: none may fill an entry that
 	 * prepare_tables() found empty (Linux's move_vma write-locks it first too). */
-	pm__vma_start_write(vma);
+	pm__vma_start_change(mm, vma);
 	if (vma->hresv && v->old_len) {
 		hresv = pm__hugetlb_resv_alloc_moved(mm->m, v->new_len >> PMD_SHIFT, new_addr);
 		if (!hresv)
@@ -468,7 +468,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 		 * that now holds the source - the new one too where an unfaulted source took it
 		 * in - and its anon_vma when exactly the source moved. */
 		vma = pm__find_vma(mm, addr);
-		pm__vma_start_write(vma);
+		pm__vma_start_change(mm, vma);
 		vma->flags &= ~VM_LOCKED;
 		if (vma->start == addr && vma->end == old_end)
 			pm__vma_anon_clear(vma);

@@ -20,6 +20,8 @@
  * (pm__vma_retire), since a lockless lookup may still hold it; retired VMAs and tree nodes go
  * to RCU in batches (pm__vma_set_flush).
  */
+#include <time.h>
+
 #include "mm/mm.h"
 
 /*
@@ -215,6 +217,8 @@ void pm__vma_settle(struct pm_mm *mm, struct pm_vma *vma)
 }
 
 static bool can_merge(struct pm_vma *a, struct pm_vma *b);
+static void anon_settle_gap(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			    unsigned long end);
 
 /* Will @vma, not yet in the tree, merge with a neighbour (pm__vma_try_merge)? */
 static bool vma_would_merge(struct pm_mm *mm, struct pm_vma *vma)
@@ -244,6 +248,7 @@ int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma)
 	vma->uncounted = err != 0;
 	if (vma->uncounted && !vma_would_merge(mm, vma))
 		return -ENOMEM;
+	anon_settle_gap(mm, vma, vma->start, vma->end);
 	vma_mark_new(vma);
 	if (vmas_store(mm, vma->start, vma->end, vma)) {
 		vma_count_uncharge(mm, !vma->uncounted);
@@ -274,7 +279,7 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 	for (vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
 	     vma = pm__vma_next(mm, vma)) {
 		pm_assert(vma->start >= start && vma->end <= end);
-		pm__vma_start_write(vma);
+		pm__vma_start_change(mm, vma);
 		*tail = vma;
 		tail = &vma->retire_next;
 		counted += !vma->uncounted;
@@ -401,7 +406,7 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 	new->start = addr;
 	new->end = end;
 	new->pgoff = vma_pgoff(vma, addr);
-	pm__vma_start_write(vma);
+	pm__vma_start_change(mm, vma);
 	vma_mark_new(new);
 	/* The tree entry of @vma shrinks to [start, addr) and @new takes the rest. */
 	if (vmas_store(mm, addr, end, new)) {
@@ -439,41 +444,142 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
 }
 
 /*
- * A fresh anon_vma id for @vma, unless a racing fault gave it one first. Lockless among the
- * faults (each holds the mmap_lock for read or the VMA's read lock): the id only goes from 0
- * to one value, by this compare-and-swap, so every fault sees 0 or the final id, and whichever
- * id wins, the VMA has an anon_vma before any anonymous page of the fault is mapped. Every
- * other reader and writer (fork, split, merge, mremap) holds the VMA's write lock, which no
- * fault holds meanwhile. stress_fault's threads race first faults on fresh VMAs.
+ * anon_vma identity. Linux gives a VMA its anon_vma at the first fault that needs one
+ * (__anon_vma_prepare): the neighbour's - the VMA after it, then the one before - when that
+ * one borders it, maps the same object, has the same flags but for VM_READ|WRITE|EXEC and a
+ * contiguous pgoff, and has an anon_vma of its own (a singular chain: not from fork)
+ * (find_mergeable_anon_vma); a new one otherwise. Two VMAs merge later only with the same
+ * anon_vma, or where one has none (is_mergeable_anon_vma).
+ *
+ * A fault here does not look at the neighbours: it holds only its VMA's read lock, and it
+ * writes no shared word where it can help it. It records when it came - a stamp from
+ * pm__vma_anon_clock(), in its per-CPU slot (vma_lock.c) or, without one, by a cmpxchg of
+ * PM_ANON_VMA_PENDING into the VMA's word from 0 - and the choice is made by the first reader
+ * of the id, pm__vma_anon_vma(), from the neighbours as they are then. That is the choice
+ * the fault would have made, because of one rule:
+ *
+ *	Before a VMA that has an anon_vma (or a pending one) changes - bounds, flags, anon_vma,
+ *	or leaving the tree - and before one comes to border another, every choice that could
+ *	read it is made: its own, and those of the VMAs that border it
+ *	(pm__vma_start_change(), anon_settle_gap()).
+ *
+ * So a pending VMA's neighbours are still the ones of its first fault. A neighbour that had
+ * an anon_vma then has one now (an id), or is pending with an earlier stamp (then its own
+ * choice is made first: stamps only decrease along that chain, so it ends); a neighbour whose
+ * stamp is later got its anon_vma after this one. Readers hold the VMA's write lock, or the
+ * mmap_lock for write and ask about a neighbour, whose ranges they hold (range.c: holding a
+ * range a VMA spans freezes it; the lookups here never leave the ranges held, so a neighbour
+ * across the edge of the ranges held counts as none). Faults on a neighbour may stamp it
+ * meanwhile; such stamps are later than any choice being made, and ignored by it. Two first
+ * faults in bordering VMAs at the same moment may both get a new anon_vma (a stamp taken
+ * before a slow store), which Linux's mmap_lock would have ordered: concurrency only, and only
+ * a difference in what merges.
  */
-void pm__vma_anon_prepare(struct pm_vma *vma)
-{
-	unsigned long id, old = 0;
 
-	if (pm__vma_anon_mark_pcpu(vma))
-		return;
-	id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID;
-	atomic_cas_strong_mb(&vma->xanon_vma, &old, id);
+/* A stamp for a first fault: monotonic across threads, strictly increasing in each. */
+unsigned long pm__vma_anon_clock(void)
+{
+	static __thread unsigned long last;
+	struct timespec ts;
+	unsigned long t;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (unsigned long)ts.tv_sec * 1000000000UL + (unsigned long)ts.tv_nsec;
+	last = t > last ? t : last + 1;
+	return last;
+}
+
+/* A new anon_vma for @vma, with @flags (PM_ANON_VMA_FORKED from fork). Caller holds its
+ * write lock, or @vma is not in the tree yet. */
+void pm__vma_anon_new(struct pm_vma *vma, unsigned long flags)
+{
+	atomic_store_relaxed(&vma->xanon_vma, pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID | flags);
 }
 
 /*
- * pm__vma_anon_vma() - @vma's anon_vma id, 0 if none. Faults in one contended VMA would all
- * test, and the first would write, the VMA's shared word; under per-CPU read locks each marks
- * its own slot instead (vma_lock.c), and the id is made here, at the first reader that asks:
- * an id is only compared with others, so one made later than Linux would make it is the same
- * anon_vma as far as anyone can see. Every reader that decides by it (fork, split, merge,
- * mremap) holds the VMA's write lock, which waits for the faults that marked, or holds the
- * mmap_lock for write and asks about a neighbour before it write-locks it, a check that is
- * racy in the same way as Linux's own (the write lock then comes before anything is changed).
+ * The VMA is about to hold an anonymous page: stamp it (see "anon_vma identity"), unless a
+ * racing fault did. Lockless among the faults (each holds the mmap_lock for read or the
+ * VMA's read lock): the word goes from 0 to one stamp by this compare-and-swap, or the
+ * reader's own slot is stamped; either way the VMA has an anon_vma, for every reader that
+ * asks, before any anonymous page of the fault is mapped. stress_fault's threads race first
+ * faults on fresh VMAs.
+ */
+void pm__vma_anon_prepare(struct pm_vma *vma)
+{
+	unsigned long old = 0;
+
+	if (pm__vma_anon_mark_pcpu(vma))
+		return;
+	atomic_cas_strong_mb(&vma->xanon_vma, &old,
+			     pm__vma_anon_clock() << 2 | PM_ANON_VMA_PENDING);
+}
+
+/* When @vma's first fault came, @word being its word: 0 if none came (or it is decided). */
+static unsigned long anon_stamp(struct pm_vma *vma, unsigned long word)
+{
+	unsigned long t = word & PM_ANON_VMA_PENDING ? word >> 2 : 0, m;
+
+	if (word && !t)
+		return 0;
+	m = pm__vma_anon_marked(vma, false);
+	return !t || (m && m < t) ? m : t;
+}
+
+/* find_mergeable_anon_vma's anon_vma_compatible(): could @a and @b, @a first, share one? */
+static bool anon_neighbours(struct pm_vma *a, struct pm_vma *b)
+{
+	return a->end == b->start && a->file == b->file &&
+	       !((a->flags ^ b->flags) & ~(VM_READ | VM_WRITE | VM_EXEC)) &&
+	       b->pgoff == a->pgoff + ((b->start - a->start) >> PAGE_SHIFT);
+}
+
+/* reusable_anon_vma(): @nb's anon_vma, if it had one of its own before @stamp; else 0. */
+static unsigned long anon_reusable(struct pm_vma *nb, unsigned long stamp)
+{
+	unsigned long word = atomic_load_relaxed(&nb->xanon_vma), t, id;
+
+	if (word && !(word & PM_ANON_VMA_PENDING))
+		id = word;
+	else if ((t = anon_stamp(nb, word)) && t < stamp)
+		id = pm__vma_anon_vma(nb);
+	else
+		return 0;
+	return id & PM_ANON_VMA_FORKED ? 0 : id;
+}
+
+/*
+ * pm__vma_anon_vma() - @vma's anon_vma id, 0 if none; a pending first fault's choice is made
+ * here (see "anon_vma identity"), and kept by a compare-and-swap: concurrent readers of one
+ * pending VMA choose alike, from the same frozen neighbours. Every reader that decides by it
+ * (fork, split, merge, mremap) holds the VMA's write lock, which waits for the faults that
+ * stamped it, or holds the mmap_lock for write and asks about a neighbour before it
+ * write-locks it, a check that is racy in the same way as Linux's own (the write lock then
+ * comes before anything is changed).
  */
 unsigned long pm__vma_anon_vma(struct pm_vma *vma)
 {
-	unsigned long id = atomic_load_relaxed(&vma->xanon_vma), old = 0;
+	unsigned long word = atomic_load_relaxed(&vma->xanon_vma);
 
-	if (id || !pm__vma_anon_marked(vma, false))
-		return id;
-	id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID;
-	return atomic_cas_strong_mb(&vma->xanon_vma, &old, id) ? id : old;
+	for (;;) {
+		unsigned long stamp, id = 0;
+		struct pm_vma *nb;
+
+		if (word && !(word & PM_ANON_VMA_PENDING))
+			return word;
+		stamp = anon_stamp(vma, word);
+		if (!stamp)
+			return 0;
+		nb = pm__vma_next(vma->mm, vma);
+		if (nb && anon_neighbours(vma, nb))
+			id = anon_reusable(nb, stamp);
+		nb = id ? NULL : pm__vma_prev(vma->mm, vma);
+		if (nb && anon_neighbours(nb, vma))
+			id = anon_reusable(nb, stamp);
+		if (!id)
+			id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID;
+		if (atomic_cas_strong_mb(&vma->xanon_vma, &word, id))
+			return id;
+	}
 }
 
 /* @vma loses its anon_vma (mremap DONTUNMAP of all of it). Caller holds its write lock. */
@@ -484,18 +590,97 @@ void pm__vma_anon_clear(struct pm_vma *vma)
 	atomic_store_relaxed(&vma->xanon_vma, 0);
 }
 
+/* Has @vma an anon_vma, or a first fault that will choose one? */
+static bool anon_any(struct pm_vma *vma)
+{
+	return atomic_load_relaxed(&vma->xanon_vma) || pm__vma_anon_marked(vma, false);
+}
+
+/*
+ * Make the choices that could read @vma (see "anon_vma identity"). A VMA without an anon_vma
+ * is read by none: a choice reads a neighbour only for the anon_vma it had, and one it gets
+ * later is stamped later than every choice pending now. So mmap and munmap of memory never
+ * faulted look nothing up here. Context: mmap_lock (W).
+ */
+static void anon_settle(struct pm_mm *mm, struct pm_vma *vma, bool force)
+{
+	struct pm_vma *nb;
+
+	mmap_assert_write_locked(mm);
+	if (!force && !anon_any(vma))
+		return;
+	pm__vma_anon_vma(vma);
+	nb = pm__vma_prev(mm, vma);
+	if (nb && nb->end == vma->start)
+		pm__vma_anon_vma(nb);
+	nb = pm__vma_next(mm, vma);
+	if (nb && nb->start == vma->end)
+		pm__vma_anon_vma(nb);
+}
+
+/* ... and those of the VMAs that will border @vma when it comes to (or grows to) [@start,
+ * @end), for the same reason only if it has an anon_vma. */
+static void anon_settle_gap(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			    unsigned long end)
+{
+	struct pm_vma *nb;
+
+	if (!anon_any(vma))
+		return;
+	nb = find_vma_prev(mm, start);
+	if (nb && nb->end == start)
+		pm__vma_anon_vma(nb);
+	nb = pm__find_vma(mm, end);
+	if (nb && nb->start == end)
+		pm__vma_anon_vma(nb);
+}
+
+/*
+ * pm__vma_start_change() - write-lock @vma before changing it (pm__vma_start_write), its own
+ * and its neighbours' anon_vma choices made first. Context: mmap_lock (W).
+ */
+void pm__vma_start_change(struct pm_mm *mm, struct pm_vma *vma)
+{
+	mmap_assert_write_locked(mm);
+	anon_settle(mm, vma, false);
+	pm__vma_start_write(vma);
+}
+
+/*
+ * pm__vma_start_change() of two bordering VMAs whose boundary moves or goes: one may take the
+ * other's anon_vma, or its place beside a third VMA, so if either has one, the choices that
+ * could read either are made. Context: mmap_lock (W).
+ */
+static void vma_start_change_pair(struct pm_mm *mm, struct pm_vma *a, struct pm_vma *b)
+{
+	bool any = anon_any(a) || anon_any(b);
+
+	mmap_assert_write_locked(mm);
+	anon_settle(mm, a, any);
+	anon_settle(mm, b, any);
+	pm__vma_start_write(a);
+	pm__vma_start_write(b);
+}
+
+/* @vma, which has no anon_vma, is to take one: the choices that could read it are made
+ * first, then it is write-locked. Context: mmap_lock (W). */
+void pm__vma_start_take_anon(struct pm_mm *mm, struct pm_vma *vma)
+{
+	mmap_assert_write_locked(mm);
+	anon_settle(mm, vma, true);
+	pm__vma_start_write(vma);
+}
+
 /*
  * Linux's is_mergeable_anon_vma(): a VMA that got its anon_vma from fork (chain not singular)
  * merges only with one of the same anon_vma; otherwise one without an anon_vma merges with
- * one that has it. Two different anon_vmas never merge in Linux; pinmm does not model
- * find_mergeable_anon_vma's reuse of a neighbour's anon_vma at the first fault, so two ids
- * neither of which came from fork are taken as that reuse (open in tools/oracle/known.txt).
+ * one that has it, and two with anon_vmas only if it is the same one.
  */
 static bool anon_vma_compatible(unsigned long a, unsigned long b)
 {
 	if (!a || !b)
 		return !((a | b) & PM_ANON_VMA_FORKED);
-	return a == b || !((a | b) & PM_ANON_VMA_FORKED);
+	return a == b;
 }
 
 static bool can_merge(struct pm_vma *a, struct pm_vma *b)
@@ -515,8 +700,7 @@ static bool merge_into(struct pm_mm *mm, struct pm_vma *keep, struct pm_vma *gon
 	unsigned long start = min(keep->start, gone->start), end = max(keep->end, gone->end);
 	unsigned long pgoff = keep->start < gone->start ? keep->pgoff : gone->pgoff;
 
-	pm__vma_start_write(keep);
-	pm__vma_start_write(gone);
+	vma_start_change_pair(mm, keep, gone);
 	if (vmas_store(mm, start, end, keep))
 		return false;
 	atomic_store_relaxed(&gone->xdetached, true);
@@ -553,8 +737,7 @@ static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, un
 	int err;
 
 	pm_assert(b == hi->start && lo->start < addr && addr < hi->end && addr != b);
-	pm__vma_start_write(lo);
-	pm__vma_start_write(hi);
+	vma_start_change_pair(mm, lo, hi);
 	/* One entry per VMA: the one that grows is stored whole (the tree does not join). */
 	err = addr > b ? vmas_store(mm, lo->start, addr, lo) : vmas_store(mm, addr, hi->end, hi);
 	if (err)
@@ -629,7 +812,7 @@ int pm__vma_modify(struct pm_mm *mm, struct pm_vma *vma, unsigned long start, un
 		if (err)
 			return err;
 	}
-	pm__vma_start_write(vma);
+	pm__vma_start_change(mm, vma);
 	vma->flags = flags;
 	pm__vma_try_merge(mm, vma);
 	return 0;
@@ -662,9 +845,13 @@ int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long add
 		return -ENOMEM;
 	if (vma->end - addr > STACK_RLIMIT)
 		return -ENOMEM;
-	if (!pm__vma_anon_vma(vma))
+	/* anon_vma_prepare comes first, among the neighbours it has before it grows */
+	pm__vma_start_change(mm, vma);
+	if (!pm__vma_anon_vma(vma)) {
 		pm__vma_anon_prepare(vma);
-	pm__vma_start_write(vma);
+		pm__vma_anon_vma(vma);
+	}
+	anon_settle_gap(mm, vma, addr, vma->start);
 	err = vmas_store(mm, addr, vma->end, vma);
 	if (err)
 		return err;
@@ -701,19 +888,28 @@ unsigned long pm__vma_copy_anon(struct pm_mm *mm, struct pm_vma *src, unsigned l
 
 /*
  * pm__vma_try_merge() - merge @vma with its neighbours where they are compatible (without
- * memory it stays as it is, which changes nothing observable). Return: the VMA that now covers
- * @vma's range. Context: mmap_lock (W).
+ * memory it stays as it is, which changes nothing observable). Where both could take it but
+ * their anon_vmas differ, the one before does (Linux's can_vma_merge_right() refuses the
+ * right side then). Return: the VMA that now covers @vma's range. Context: mmap_lock (W).
  */
 struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma)
 {
 	struct pm_vma *next, *prev;
+	bool left, right;
 
 	mmap_assert_write_locked(mm);
 	next = pm__vma_next(mm, vma);
 	prev = pm__vma_prev(mm, vma);
-	if (next && can_merge(vma, next))
+	left = prev && can_merge(prev, vma);
+	right = next && can_merge(vma, next);
+	if (left && right) {
+		unsigned long a = pm__vma_anon_vma(prev), b = pm__vma_anon_vma(next);
+
+		right = !a || !b || a == b;
+	}
+	if (right)
 		merge_into(mm, vma, next);
-	if (prev && can_merge(prev, vma) && merge_into(mm, prev, vma))
+	if (left && merge_into(mm, prev, vma))
 		return prev;
 	return vma;
 }

@@ -173,8 +173,9 @@ static void vma_note_contention(struct pm_vma *vma)
 
 /*
  * The VMA's first anonymous page, under a per-CPU read lock (vma.c, pm__vma_anon_prepare):
- * mark the reader's own slot, tested before set, instead of the VMA's shared word. Return:
- * false if this thread holds no per-CPU read lock of @vma (the caller uses the shared word).
+ * stamp the reader's own slot with the time, tested before set, instead of the VMA's shared
+ * word. Return: false if this thread holds no per-CPU read lock of @vma (the caller uses the
+ * shared word).
  */
 bool pm__vma_anon_mark_pcpu(struct pm_vma *vma)
 {
@@ -183,25 +184,30 @@ bool pm__vma_anon_mark_pcpu(struct pm_vma *vma)
 	if (!slot)
 		return false;
 	if (!atomic_load_relaxed(&slot->xanon))
-		atomic_store_relaxed(&slot->xanon, true);
+		atomic_store_relaxed(&slot->xanon, pm__vma_anon_clock());
 	return true;
 }
 
-/* Did a fault mark a slot of @vma (pm__vma_anon_mark_pcpu)? Clear the marks if @clear. */
-bool pm__vma_anon_marked(struct pm_vma *vma, bool clear)
+/*
+ * When did a fault first mark a slot of @vma (pm__vma_anon_mark_pcpu)? The earliest stamp, or
+ * 0 if none did. Clear the marks if @clear.
+ */
+unsigned long pm__vma_anon_marked(struct pm_vma *vma, bool clear)
 {
 	struct pm_vma_pcpu *pc = atomic_load_acquire(&vma->xpcpu);
-	bool marked = false;
+	unsigned long first = 0;
 
 	for (unsigned i = 0; pc && i <= pc->mask; i++) {
-		if (!atomic_load_relaxed(&pc->slot[i].xanon))
+		unsigned long t = atomic_load_relaxed(&pc->slot[i].xanon);
+
+		if (!t)
 			continue;
-		marked = true;
-		if (!clear)
-			break;
-		atomic_store_relaxed(&pc->slot[i].xanon, false);
+		if (!first || t < first)
+			first = t;
+		if (clear)
+			atomic_store_relaxed(&pc->slot[i].xanon, 0);
 	}
-	return marked;
+	return first;
 }
 
 /* Free the per-CPU counts of a VMA no reader can reach any more. */

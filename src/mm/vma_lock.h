@@ -12,7 +12,8 @@
 
 struct pm_vma_pcpu_slot {
 	_Atomic long xreaders;
-	_Atomic bool xanon; /* a fault here gave the VMA an anon_vma (vma.c) */
+	_Atomic unsigned long xanon; /* when a fault here gave the VMA an anon_vma, 0 if none
+				      * did (pm__vma_anon_clock(), vma.c) */
 } __cacheline_aligned;
 _Static_assert(sizeof(struct pm_vma_pcpu_slot) == PM_CACHELINE, "a slot is one line");
 

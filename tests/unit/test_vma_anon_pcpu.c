@@ -102,13 +102,42 @@ static void one_design(unsigned flags, const char *name)
 	ok(vma && vma->start == A && !pm__vma_anon_vma(vma),
 	   "%s: the source of a whole-VMA DONTUNMAP move has no anon_vma", name);
 	pm_mm_destroy(mm);
+
+	/*
+	 * The order of first faults, the contended VMA's stamped in its slot: R|W|X VMAs P below
+	 * and N above it. Faulted after both, it reuses N's anon_vma (the VMA after first), and
+	 * made R|W all of it is two VMAs; faulted before both, P and N reuse its own: one VMA
+	 * (the 6.18 host's /proc/self/maps).
+	 */
+	for (int first = 0; first < 2; first++) {
+		mm = pm_mm_create(m);
+		vma = contended_vma(mm);
+		ASSERT_EQ(pm_mmap(mm, A - 4 * PG, 4 * PG, RW | PM_PROT_EXEC, FIX, NULL, 0),
+			  (long)(A - 4 * PG));
+		ASSERT_EQ(pm_mmap(mm, A + NPG * PG, 4 * PG, RW | PM_PROT_EXEC, FIX, NULL, 0),
+			  (long)(A + NPG * PG));
+		if (first)
+			ASSERT_EQ(pmt_poke(mm, A + 3 * PG, 1), 1);
+		ASSERT_EQ(pmt_poke(mm, A - PG, 2), 1);
+		ASSERT_EQ(pmt_poke(mm, A + NPG * PG, 3), 1);
+		if (!first)
+			ASSERT_EQ(pmt_poke(mm, A + 3 * PG, 1), 1);
+		ok(!atomic_load_relaxed(&vma->xanon_vma), "%s: its first fault %s: stamped per CPU",
+		   name, first ? "first" : "last");
+		ASSERT_EQ(pm_mprotect(mm, A - 4 * PG, (NPG + 8) * PG, RW), 0);
+		is_int(pmt_nr_maps(mm, A - 4 * PG, A + (NPG + 4) * PG), first ? 1 : 2,
+		       "%s: ... made R|W: %s (Linux)", name,
+		       first ? "the others reused its anon_vma, one VMA" :
+			       "it reused the one after it, two VMAs");
+		pm_mm_destroy(mm);
+	}
 	is_int(pm_machine_check(m), 0, "%s: pm_machine_check", name);
 	pm_machine_destroy(m);
 }
 
 int main(void)
 {
-	plan(22);
+	plan(30);
 	one_design(PM_MACHINE_LINUX_MM, "linux");
 	one_design(PM_MACHINE_RANGE_MM, "range");
 	return done_testing();

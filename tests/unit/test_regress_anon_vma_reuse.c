@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_regress_anon_vma_reuse.c - anon_vma identity. At a VMA's first anonymous fault Linux
+ * reuses the anon_vma of the VMA after it, else of the one before, when that one borders it,
+ * has the same flags but for VM_READ|WRITE|EXEC and a contiguous pgoff, and has an anon_vma
+ * not from fork (find_mergeable_anon_vma); otherwise the VMA gets a new one. VMAs with two
+ * different anon_vmas never merge later, and where a VMA could join both its neighbours but
+ * their anon_vmas differ, it joins the one before (can_vma_merge_right). pinmm took any two
+ * anon_vmas not from fork as one, and merged what Linux keeps apart.
+ *
+ * Found by make oracle (maps-count(linux-kept-apart), listed as open since issue 29's first
+ * runs). Each case's VMA count was read from the 6.18 host's /proc/self/maps. The whole
+ * program runs in each design (PINMM_RANGE_MM=1 for the range design).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <pinmm/pinmm.h>
+
+#include "lib/pmtest.h"
+#include "lib/tap.h"
+
+#define PG 4096UL
+#define WIN 0x200000000000UL
+#define RW (PM_PROT_READ | PM_PROT_WRITE)
+#define RWX (RW | PM_PROT_EXEC)
+#define FIX (PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED)
+
+static struct pm_machine *m;
+static struct pm_mm *mm;
+
+/* Map @n pages at page @pg of the window. */
+static void map(unsigned long pg, unsigned long n, int prot)
+{
+	ASSERT_EQ(pm_mmap(mm, WIN + pg * PG, n * PG, prot, FIX, NULL, 0), (long)(WIN + pg * PG));
+}
+
+/* Write page @pg: its VMA's first anonymous fault. */
+static void touch(unsigned long pg)
+{
+	ASSERT_EQ(pmt_poke(mm, WIN + pg * PG, 1), 1);
+}
+
+/* Where the window's first VMA ends. */
+static long first_end(void)
+{
+	struct pm_map_info mi;
+
+	return pm_mm_maps(mm, WIN, &mi, 1) == 1 ? (long)mi.end : -1;
+}
+
+static void check(long want, const char *what)
+{
+	is_int(pmt_nr_maps(mm, WIN, WIN + 64 * PG), want, "%s", what);
+	ASSERT_EQ(pm_munmap(mm, WIN, 64 * PG), 0);
+}
+
+int main(void)
+{
+	size_t free0 = pmt_setup(&m, &mm, 64, 0);
+
+	plan_no_plan();
+	map(0, 4, RW), touch(0), map(4, 4, PM_PROT_READ);
+	ASSERT_EQ(pm_mprotect(mm, WIN + 4 * PG, 4 * PG, RW), 0);
+	check(1, "a faulted VMA and an unfaulted one beside it merge");
+
+	map(0, 4, RW), touch(0), map(8, 4, RW), touch(8), map(4, 4, RW);
+	is_int(first_end(), (long)(WIN + 8 * PG), "two faulted apart: the VMA mapped between "
+						  "joins the one before (Linux)");
+	check(2, "... and only that one");
+
+	map(0, 4, RW), touch(0), map(8, 4, RW), touch(8), map(4, 4, PM_PROT_READ);
+	ASSERT_EQ(pm_mprotect(mm, WIN + 4 * PG, 4 * PG, RW), 0);
+	is_int(first_end(), (long)(WIN + 8 * PG), "... made R|W between them: the same (Linux)");
+	check(2, "... two VMAs");
+
+	map(0, 4, RW), touch(0), map(4, 4, RWX), touch(4);
+	ASSERT_EQ(pm_mprotect(mm, WIN + 4 * PG, 4 * PG, RW), 0);
+	check(1, "a VMA faulted beside a faulted one, flags but for access equal: "
+		 "reused, merges");
+
+	map(4, 4, RWX), touch(4), map(0, 4, RW), touch(0);
+	ASSERT_EQ(pm_mprotect(mm, WIN + 4 * PG, 4 * PG, RW), 0);
+	check(1, "... the VMA after it faulted first: reused, merges");
+
+	map(0, 4, RW), map(4, 4, RWX), touch(4), touch(0);
+	ASSERT_EQ(pm_mprotect(mm, WIN + 4 * PG, 4 * PG, RW), 0);
+	check(1, "... both mapped, the second faulted first: reused, merges");
+
+	map(0, 4, RW), touch(0), map(8, 4, RWX), touch(8), map(4, 4, RWX);
+	ASSERT_EQ(pm_mprotect(mm, WIN, 12 * PG, RW), 0);
+	check(2, "faulted while apart, joined later: two anon_vmas, two VMAs (Linux)");
+
+	map(0, 8, RW);
+	ASSERT_EQ(pm_madvise(mm, WIN + 4 * PG, 4 * PG, PM_MADV_DONTFORK), 0);
+	touch(0), touch(4);
+	ASSERT_EQ(pm_madvise(mm, WIN + 4 * PG, 4 * PG, PM_MADV_DOFORK), 0);
+	check(2, "a neighbour with another flag (DONTFORK) is not reused: two VMAs (Linux)");
+
+	map(0, 8, RW);
+	ASSERT_EQ(pm_madvise(mm, WIN + 4 * PG, 4 * PG, PM_MADV_DONTFORK), 0);
+	touch(4), touch(0);
+	ASSERT_EQ(pm_madvise(mm, WIN + 4 * PG, 4 * PG, PM_MADV_DOFORK), 0);
+	check(2, "... in the other order too (Linux)");
+
+	is_int(pm_machine_check(m), 0, "pm_machine_check");
+	pmt_teardown(&m, &mm, free0, "anon_vma reuse");
+	return done_testing();
+}
