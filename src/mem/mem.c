@@ -59,31 +59,15 @@ static void machines_atfork_release(void)
 	pthread_mutex_unlock(&machines_lock);
 }
 
-static bool spin_held(struct pm_spinlock *l)
-{
-	return atomic_load_relaxed(&l->xlocked) != 0;
-}
-
 /*
  * Is a lock of @m's allocator held? The page-table and shmem-node frees take only these. A
  * machine that another thread was still making has some of them missing: that one is busy.
  */
 static bool allocator_held(struct pm_machine *m)
 {
-	bool held = false;
-
 	if (!m->pcp || !m->zones || !m->shmem_nodes)
 		return true;
-	for (unsigned c = 0; c < m->nr_cpus; c++) {
-		held |= spin_held(&m->pcp[c].lock);
-		for (unsigned z = 0; m->pcp_away && z < m->nr_zones; z++)
-			held |= spin_held(&m->pcp_away[c * m->nr_zones + z].lock);
-	}
-	for (unsigned z = 0; z < m->nr_zones; z++)
-		held |= spin_held(&m->zones[z].lock);
-	for (unsigned c = 0; c <= m->nr_cpus; c++) /* the CPUs' caches and the depot */
-		held |= spin_held(&m->shmem_nodes[c].lock);
-	return held;
+	return pm__page_alloc_locked(m) || pm__obj_cache_locked(m, m->shmem_nodes);
 }
 
 static void machines_atfork_child(void)

@@ -558,6 +558,7 @@ __hidden struct pm_obj_cache *pm__obj_cache_create(struct pm_machine *m);
 __hidden void pm__obj_cache_destroy(struct pm_machine *m, struct pm_obj_cache *c);
 __hidden void *pm__obj_cache_get(struct pm_machine *m, struct pm_obj_cache *c);
 __hidden void pm__obj_cache_put(struct pm_machine *m, struct pm_obj_cache *c, void *obj);
+__hidden bool pm__obj_cache_locked(struct pm_machine *m, struct pm_obj_cache *c);
 
 /* // mem/page_alloc.c */
 #define PM_ALLOC_ZERO 0x1	/* zero the frames */
@@ -578,6 +579,7 @@ __hidden bool pm__frame_is_free(struct pm_page *page, unsigned *order);
 __hidden unsigned long pm__frames_touched(struct pm_machine *m);
 __hidden unsigned long pm__frames_unused_end(struct pm_machine *m, unsigned long pfn);
 __hidden void pm__page_alloc_exit(struct pm_machine *m);
+__hidden bool pm__page_alloc_locked(struct pm_machine *m);
 __hidden unsigned long pm__free_pmd_blocks(struct pm_machine *m, unsigned flags);
 __hidden bool pm__pmd_block_available(struct pm_machine *m);
 __hidden void pm__drain_all_pcp(struct pm_machine *m);

@@ -125,6 +125,17 @@ struct pm_obj_cache *pm__obj_cache_create(struct pm_machine *m)
 	return c;
 }
 
+/* Is a lock of the caches @c held, by any thread? For a fork child, which cannot take one that
+ * a thread it lacks held at the fork (mem.c). */
+bool pm__obj_cache_locked(struct pm_machine *m, struct pm_obj_cache *c)
+{
+	bool held = false;
+
+	for (unsigned i = 0; i <= m->nr_cpus; i++)
+		held |= pm_spin_is_locked(&c[i].lock);
+	return held;
+}
+
 /* Free every cached object and the caches. Context: nobody gets or puts any more. */
 void pm__obj_cache_destroy(struct pm_machine *m, struct pm_obj_cache *c)
 {

@@ -332,6 +332,22 @@ static struct pm_pcp *cpu_zone_pcp(struct pm_machine *m, unsigned cpu, unsigned 
 	return zone == m->pcp[cpu].home ? &m->pcp[cpu] : &m->pcp_away[cpu * m->nr_zones + zone];
 }
 
+/* Is a lock of @m's page allocator - a CPU's cache, home or away, or a zone - held, by any
+ * thread? For a fork child, which cannot take one that a thread it lacks held (mem.c). */
+bool pm__page_alloc_locked(struct pm_machine *m)
+{
+	bool held = false;
+
+	for (unsigned c = 0; c < m->nr_cpus; c++) {
+		held |= pm_spin_is_locked(&m->pcp[c].lock);
+		for (unsigned z = 0; m->pcp_away && z < m->nr_zones; z++)
+			held |= pm_spin_is_locked(&m->pcp_away[c * m->nr_zones + z].lock);
+	}
+	for (unsigned z = 0; z < m->nr_zones; z++)
+		held |= pm_spin_is_locked(&m->zones[z].lock);
+	return held;
+}
+
 /* The tag page->free_cpu keeps for CPU @cpu's caches: 1..255. */
 static uint8_t cpu_tag(unsigned cpu)
 {
