@@ -70,5 +70,11 @@ for b in $bins; do
 		bad_bins="$bad_bins $name"
 	fi
 done
+# The failures again, last: a CI log is often read from its tail.
+for name in $bad_bins; do
+	echo "FAILED: $name (log: $log_dir/$name.log)"
+	grep -E '^(not ok|#   |Bail out)' "$log_dir/$name.log" | head -10 | sed 's/^/    /'
+	tail -n 25 "$log_dir/$name.log" | grep -vE '^(ok|not ok)' | sed 's/^/    | /'
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ -n "$bins" ]
