@@ -59,6 +59,8 @@ enum pm_pageflag {
 	PG_hot,		   /* head: pins count per CPU, the bias is held (mem/folio_hot.c) */
 	PG_hot_leave,	   /* head: hot mode is ending; its pins are being folded */
 	PG_hugetlb_restore, /* head: freed, it gives a reservation back (mem/hugetlb_pool.c) */
+	PG_table_used,	   /* a PMD table: a slot was handed out since it was last all empty
+			    * (pgtable/pgtable.c, pm__pmd_alloc) */
 };
 #define PGF(bit) (1UL << (bit))
 

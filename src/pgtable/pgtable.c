@@ -165,6 +165,29 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
  * one.
  * The CAS is SC: it publishes the zeroed table as the release store does.
  */
+/*
+ * PG_table_used: every slot of a PMD table becomes non-empty only through pm__pmd_alloc()
+ * (faults, fork's and mremap's copies, THP and hugetlb alike: everything else rewrites a slot
+ * that is not empty already), which sets the flag on the table first, tested before set; and
+ * the flag is cleared only where the table is found all empty and wiped (free_range()). So a
+ * table without it holds nothing, and the walks and the munmap of the range design's eager
+ * tables - mmap1's - skip it instead of reading its 512 slots. Set before the slot, with a
+ * full barrier, and read with acquire: a walker that finds it clear saw the table empty, as
+ * it would have by reading each slot.
+ */
+static void table_mark_used(struct pm_machine *m, pm_entry_t *pmd)
+{
+	struct pm_page *tp = table_page(m, pmd);
+
+	if (!(atomic_load_relaxed(&tp->xflags) & PGF(PG_table_used)))
+		atomic_or_mb(&tp->xflags, PGF(PG_table_used));
+}
+
+static bool table_used(struct pm_machine *m, pm_entry_t *pmd)
+{
+	return atomic_load_acquire(&table_page(m, pmd)->xflags) & PGF(PG_table_used);
+}
+
 static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
 {
 	pm_entry_t *table = next_table(mm_pgtables(mm)->m, slot), *new;
@@ -226,7 +249,7 @@ pm_entry_t *pm__pmd_span_mapped(struct pm_mm *mm, unsigned long *addr, unsigned 
 		pm_entry_t *pmdp = pm__pmd_lookup(mm, a);
 		unsigned long table_end = span_end(a, end, PUD_SIZE);
 
-		if (!pmdp) {
+		if (!pmdp || !table_used(mm_pgtables(mm)->m, pmdp)) {
 			*next = table_end;
 			return NULL;
 		}
@@ -263,6 +286,7 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 	if (!pmd)
 		return NULL;
 	slot = &pmd[pmd_index(addr)];
+	table_mark_used(mm_pgtables(mm)->m, pmd);
 	/* Linux would have this table now: mark the slot if nothing else is there. A fault
 	 * writes the slot anyway; a failed CAS means another writer (a PTE table, a leaf, the
 	 * mark) came first, and every one of them marks the table as well. */
@@ -282,6 +306,8 @@ bool pm__pmd_table_used(struct pm_mm *mm, pm_entry_t *pmdp)
 {
 	pm_entry_t *table = (pm_entry_t *)((uintptr_t)pmdp & ~(uintptr_t)(PAGE_SIZE - 1));
 
+	if (!table_used(mm_pgtables(mm)->m, table))
+		return false;
 	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
 		if (atomic_load_relaxed(&table[i]))
 			return true;
@@ -442,6 +468,8 @@ static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long st
 {
 	struct pm_spinlock *pml = &table_page(mm_pgtables(mm)->m, pmdt)->ptl;
 
+	if (!table_used(mm_pgtables(mm)->m, pmdt))
+		return; /* no slot of it was ever handed out: no PTE table in it */
 	for (unsigned long a = start; a < end; a = span_end(a, end, PMD_SIZE)) {
 		pm_entry_t *pmdp = &pmdt[pmd_index(a)];
 		pmd_t pmd = pmdp_get(pmdp);
@@ -492,12 +520,15 @@ static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 			free_pte_tables(mm, pmd, u, span_end(u, gend, PUD_SIZE), floor, ceiling);
 			if (!span_free(u & PUD_MASK, PUD_SIZE, floor, ceiling))
 				continue;
-			contents = pmd_table_contents(pmd);
+			contents = table_used(m, pmd) ? pmd_table_contents(pmd) : TABLE_EMPTY;
 			if (contents == TABLE_USED)
 				continue;
 			pm_assert(!table_page(m, pmd)->huge_ptes);
+			pm_assert(table_used(m, pmd) || pmd_table_contents(pmd) == TABLE_EMPTY);
 			if (contents == TABLE_MARKS)
 				pmd_table_wipe(pmd);
+			if (table_used(m, pmd)) /* all empty now */
+				page_clear(table_page(m, pmd), PG_table_used);
 			if (!keep_upper)
 				free_upper(mm, pudp, pmd);
 		}
