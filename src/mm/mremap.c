@@ -525,8 +525,10 @@ static long expand_in_place(struct pm_mm *mm, struct pm_vma *vma, unsigned long 
 	ext->start = vma->end;
 	ext->end = vma->end + delta;
 	ext->flags = vma->flags;
-	/* vma_merge_extend merges with vma's own anon_vma */
-	atomic_store_relaxed(&ext->xanon_vma, pm__vma_anon_vma(vma));
+	/* vma_merge_extend merges a new range with vma's own anon_vma, which no VMA's chain
+	 * holds yet: so it joins the VMA after it too, if that one has none, even where fork
+	 * gave vma its anon_vma (is_mergeable_anon_vma's first case, without a source). */
+	atomic_store_relaxed(&ext->xanon_vma, pm__vma_anon_vma(vma) & ~PM_ANON_VMA_FORKED);
 	ext->pgoff = vma_pgoff(vma, vma->end);
 	ext->file = vma->file;
 	if (ext->file)

@@ -671,6 +671,12 @@ void pm__vma_start_take_anon(struct pm_mm *mm, struct pm_vma *vma)
 	pm__vma_start_write(vma);
 }
 
+/* The same anon_vma? PM_ANON_VMA_FORKED says how a VMA got it, not which one it is. */
+static bool anon_same(unsigned long a, unsigned long b)
+{
+	return !((a ^ b) & ~PM_ANON_VMA_FORKED);
+}
+
 /*
  * Linux's is_mergeable_anon_vma(): a VMA that got its anon_vma from fork (chain not singular)
  * merges only with one of the same anon_vma; otherwise one without an anon_vma merges with
@@ -680,7 +686,7 @@ static bool anon_vma_compatible(unsigned long a, unsigned long b)
 {
 	if (!a || !b)
 		return !((a | b) & PM_ANON_VMA_FORKED);
-	return a == b;
+	return anon_same(a, b);
 }
 
 static bool can_merge(struct pm_vma *a, struct pm_vma *b)
@@ -905,7 +911,7 @@ struct pm_vma *pm__vma_try_merge(struct pm_mm *mm, struct pm_vma *vma)
 	if (left && right) {
 		unsigned long a = pm__vma_anon_vma(prev), b = pm__vma_anon_vma(next);
 
-		right = !a || !b || a == b;
+		right = !a || !b || anon_same(a, b);
 	}
 	if (right)
 		merge_into(mm, vma, next);

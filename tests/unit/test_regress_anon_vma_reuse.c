@@ -104,6 +104,25 @@ int main(void)
 	ASSERT_EQ(pm_madvise(mm, WIN + 4 * PG, 4 * PG, PM_MADV_DOFORK), 0);
 	check(2, "... in the other order too (Linux)");
 
+	/* A fork child's VMA grown in place by mremap up to a VMA without an anon_vma joins it:
+	 * vma_merge_extend merges a new range, whose anon_vma no chain holds (seed 0x4141,
+	 * sequence 10318). */
+	map(0, 12, RW);
+	ASSERT_EQ(pm_munmap(mm, WIN + 4 * PG, 2 * PG), 0);
+	touch(0);
+	{
+		struct pm_mm *c = pmt_fork(mm);
+
+		is_int(pm_mremap(c, WIN + 2 * PG, 2 * PG, 4 * PG, PM_MREMAP_MAYMOVE, 0),
+		       (long)(WIN + 2 * PG), "a fork child's VMA grows in place");
+		is_int(pmt_nr_maps(c, WIN, WIN + 64 * PG), 1,
+		       "... and joins the VMA after it, which has no anon_vma (Linux)");
+		pm_mm_destroy(c);
+	}
+	is_int(pm_mremap(mm, WIN + 2 * PG, 2 * PG, 4 * PG, PM_MREMAP_MAYMOVE, 0),
+	       (long)(WIN + 2 * PG), "the parent's grows the same way");
+	check(1, "... and joins it too");
+
 	is_int(pm_machine_check(m), 0, "pm_machine_check");
 	pmt_teardown(&m, &mm, free0, "anon_vma reuse");
 	return done_testing();
