@@ -533,52 +533,97 @@ static bool anon_neighbours(struct pm_vma *a, struct pm_vma *b)
 	       b->pgoff == a->pgoff + ((b->start - a->start) >> PAGE_SHIFT);
 }
 
-/* reusable_anon_vma(): @nb's anon_vma, if it had one of its own before @stamp; else 0. */
-static unsigned long anon_reusable(struct pm_vma *nb, unsigned long stamp)
+/* Is @vma's first fault's choice still to be made? Its stamp in *@stamp if so. */
+static bool anon_pending(struct pm_vma *vma, unsigned long *stamp)
 {
-	unsigned long word = atomic_load_relaxed(&nb->xanon_vma), t, id;
+	unsigned long word = atomic_load_relaxed(&vma->xanon_vma);
 
 	if (word && !(word & PM_ANON_VMA_PENDING))
-		id = word;
-	else if ((t = anon_stamp(nb, word)) && t < stamp)
-		id = pm__vma_anon_vma(nb);
-	else
-		return 0;
-	return id & PM_ANON_VMA_FORKED ? 0 : id;
+		return false;
+	*stamp = anon_stamp(vma, word);
+	return *stamp != 0;
 }
 
-/*
- * pm__vma_anon_vma() - @vma's anon_vma id, 0 if none; a pending first fault's choice is made
- * here (see "anon_vma identity"), and kept by a compare-and-swap: concurrent readers of one
- * pending VMA choose alike, from the same frozen neighbours. Every reader that decides by it
- * (fork, split, merge, mremap) holds the VMA's write lock, which waits for the faults that
- * stamped it, or holds the mmap_lock for write and asks about a neighbour before it
- * write-locks it, a check that is racy in the same way as Linux's own (the write lock then
- * comes before anything is changed).
- */
-unsigned long pm__vma_anon_vma(struct pm_vma *vma)
+/* reusable_anon_vma(): had @nb an anon_vma of its own (not from fork) before @stamp? */
+static bool anon_had(struct pm_vma *nb, unsigned long stamp)
+{
+	unsigned long word = atomic_load_relaxed(&nb->xanon_vma), t;
+
+	if (word && !(word & PM_ANON_VMA_PENDING))
+		return !(word & PM_ANON_VMA_FORKED);
+	t = anon_stamp(nb, word);
+	return t && t < stamp;
+}
+
+/* find_mergeable_anon_vma() for a first fault of @vma at @stamp: the neighbour whose anon_vma
+ * it takes, or NULL for a new one. */
+static struct pm_vma *anon_source(struct pm_vma *vma, unsigned long stamp)
+{
+	struct pm_vma *nb = pm__vma_next(vma->mm, vma);
+
+	if (nb && anon_neighbours(vma, nb) && anon_had(nb, stamp))
+		return nb;
+	nb = pm__vma_prev(vma->mm, vma);
+	if (nb && anon_neighbours(nb, vma) && anon_had(nb, stamp))
+		return nb;
+	return NULL;
+}
+
+/* Make @vma's choice, its source's being made already. Return: its id, 0 if none. */
+static unsigned long anon_decide(struct pm_vma *vma)
 {
 	unsigned long word = atomic_load_relaxed(&vma->xanon_vma);
 
 	for (;;) {
 		unsigned long stamp, id = 0;
-		struct pm_vma *nb;
+		struct pm_vma *src;
 
 		if (word && !(word & PM_ANON_VMA_PENDING))
 			return word;
 		stamp = anon_stamp(vma, word);
 		if (!stamp)
 			return 0;
-		nb = pm__vma_next(vma->mm, vma);
-		if (nb && anon_neighbours(vma, nb))
-			id = anon_reusable(nb, stamp);
-		nb = id ? NULL : pm__vma_prev(vma->mm, vma);
-		if (nb && anon_neighbours(nb, vma))
-			id = anon_reusable(nb, stamp);
-		if (!id)
+		src = anon_source(vma, stamp);
+		if (src)
+			id = atomic_load_relaxed(&src->xanon_vma);
+		if (!id || (id & PM_ANON_VMA_PENDING)) /* the latter: never, see the caller */
 			id = pm__machine_id(vma->mm->m) * PM_ANON_VMA_ID;
 		if (atomic_cas_strong_mb(&vma->xanon_vma, &word, id))
 			return id;
+	}
+}
+
+/*
+ * pm__vma_anon_vma() - @vma's anon_vma id, 0 if none; a pending first fault's choice is made
+ * here (see "anon_vma identity"), and kept by a compare-and-swap: concurrent readers of one
+ * pending VMA choose alike, from the same frozen neighbours. A choice may wait on its source's,
+ * pending with an earlier stamp, which may wait on the next one's: that chain runs one way
+ * (a source's own source is never the VMA that came to it, whose stamp is later), so it is
+ * followed to its end and decided back from there, without recursion however long it is.
+ * Every reader that decides by it (fork, split, merge, mremap) holds the VMA's write lock,
+ * which waits for the faults that stamped it, or holds the mmap_lock for write and asks about
+ * a neighbour before it write-locks it, a check that is racy in the same way as Linux's own
+ * (the write lock then comes before anything is changed).
+ */
+unsigned long pm__vma_anon_vma(struct pm_vma *vma)
+{
+	struct pm_vma *cur = vma, *src;
+	unsigned long stamp, s;
+	bool up = false;
+
+	while (anon_pending(cur, &stamp) && (src = anon_source(cur, stamp)) &&
+	       anon_pending(src, &s)) {
+		up = src->start >= cur->end;
+		cur = src;
+	}
+	for (;;) {
+		unsigned long id = anon_decide(cur);
+
+		if (cur == vma)
+			return id;
+		cur = up ? pm__vma_prev(cur->mm, cur) : pm__vma_next(cur->mm, cur);
+		if (!cur || (up ? cur->end <= vma->start : cur->start >= vma->end))
+			return anon_decide(vma); /* never: the chain is frozen (see above) */
 	}
 }
 

@@ -13,6 +13,7 @@
  * program runs in each design (PINMM_RANGE_MM=1 for the range design).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -54,6 +55,44 @@ static void check(long want, const char *what)
 {
 	is_int(pmt_nr_maps(mm, WIN, WIN + 64 * PG), want, "%s", what);
 	ASSERT_EQ(pm_munmap(mm, WIN, 64 * PG), 0);
+}
+
+/*
+ * A chain: CHAIN VMAs side by side, R|W and R|W|X in turn, first-faulted from the last to the
+ * first: each takes the anon_vma of the one after it, so all share the last one's, and made
+ * R|W they are one VMA. Every choice is still pending when the mprotect asks for the first,
+ * which waits on the next, and so on to the end: decided without recursion, on a thread with
+ * a small stack.
+ */
+#define CHAIN 6000UL
+#define CHAIN_BASE (WIN + 64 * PG)
+
+static void *chain_mprotect(void *arg)
+{
+	(void)arg;
+	return (void *)(long)pm_mprotect(mm, CHAIN_BASE, CHAIN * PG, RW);
+}
+
+static void test_chain(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	void *ret;
+
+	for (unsigned long i = 0; i < CHAIN; i++)
+		ASSERT_EQ(pm_mmap(mm, CHAIN_BASE + i * PG, PG, i % 2 ? RWX : RW, FIX, NULL, 0),
+			  (long)(CHAIN_BASE + i * PG));
+	for (unsigned long i = CHAIN; i-- > 0;)
+		ASSERT_EQ(pmt_poke(mm, CHAIN_BASE + i * PG, 1), 1);
+	ASSERT_EQ(pthread_attr_init(&attr), 0);
+	ASSERT_EQ(pthread_attr_setstacksize(&attr, 256 << 10), 0);
+	ASSERT_EQ(pthread_create(&t, &attr, chain_mprotect, NULL), 0);
+	ASSERT_EQ(pthread_join(t, &ret), 0);
+	pthread_attr_destroy(&attr);
+	is_int((long)ret, 0, "a chain of %lu pending choices: mprotect", CHAIN);
+	is_int(pmt_nr_maps(mm, CHAIN_BASE, CHAIN_BASE + CHAIN * PG), 1,
+	       "... all took the last one's anon_vma: one VMA (Linux)");
+	ASSERT_EQ(pm_munmap(mm, CHAIN_BASE, CHAIN * PG), 0);
 }
 
 int main(void)
@@ -122,6 +161,8 @@ int main(void)
 	is_int(pm_mremap(mm, WIN + 2 * PG, 2 * PG, 4 * PG, PM_MREMAP_MAYMOVE, 0),
 	       (long)(WIN + 2 * PG), "the parent's grows the same way");
 	check(1, "... and joins it too");
+
+	test_chain();
 
 	is_int(pm_machine_check(m), 0, "pm_machine_check");
 	pmt_teardown(&m, &mm, free0, "anon_vma reuse");
