@@ -78,10 +78,14 @@ static inline struct pm_hot_slot *hot_slot(struct pm_folio_hot *h, unsigned cpu)
 	return &h->slot[cpu];
 }
 
+/*
+ * The table entry of a folio that is or was hot (so the table exists). The table pointer is
+ * loaded explicitly: GCC reads an _Atomic pointer that is subscripted with a plain load.
+ */
 static inline struct pm_folio_hot *_Atomic *hot_entry(struct pm_machine *m,
 						      const struct pm_folio *folio)
 {
-	return &m->xhot[page_to_pfn(m, &folio->page)];
+	return &atomic_load_acquire(&m->xhot)[page_to_pfn(m, &folio->page)];
 }
 
 /* Wait until no CPU is inside a hot operation on @h ((H1), (H5)). */
@@ -261,6 +265,7 @@ void pm__folio_hot_unmapped(struct pm_folio *folio)
 /* A state for the folio at @entry: its own, a new one, or one moved from a cold folio. */
 static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_hot *_Atomic *entry)
 {
+	struct pm_folio_hot *_Atomic *table = atomic_load_relaxed(&m->xhot); /* set: @entry is in it */
 	struct pm_folio_hot *h = atomic_load_relaxed(entry);
 
 	pm_assert(pm_spin_is_locked(&m->hot_lock));
@@ -281,16 +286,16 @@ static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_
 		for (h = m->hot_list; h; h = h->next) {
 			struct pm_page *p = pfn_to_page(m, h->pfn);
 
-			if (atomic_load_relaxed(&m->xhot[h->pfn]) == h &&
+			if (atomic_load_relaxed(&table[h->pfn]) == h &&
 			    !(atomic_load_mb(&p->xflags) & (PGF(PG_hot) | PGF(PG_hot_leave))))
 				break;
 		}
 		if (!h)
 			return NULL;
-		atomic_store_mb(&m->xhot[h->pfn], NULL);
+		atomic_store_mb(&table[h->pfn], NULL);
 		hot_wait_idle(m, h);
 	}
-	h->pfn = (unsigned long)(entry - m->xhot);
+	h->pfn = (unsigned long)(entry - table);
 	atomic_store_release(entry, h);
 	return h;
 }
