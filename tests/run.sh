@@ -70,11 +70,23 @@ for b in $bins; do
 		bad_bins="$bad_bins $name"
 	fi
 done
+# The first sanitizer report of a log, whole but without addresses and library frames (a
+# CI log keeps only its tail, and a report's tail names neither access); else the log's tail.
+report_excerpt() {
+	if grep -qE '^(WARNING: ThreadSanitizer|==[0-9]+==ERROR: )' "$1"; then
+		awk '/^(WARNING: ThreadSanitizer|==[0-9]+==ERROR: )/ { on = 1 }
+		     on && /libsanitizer|libtsan|libasan|libubsan/ { next }
+		     on { sub(/ \([^ ]*\+0x[0-9a-f]+\)$/, ""); print }
+		     on && /^SUMMARY: / { exit }' "$1" | grep -v '^ *$' | head -n 60
+	else
+		tail -n 25 "$1" | grep -vE '^(ok|not ok)'
+	fi
+}
 # The failures again, last: a CI log is often read from its tail.
 for name in $bad_bins; do
 	echo "FAILED: $name (log: $log_dir/$name.log)"
 	grep -E '^(not ok|#   |Bail out)' "$log_dir/$name.log" | head -10 | sed 's/^/    /'
-	tail -n 25 "$log_dir/$name.log" | grep -vE '^(ok|not ok)' | sed 's/^/    | /'
+	report_excerpt "$log_dir/$name.log" | sed 's/^/    | /'
 done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ] && [ -n "$bins" ]
