@@ -168,7 +168,8 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
 /*
  * PG_table_used: every slot of a PMD table becomes non-empty only through pm__pmd_alloc()
  * (faults, fork's and mremap's copies, THP and hugetlb alike: everything else rewrites a slot
- * that is not empty already), which sets the flag on the table first, tested before set; and
+ * that is not empty already), which sets the flag on the table first when it finds the slot
+ * empty, tested before set; and
  * the flag is cleared only where the table is found all empty and wiped (free_range()). So a
  * table without it holds nothing, and the walks and the munmap of the range design's eager
  * tables - mmap1's - skip it instead of reading its 512 slots. Set before the slot, with a
@@ -286,12 +287,16 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 	if (!pmd)
 		return NULL;
 	slot = &pmd[pmd_index(addr)];
-	table_mark_used(mm_pgtables(mm)->m, pmd);
 	/* Linux would have this table now: mark the slot if nothing else is there. A fault
 	 * writes the slot anyway; a failed CAS means another writer (a PTE table, a leaf, the
-	 * mark) came first, and every one of them marks the table as well. */
-	if (!atomic_load_relaxed(slot))
+	 * mark) came first, and every one of them marks the table as well. The table's flag is
+	 * set only here: a slot that is not empty was handed out by a call that found it empty
+	 * and set the flag, which stays set while the slot is not empty (PG_table_used above),
+	 * so the faults that follow never read the table's descriptor. */
+	if (!atomic_load_relaxed(slot)) {
+		table_mark_used(mm_pgtables(mm)->m, pmd);
 		atomic_cas_strong_mb(slot, &none, _PAGE_TABLE_USED);
+	}
 	return slot;
 }
 
