@@ -641,6 +641,18 @@ static bool anon_any(struct pm_vma *vma)
 	return atomic_load_relaxed(&vma->xanon_vma) || pm__vma_anon_marked(vma, false);
 }
 
+/* Decide the anon_vma choices of the VMAs that border [@start, @end). */
+static void anon_settle_borders(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_vma *nb = find_vma_prev(mm, start);
+
+	if (nb && nb->end == start)
+		pm__vma_anon_vma(nb);
+	nb = pm__find_vma(mm, end);
+	if (nb && nb->start == end)
+		pm__vma_anon_vma(nb);
+}
+
 /*
  * Make the choices that could read @vma (see "anon_vma identity"). A VMA without an anon_vma
  * is read by none: a choice reads a neighbour only for the anon_vma it had, and one it gets
@@ -649,18 +661,11 @@ static bool anon_any(struct pm_vma *vma)
  */
 static void anon_settle(struct pm_mm *mm, struct pm_vma *vma, bool force)
 {
-	struct pm_vma *nb;
-
 	mmap_assert_write_locked(mm);
 	if (!force && !anon_any(vma))
 		return;
 	pm__vma_anon_vma(vma);
-	nb = pm__vma_prev(mm, vma);
-	if (nb && nb->end == vma->start)
-		pm__vma_anon_vma(nb);
-	nb = pm__vma_next(mm, vma);
-	if (nb && nb->start == vma->end)
-		pm__vma_anon_vma(nb);
+	anon_settle_borders(mm, vma->start, vma->end);
 }
 
 /* ... and those of the VMAs that will border @vma when it comes to (or grows to) [@start,
@@ -668,16 +673,8 @@ static void anon_settle(struct pm_mm *mm, struct pm_vma *vma, bool force)
 static void anon_settle_gap(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			    unsigned long end)
 {
-	struct pm_vma *nb;
-
-	if (!anon_any(vma))
-		return;
-	nb = find_vma_prev(mm, start);
-	if (nb && nb->end == start)
-		pm__vma_anon_vma(nb);
-	nb = pm__find_vma(mm, end);
-	if (nb && nb->start == end)
-		pm__vma_anon_vma(nb);
+	if (anon_any(vma))
+		anon_settle_borders(mm, start, end);
 }
 
 /*
@@ -819,8 +816,8 @@ static bool vma_shift(struct pm_mm *mm, struct pm_vma *lo, struct pm_vma *hi, un
 static bool piece_can_merge(struct pm_vma *vma, unsigned long s, unsigned long e,
 			    unsigned long flags, struct pm_vma *nb)
 {
-	struct pm_vma piece = { .start = s, .end = e, .flags = flags, .file = vma->file,
-				.pgoff = vma_pgoff(vma, s),
+	struct pm_vma piece = { .mm = vma->mm, .start = s, .end = e, .flags = flags,
+				.file = vma->file, .pgoff = vma_pgoff(vma, s),
 				.xanon_vma = pm__vma_anon_vma(vma) };
 
 	return nb->start < s ? can_merge(nb, &piece) : can_merge(&piece, nb);
@@ -923,7 +920,7 @@ int pm__expand_downwards(struct pm_mm *mm, struct pm_vma *vma, unsigned long add
 unsigned long pm__vma_copy_anon(struct pm_mm *mm, struct pm_vma *src, unsigned long start,
 				unsigned long end, unsigned long pgoff)
 {
-	struct pm_vma piece = { .start = start, .end = end, .flags = src->flags,
+	struct pm_vma piece = { .mm = mm, .start = start, .end = end, .flags = src->flags,
 				.file = src->file, .pgoff = pgoff };
 	struct pm_vma *prev = find_vma_prev(mm, start), *next = pm__find_vma(mm, end);
 
