@@ -399,8 +399,7 @@ __hidden struct pm_vma *pm__find_vma_intersection(struct pm_mm *mm, unsigned lon
 						  unsigned long end);
 __hidden struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma);
-__hidden void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end,
-				 unsigned long *floor, unsigned long *ceiling);
+__hidden void pm__vma_free_gap_tables(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden int pm__vma_insert(struct pm_mm *mm, struct pm_vma *vma);
 __hidden struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start,
 					     unsigned long end, int *err);

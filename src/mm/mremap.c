@@ -268,15 +268,6 @@ static int prepare_tables(struct pm_mm *mm, unsigned long old, unsigned long new
 	return 0;
 }
 
-/* Free the page tables of the gap [@start, @end) (after a failed move, or the old range). */
-static void free_gap_tables(struct pm_mm *mm, unsigned long start, unsigned long end)
-{
-	unsigned long floor, ceiling;
-
-	pm__vma_gap_bounds(mm, start, end, &floor, &ceiling);
-	pm__free_pgd_range(mm, start, end, floor, ceiling);
-}
-
 /* ---- one VMA ---- */
 
 /* The VMA that holds @addr, or NULL (Linux's vma_lookup). */
@@ -420,7 +411,7 @@ static long move_vma(struct pm_mm *mm, struct vrm *v, struct pm_vma *vma)
 	if (!err)
 		err = pm__vma_insert(mm, new);
 	if (err) {
-		free_gap_tables(mm, new_addr, new_end);
+		pm__vma_free_gap_tables(mm, new_addr, new_end);
 		pm__vma_free(new); /* never in the tree: drops the file reference */
 		goto fail;
 	}

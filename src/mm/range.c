@@ -67,11 +67,11 @@
  *	... fault, nothing shared ...		ranges[1].seq++; zap A; up_write
  *
  * Page tables. A range is one PGD entry, so the PUD, PMD and PTE tables under it belong to
- * that range alone; a munmap frees tables only inside the ranges it holds (pm__vma_gap_bounds
- * clips the gap), so it never frees a table that a change elsewhere is filling. The PGD page
- * itself is shared, but each range writes only its own entry, once in the mm's life (the
- * PUD table stays until the teardown): by compare-and-swap from empty (policy upper_cas),
- * where Linux's design takes the mm's page_table_lock. mmap fills the PGD entries of a new
+ * that range alone; a munmap frees tables only inside the ranges it holds
+ * (pm__vma_free_gap_tables clips the gap), so it never frees a table that a change elsewhere is
+ * filling. The PGD page itself is shared, but each range writes only its own entry, once in
+ * the mm's life (the PUD table stays until the teardown): by compare-and-swap from empty
+ * (policy upper_cas), where Linux's design takes the mm's page_table_lock. mmap fills the PGD entries of a new
  * mapping under its write hold (policy eager_upper, pgtable.c), so that its first faults only
  * read them.
  *

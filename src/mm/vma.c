@@ -127,23 +127,28 @@ struct pm_vma *pm__vma_prev(struct pm_mm *mm, struct pm_vma *vma)
 }
 
 /*
- * pm__vma_gap_bounds() - where the page tables of the gap around [@start, @end) may be freed:
- * from the end of the VMA below to the start of the VMA above (0: no limit, Linux's floor and
- * ceiling). The range design never looks past the ranges it holds: their bounds are the limit.
- * Context: mmap_lock or the ranges of [@start, @end) held.
+ * pm__vma_free_gap_tables() - free the page tables of the gap [@start, @end) leaves once its
+ * VMAs are gone: those whose span lies between the end of the VMA below and the start of the
+ * VMA above (Linux's floor and ceiling). The range design never looks past the ranges it holds:
+ * their bounds are the limit. Where no table that could go is reached, the bounds are not
+ * looked up (pm__pgd_range_has_tables).
+ * Context: mmap_lock or the ranges of [@start, @end) held, no VMA left in [@start, @end).
  */
-void pm__vma_gap_bounds(struct pm_mm *mm, unsigned long start, unsigned long end,
-			unsigned long *floor, unsigned long *ceiling)
+void pm__vma_free_gap_tables(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
-	struct pm_vma *prev = find_vma_prev(mm, start), *next = pm__find_vma(mm, end);
 	const struct pm_rwsem_run *h = pm__range_hold(mm);
+	struct pm_vma *prev, *next;
 	unsigned long lo, hi;
 
 	mmap_assert_locked(mm);
+	if (!pm__pgd_range_has_tables(mm, start, end))
+		return;
+	prev = find_vma_prev(mm, start);
+	next = pm__find_vma(mm, end);
 	lo = range_start(mm, h->lo);
 	hi = range_end(mm, h->hi);
-	*floor = max(prev ? prev->end : 0, lo);
-	*ceiling = next && next->start < hi ? next->start : hi;
+	pm__free_pgd_range(mm, start, end, max(prev ? prev->end : 0, lo),
+			   next && next->start < hi ? next->start : hi);
 }
 
 /* vmas_store() across ranges: every tree's node pool is filled first, so that either all of

@@ -567,6 +567,37 @@ void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end
 }
 
 /**
+ * pm__pgd_range_has_tables() - could pm__free_pgd_range() over [@start, @end) free or wipe a
+ * table, whatever the bounds? Without upper_cas, yes where a PUD table is reached. With it,
+ * only a PMD table marked PG_table_used can hold anything that goes (a PTE table, a mark):
+ * the upper tables stay, and free_range() skips an unmarked table unread. So a munmap of
+ * memory no fault reached does not look up the gap's bounds at all.
+ * Context: as pm__free_pgd_range().
+ */
+bool pm__pgd_range_has_tables(struct pm_mm *mm, unsigned long start, unsigned long end)
+{
+	struct pm_machine *m = mm_pgtables(mm)->m;
+
+	mmap_assert_locked(mm);
+	for (unsigned long g = start; g < end; g = span_end(g, end, PGDIR_SIZE)) {
+		pm_entry_t *pud = next_table(m, &mm_pgtables(mm)->pgd[pgd_index(g)]);
+		unsigned long gend = span_end(g, end, PGDIR_SIZE);
+
+		if (!pud)
+			continue;
+		if (!mm_upper_cas(mm))
+			return true;
+		for (unsigned long u = g; u < gend; u = span_end(u, gend, PUD_SIZE)) {
+			pm_entry_t *pmd = next_table(m, &pud[pud_index(u)]);
+
+			if (pmd && table_used(m, pmd))
+				return true;
+		}
+	}
+	return false;
+}
+
+/**
  * pm__free_pgtables() - the teardown's: free every table under the PGD.
  * Context: the mm is unreachable and has no VMA left.
  */

@@ -317,6 +317,7 @@ __hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
 __hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 				 unsigned long floor, unsigned long ceiling);
+__hidden bool pm__pgd_range_has_tables(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden void pm__free_pgtables(struct pm_mm *mm);
 
 /* // pgtable/huge_memory.c */
