@@ -343,6 +343,9 @@ void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned lo
 	pm_entry_t *pud;
 
 	mmap_assert_write_locked(mm);
+	/* Most mappings lie in one 1 GiB span whose PMD table an earlier one left: one walk. */
+	if (!((start ^ (end - 1)) >> PUD_SHIFT) && pm__pmd_lookup(mm, start))
+		return;
 	for (unsigned long a = start; a < end; a = span_end(a, end, PGDIR_SIZE)) {
 		pud = populate_upper(mm, &mm_pgtables(mm)->pgd[pgd_index(a)], 3);
 		if (!pud)
