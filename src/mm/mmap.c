@@ -97,9 +97,11 @@ static struct pm_vma *munmap_detach(struct pm_mm *mm, unsigned long start, unsig
 		*err = pm__split_vma(mm, vma, start, hole ? PM_SPLIT_CHARGE : PM_SPLIT_UPPER_GOES);
 		if (*err)
 			return NULL;
-		gone[0] = pm__vma_next(mm, vma);
+		vma = gone[0] = pm__vma_next(mm, vma);
 	}
-	vma = pm__find_vma(mm, end - 1);
+	/* The VMA at end - 1: this one, unless it ends below. */
+	if (vma->end < end)
+		vma = pm__find_vma(mm, end - 1);
 	if (vma && vma->start < end && vma->end > end) {
 		*err = pm__split_vma(mm, vma, end, PM_SPLIT_LOWER_GOES);
 		if (*err)
@@ -126,7 +128,6 @@ fail:
 static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			 unsigned long end)
 {
-	unsigned long floor, ceiling;
 	struct pm_vma *next;
 
 	mmap_assert_locked(mm);
@@ -136,9 +137,7 @@ static void unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned long sta
 		pm__vma_unlink_file(vma);
 		pm__vma_retire(mm, vma);
 	}
-	/* The gap the tables may be freed in: from the VMA below to the VMA above. */
-	pm__vma_gap_bounds(mm, start, end, &floor, &ceiling);
-	pm__free_pgd_range(mm, start, end, floor, ceiling);
+	pm__vma_free_gap_tables(mm, start, end);
 }
 
 /*

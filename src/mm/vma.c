@@ -282,7 +282,7 @@ struct pm_vma *pm__vma_detach_range(struct pm_mm *mm, unsigned long start, unsig
 	mmap_assert_write_locked(mm);
 	*err = 0;
 	for (vma = pm__find_vma_intersection(mm, start, end); vma && vma->start < end;
-	     vma = pm__vma_next(mm, vma)) {
+	     vma = vma->end < end ? pm__vma_next(mm, vma) : NULL) {
 		pm_assert(vma->start >= start && vma->end <= end);
 		pm__vma_start_change(mm, vma);
 		*tail = vma;
