@@ -54,7 +54,7 @@ static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 			return false;
 		}
 		if ((flags & FOLL_HOT) && unlikely(pinned_by_another(folio, refs)) &&
-		    !folio_hot(folio))
+		    !folio_hot(folio) && pm__folio_pin_contended(folio))
 			pm__folio_hot_enter(folio);
 		count_event(page_machine(&folio->page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
 		return true;

@@ -39,8 +39,9 @@ static inline void ungrab_shared(struct pm_folio *folio, int refs, unsigned flag
 
 /*
  * After a shared pin of @refs pages: is another pin outstanding on @folio? Then several
- * threads pin it at once, and FOLL_HOT makes it hot (mem/folio_hot.c). The line was just
- * written by our pin, so these loads hit.
+ * threads may pin it at once, and FOLL_HOT makes it hot (mem/folio_hot.c) unless the last
+ * such pin was this thread's (pm__folio_pin_contended). The line was just written by our pin,
+ * so these loads hit.
  */
 static __always_inline bool pinned_by_another(struct pm_folio *folio, int refs)
 {
@@ -105,7 +106,8 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page
 	}
 	if (unlikely(folio_test_large(folio)))
 		atomic_add_mb(&folio->page.xpincount, refs);
-	if ((flags & FOLL_HOT) && unlikely(pinned_by_another(folio, refs)))
+	if ((flags & FOLL_HOT) && unlikely(pinned_by_another(folio, refs)) &&
+	    pm__folio_pin_contended(folio))
 		pm__folio_hot_enter(folio);
 	return folio;
 }

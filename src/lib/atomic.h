@@ -37,6 +37,9 @@
 #define atomic_cas_strong_mb(p, oldp, v) \
 	atomic_compare_exchange_strong_explicit((p), (oldp), (v), memory_order_seq_cst, \
 						memory_order_relaxed)
+#define atomic_cas_relaxed(p, oldp, v) \
+	atomic_compare_exchange_weak_explicit((p), (oldp), (v), memory_order_relaxed, \
+					      memory_order_relaxed)
 #define atomic_cas_acquire(p, oldp, v) \
 	atomic_compare_exchange_weak_explicit((p), (oldp), (v), memory_order_acquire, \
 					      memory_order_relaxed)

@@ -22,7 +22,8 @@
  * conservative answer (copy, refuse, retry), never the wrong one.
  *
  * Entering (pm__folio_hot_enter), under m->hot_lock: a shared pin that finds another pin
- * already outstanding asks for it. A state is taken from the table (the pfn's own, a new one,
+ * already outstanding asks for it, unless the last such pin was its own thread's
+ * (pm__folio_pin_contended: one thread's many pins share no line). A state is taken from the table (the pfn's own, a new one,
  * or one whose folio is no longer hot, which is moved: at most hot_max states per machine);
  * the bias is added; PG_hot is set by a full-barrier RMW; then the folio's mapcounts are read.
  *

@@ -20,6 +20,26 @@ __hidden int pm__folio_hot_pincount(const struct pm_folio *folio);
 __hidden int pm__folio_counts_exact(struct pm_folio *folio, int *pincount);
 __hidden void pm__machine_hot_exit(struct pm_machine *m);
 
+/*
+ * pm__folio_pin_contended() - a pin found another pin outstanding on @folio: should it go
+ * hot? Not when the last such pin was this thread's too: one thread holding many pins of a
+ * folio (a registration of a whole THP, pin_fast) shares no line with anyone, and per-CPU
+ * counts would only double its atomic operations. Each contended pin leaves its thread's tag
+ * in the head's top flag byte, tested before set, so that thread writes it once; a first
+ * contended pin (no tag yet) or another thread's makes the folio hot. The tag is a hint: a
+ * lost or stale one (a split, a migration's copy) costs one decision, never a count.
+ */
+static inline bool pm__folio_pin_contended(struct pm_folio *folio)
+{
+	unsigned long tag = (unsigned long)pm__this_pin_tag() << PG_PIN_TAG_SHIFT;
+	unsigned long f = atomic_load_relaxed(&folio->page.xflags);
+
+	while ((f & PG_PIN_TAG_MASK) != tag)
+		if (atomic_cas_relaxed(&folio->page.xflags, &f, (f & ~PG_PIN_TAG_MASK) | tag))
+			return true;
+	return false;
+}
+
 /* Before a decision on @folio's counts: out of hot mode (mem/folio_hot.c). */
 static inline void pm__folio_cool(struct pm_folio *folio)
 {

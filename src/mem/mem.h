@@ -63,6 +63,9 @@ enum pm_pageflag {
 			    * (pgtable/pgtable.c, pm__pmd_alloc) */
 };
 #define PGF(bit) (1UL << (bit))
+/* The top byte of a head's flags: the thread of the folio's last contended pin (folio_hot.h). */
+#define PG_PIN_TAG_SHIFT 56
+#define PG_PIN_TAG_MASK (0xffUL << PG_PIN_TAG_SHIFT)
 
 /*
  * struct pm_page - one frame's descriptor, 64 bytes.
@@ -498,6 +501,15 @@ extern __thread struct pm_stat_tls {
 	uint64_t id;
 	struct pm_stat_block *block;
 } pm__stat_tls[4] __hidden;
+
+/* This thread's pin tag, 1..255 (mem/folio_hot.h's pm__folio_pin_contended). */
+__hidden unsigned pm__pin_tag_slow(void);
+extern __thread unsigned pm__pin_tag __hidden;
+
+static inline unsigned pm__this_pin_tag(void)
+{
+	return likely(pm__pin_tag) ? pm__pin_tag : pm__pin_tag_slow();
+}
 
 /* This thread's counter block for @m: one TLS compare on the common path. */
 static inline struct pm_stat_block *pm__stat_block(struct pm_machine *m)

@@ -14,9 +14,12 @@
  *  4. fork: a hot pinned anonymous page is copied for the child, and an unpinned hot one is
  *     shared (the exact decision after leaving hot mode), data intact both sides.
  *  5. migration: a hot folio with pins is refused, one whose pins are gone moves.
+ *  6. One thread's many pins of a THP go hot once; after the folio leaves hot mode, only
+ *     another thread's contended pin makes it hot again.
  *  Every case ends with pm_machine_check (which knows hot folios: the bias, the state, and
  *  that an unmapped folio is never hot) and every frame back.
  */
+#include <pthread.h>
 #include <string.h>
 
 #include "gup/gup.h"
@@ -202,6 +205,64 @@ static void test_migrate(void)
 	pmt_end(m, free0, &pmt_end_returned, "migrate");
 }
 
+struct pinner {
+	struct pm_mm *mm;
+	unsigned long addr;
+	struct pm_page *page;
+	long ret;
+};
+
+static void *pin_thread(void *arg)
+{
+	struct pinner *p = arg;
+
+	p->ret = pm_pin_user_pages_fast(p->mm, p->addr, 1, PM_FOLL_WRITE, &p->page);
+	return NULL;
+}
+
+/*
+ * 6. Only another thread's contended pin makes a folio hot again: one thread that holds many
+ * pins of a THP (pin_fast) goes hot at its first contended pin, and once the folio has left
+ * hot mode, its next ones stay on the shared counts.
+ */
+static void test_one_thread(void)
+{
+	struct pm_machine *m = machine(RANGE);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	struct pinner other = { .mm = mm, .addr = BASE + 3 * PG };
+	struct pm_page *p[3];
+	struct pm_folio *folio;
+	pthread_t th;
+	int ref0;
+
+	pm_mmap(mm, BASE, 2UL << 20, RW, ANON | PM_MAP_FIXED, NULL, 0);
+	pm_madvise(mm, BASE, 2UL << 20, PM_MADV_HUGEPAGE);
+	pmt_poke(mm, BASE, 'o');
+	folio = folio_at(mm, BASE);
+	ok(folio && folio_test_large(folio), "one thread: a THP");
+	ref0 = pm_folio_ref_count(folio);
+	for (int i = 0; i < 2; i++)
+		pm_pin_user_pages_fast(mm, BASE + (unsigned long)i * PG, 1, PM_FOLL_WRITE, &p[i]);
+	ok(folio_hot(folio), "one thread: its first contended pin makes the folio hot");
+	ok(pm_folio_maybe_dma_pinned(folio) && !folio_hot(folio),
+	   "one thread: the exact question leaves hot mode");
+	is_int(pm_pin_user_pages_fast(mm, BASE + 2 * PG, 1, PM_FOLL_WRITE, &p[2]), 1,
+	       "one thread: a third pin");
+	ok(!folio_hot(folio), "one thread: its own next contended pin stays on the shared counts");
+	ok(!pthread_create(&th, NULL, pin_thread, &other) && !pthread_join(th, NULL) &&
+	   other.ret == 1, "one thread: another thread pins a fourth page");
+	ok(folio_hot(folio), "one thread: the other thread's contended pin makes it hot");
+	is_int(pm_folio_pincount(folio), 4, "one thread: pincount exact");
+	for (int i = 0; i < 3; i++)
+		pm_unpin_user_page(p[i]);
+	pm_unpin_user_page(other.page);
+	is_int(pm_folio_ref_count(folio), ref0, "one thread: refcount back");
+	is_int(pm_machine_check(m), 0, "one thread: pm_machine_check");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "one thread");
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -213,5 +274,6 @@ int main(void)
 	test_unmapped(true);
 	test_fork();
 	test_migrate();
+	test_one_thread();
 	return done_testing();
 }
