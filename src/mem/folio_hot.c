@@ -23,9 +23,10 @@
  *
  * Entering (pm__folio_hot_enter), under m->hot_lock: a shared pin that finds another pin
  * already outstanding asks for it, unless the last such pin was its own thread's
- * (pm__folio_pin_contended: one thread's many pins share no line). A state is taken from the table (the pfn's own, a new one,
- * or one whose folio is no longer hot, which is moved: at most hot_max states per machine);
- * the bias is added; PG_hot is set by a full-barrier RMW; then the folio's mapcounts are read.
+ * (pm__folio_pin_contended: one thread's many pins share no line). A state is taken from the
+ * table (the pfn's own, a new one, or one whose folio is no longer hot, which is moved: at
+ * most hot_max states per machine); the bias is added; PG_hot is set by a full-barrier RMW;
+ * then the folio's mapcounts are read.
  *
  * Leaving (pm__folio_leave_hot), by whoever wins one compare-and-swap of the flags from PG_hot
  * to PG_hot_leave: wait until no CPU is inside a hot operation on the state, fold the

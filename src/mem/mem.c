@@ -46,16 +46,16 @@ static uint64_t machines_next_id = 1; /* under machines_lock */
 __thread struct pm_stat_tls pm__stat_tls[4];
 __thread unsigned pm__pin_tag;
 static _Atomic unsigned pin_tag_next;
+static pthread_key_t stat_key;
+static pthread_once_t stat_key_once = PTHREAD_ONCE_INIT;
 
-/* Threads take the tags 1..255 in turn: two threads that share one are rare, and then only
- * miss hot mode between themselves. */
+/* Threads take the pin tags 1..255 in turn: two threads that share one are rare, and then
+ * only miss hot mode between themselves. */
 unsigned pm__pin_tag_slow(void)
 {
 	pm__pin_tag = atomic_add_relaxed(&pin_tag_next, 1) % 255 + 1;
 	return pm__pin_tag;
 }
-static pthread_key_t stat_key;
-static pthread_once_t stat_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- the registry ---- */
 

@@ -71,9 +71,9 @@
  * (pm__vma_free_gap_tables clips the gap), so it never frees a table that a change elsewhere is
  * filling. The PGD page itself is shared, but each range writes only its own entry, once in
  * the mm's life (the PUD table stays until the teardown): by compare-and-swap from empty
- * (policy upper_cas), where Linux's design takes the mm's page_table_lock. mmap fills the PGD entries of a new
- * mapping under its write hold (policy eager_upper, pgtable.c), so that its first faults only
- * read them.
+ * (policy upper_cas), where Linux's design takes the mm's page_table_lock. mmap fills the
+ * PGD entries of a new mapping under its write hold (policy eager_upper, pgtable.c), so that
+ * its first faults only read them.
  *
  * To summarize:
  *  1. A VMA changes only under the write locks of every range it spans; holding one of them,
