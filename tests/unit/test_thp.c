@@ -376,6 +376,35 @@ static void test_racing_faults(void)
 	teardown("racing faults");
 }
 
+/*
+ * docs/linux-differences.md, decision 8: a PTE table that MADV_DONTNEED empties stays, so a
+ * later write fault in a MADV_HUGEPAGE window maps a 4 KiB page, as Linux up to 6.13 (6.14's
+ * PT_RECLAIM frees the table and maps a THP). A window never faulted maps a THP.
+ */
+static void test_dontneed_keeps_table(void)
+{
+	const unsigned long t = 0x40000000UL;
+	struct pm_page_info pi;
+	struct pm_stats s0, s1;
+
+	setup(64);
+	is_int(pmt_map_fixed(mm, t, 2 * THP, RW), t, "map two THP windows");
+	is_int(pmt_poke(mm, t + 5 * PG, 'a'), 1, "a 4 KiB fault before the advice");
+	is_int(pm_madvise(mm, t, 2 * THP, PM_MADV_HUGEPAGE), 0, "MADV_HUGEPAGE");
+	is_int(pm_madvise(mm, t, THP, PM_MADV_DONTNEED), 0, "MADV_DONTNEED of the whole window");
+	s0 = pmt_stats(m);
+	is_int(pmt_poke(mm, t + 7 * PG, 'b'), 1, "write in the emptied window");
+	is_int(pmt_poke(mm, t + THP + 7 * PG, 'c'), 1, "write in the window never faulted");
+	s1 = pmt_stats(m);
+	is_int(s1.thp_faults - s0.thp_faults, 1, "one THP fault: the never-faulted window's");
+	is_int(pm_pagemap(mm, t + 7 * PG, 1, &pi), 1, "pm_pagemap of the emptied window");
+	ok((pi.flags & PM_PAGE_PRESENT) && !(pi.flags & PM_PAGE_THP),
+	   "its table stays: a 4 KiB page (flags %#x)", pi.flags);
+	is_int(pm_pagemap(mm, t + THP + 7 * PG, 1, &pi), 1, "pm_pagemap of the other window");
+	ok(pi.flags & PM_PAGE_THP, "a THP there (flags %#x)", pi.flags);
+	teardown("DONTNEED keeps the table");
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -384,5 +413,6 @@ int main(void)
 	test_fallback_memory();
 	test_splits();
 	test_racing_faults();
+	test_dontneed_keeps_table();
 	return done_testing();
 }
