@@ -480,6 +480,21 @@ long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
 	return done;
 }
 
+/**
+ * pm__populate() - fault @nr_pages pages from @start in, taking no reference: the one call
+ * the address-space layer makes into this one (mm/populate.c), as Linux's mmap, mprotect,
+ * mremap and madvise reach gup.c only through populate_vma_page_range, __mm_populate and
+ * faultin_page_range. @locked: the caller holds the mm's lock over the span (mprotect holds
+ * it for write); otherwise it is taken here, as pm__gup_slow() takes it.
+ * Return: pages faulted in, or -errno when none was.
+ */
+long pm__populate(struct pm_mm *mm, unsigned long start, unsigned long nr_pages, unsigned flags,
+		  bool locked)
+{
+	return locked ? pm__gup_locked(mm, start, nr_pages, flags, NULL) :
+			pm__gup_slow(mm, start, nr_pages, flags, NULL);
+}
+
 /*
  * pm__gup_longterm() - a FOLL_LONGTERM pin on a machine with a movable zone (Linux 5.13's
  * __gup_longterm_locked and check_and_migrate_movable_folios): pin, and if any page lies in

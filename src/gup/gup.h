@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * gup/gup.h - get_user_pages: what crosses the files of gup/ (the flags mm/ passes too and
- * the entry points mm/ calls are in mm/mm.h).
+ * pm__populate(), the one entry point mm/ calls, are in mm/mm.h).
  */
 #ifndef PM_GUP_GUP_H
 #define PM_GUP_GUP_H
@@ -16,6 +16,10 @@
 #define FOLL_HOT (1U << 23)
 
 /* // gup/gup.c */
+__hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			   unsigned flags, struct pm_page **pages);
+__hidden long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			     unsigned flags, struct pm_page **pages);
 /* FOLL_HOT where pins may make a folio hot: the policy's, unless PM_KNOB_FOLIO_SHARED_PINS. */
 static __always_inline unsigned gup_hot_flag(const struct pm_mm *mm)
 {

@@ -13,10 +13,11 @@
  *    needs no memory (the leaf carries a deposited PTE table), so neither fails for lack of
  *    memory.
  *  - REMOVE checks each VMA under mmap_lock for read, then drops it to punch the hole in the
- *    object (fault/shmem.c), holding a reference to the object, as Linux's madvise_remove
+ *    object (truncate.c), holding a reference to the object, as Linux's madvise_remove
  *    drops mmap_lock around vfs_fallocate; the walk goes on from the VMA's end.
  *  - POPULATE_READ/WRITE fault the range in as GUP does, without taking references
- *    (faultin_page_range: the slow GUP with FOLL_MADV_POPULATE, under mmap_lock for read).
+ *    (faultin_page_range: the slow GUP with FOLL_MADV_POPULATE, under mmap_lock for read;
+ *    populate.c).
  *
  * MADV_FREE: pinmm has no reclaim, so a lazily freed page is never dropped and keeps its
  * contents until it is written or zapped, which Linux allows. What stays visible is Linux's
@@ -316,34 +317,6 @@ static int madvise_remove(struct pm_mm *mm, unsigned long start, unsigned long e
 	return hole ? -ENOMEM : 0;
 }
 
-/*
- * madvise_populate(): fault [@start, @end) in, for write with @write, as GUP would without
- * taking references. A hole is -ENOMEM, a VMA that forbids the access (or PROT_NONE) -EINVAL,
- * a fault that would SIGBUS or SIGSEGV -EFAULT, no memory -ENOMEM. Pages before the error stay
- * populated.
- */
-static int madvise_populate(struct pm_mm *mm, unsigned long start, unsigned long end,
-			    bool write)
-{
-	unsigned flags = FOLL_MADV_POPULATE | (write ? FOLL_WRITE : 0);
-
-	while (start < end) {
-		long n = pm__gup_slow(mm, start, (end - start) >> PAGE_SHIFT, flags, NULL);
-
-		if (n < 0) {
-			switch (n) {
-			case -EINVAL:
-			case -EFAULT:
-				return (int)n;
-			default:
-				return -ENOMEM;
-			}
-		}
-		start += (unsigned long)n << PAGE_SHIFT;
-	}
-	return 0;
-}
-
 int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 {
 	unsigned long end;
@@ -379,7 +352,7 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 	switch (advice) {
 	case PM_MADV_POPULATE_READ:
 	case PM_MADV_POPULATE_WRITE:
-		return madvise_populate(mm, start, end, advice == PM_MADV_POPULATE_WRITE);
+		return pm__madvise_populate(mm, start, end, advice == PM_MADV_POPULATE_WRITE);
 	case PM_MADV_REMOVE:
 		return madvise_remove(mm, start, end);
 	case PM_MADV_DONTNEED:

@@ -430,6 +430,16 @@ __hidden void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
+/* // mm/populate.c */
+__hidden void pm__mm_populate(struct pm_mm *mm, unsigned long start, unsigned long len,
+			      unsigned long vm_flags);
+__hidden void pm__mm_populate_locked(struct pm_mm *mm, unsigned long start, unsigned long end);
+__hidden int pm__madvise_populate(struct pm_mm *mm, unsigned long start, unsigned long end,
+				  bool write);
+
+/* // mm/truncate.c */
+__hidden void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long end);
+
 /* // mm/lifecycle.c */
 __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
@@ -472,13 +482,9 @@ __hidden void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigne
 /* (1U << 23) is gup/'s FOLL_HOT (gup/gup.h). */
 #define FOLL_PUBLIC_MASK (FOLL_WRITE | FOLL_FORCE | FOLL_NOFAULT | FOLL_LONGTERM)
 
-/* // gup/gup.c */
-__hidden long pm__gup_slow(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			   unsigned flags, struct pm_page **pages);
-__hidden long pm__gup_locked(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
-			     unsigned flags, struct pm_page **pages);
+/* // gup/gup.c (called by mm/populate.c only) */
+__hidden long pm__populate(struct pm_mm *mm, unsigned long start, unsigned long nr_pages,
+			   unsigned flags, bool locked);
 
-/* // fault/shmem.c */
-__hidden void pm__shmem_punch_hole(struct pm_shmem *f, unsigned long first, unsigned long end);
 
 #endif /* PM_MM_MM_H */

@@ -541,19 +541,10 @@ again:
 	pm__vma_settle(mm, pm__vma_try_merge(mm, vma));
 	mmap_write_unlock(mm);
 
-	/* populate_vma_page_range: MAP_LOCKED always, MAP_POPULATE unless MAP_NONBLOCK; write
-	 * faults for a private writable mapping, read faults otherwise, forced where any access
-	 * is allowed (an exec-only or write-only mapping); nothing for PROT_NONE. Failures are
-	 * not mmap's (Linux ignores them too). */
-	if (((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE ||
-	     (uflags & LX_MAP_LOCKED)) &&
-	    (vm_flags & (VM_READ | VM_WRITE | VM_EXEC))) {
-		unsigned gflags = FOLL_FORCE;
-
-		if ((vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE)
-			gflags |= FOLL_WRITE;
-		pm__gup_slow(mm, (unsigned long)ret, len >> PAGE_SHIFT, gflags, NULL);
-	}
+	/* Populated: MAP_LOCKED always, MAP_POPULATE unless MAP_NONBLOCK (populate.c). */
+	if ((uflags & (PM_MAP_POPULATE | PM_MAP_NONBLOCK)) == PM_MAP_POPULATE ||
+	    (uflags & LX_MAP_LOCKED))
+		pm__mm_populate(mm, (unsigned long)ret, len, vm_flags);
 	return ret;
 
 fail:
@@ -784,11 +775,10 @@ again:
 			if (err)
 				break;
 			change_protection(mm, tmp, e, newflags);
-			/* A private locked VMA made writable is write-faulted now, as
-			 * mprotect_fixup's populate_vma_page_range; failures are not ours. */
+			/* A private locked VMA made writable is write-faulted now. */
 			if ((oldflags & (VM_WRITE | VM_SHARED | VM_LOCKED)) == VM_LOCKED &&
 			    (newflags & VM_WRITE))
-				pm__gup_locked(mm, tmp, (e - tmp) >> PAGE_SHIFT, FOLL_WRITE, NULL);
+				pm__mm_populate_locked(mm, tmp, e);
 		}
 		tmp = e;
 	}

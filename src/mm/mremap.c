@@ -657,14 +657,8 @@ long pm_mremap(struct pm_mm *mm, unsigned long addr, unsigned long old_len,
 	}
 	/* A locked VMA's new part is faulted in, as Linux's mm_populate after the call; its
 	 * failures are not mremap's. (The several-VMA move keeps lengths: nothing new.) */
-	if (res >= 0 && (v.vm_flags & VM_LOCKED) && v.new_len > v.old_len &&
-	    (v.vm_flags & (VM_READ | VM_WRITE | VM_EXEC))) { /* populate skips PROT_NONE */
-		unsigned gflags = FOLL_FORCE;
-
-		if ((v.vm_flags & (VM_WRITE | VM_SHARED)) == VM_WRITE)
-			gflags |= FOLL_WRITE;
-		pm__gup_slow(mm, (unsigned long)res + v.old_len, (v.new_len - v.old_len) >>
-			     PAGE_SHIFT, gflags, NULL);
-	}
+	if (res >= 0 && (v.vm_flags & VM_LOCKED) && v.new_len > v.old_len)
+		pm__mm_populate(mm, (unsigned long)res + v.old_len, v.new_len - v.old_len,
+				v.vm_flags);
 	return res;
 }

@@ -36,8 +36,8 @@
  * RCU only after it is dropped. The node cache's locks are taken inside tree_lock or alone.
  *
  * This file, limit.c and object.c sit below the address-space layer (a file sits below the
- * VMA that maps it): they use folios and RCU only. The fault and truncate paths that use the
- * cache are in fault/shmem.c.
+ * VMA that maps it): they use folios and RCU only. The fault path that uses the cache is in
+ * fault/shmem.c, truncation in mm/truncate.c.
  */
 #include "shmem/shmem.h"
 

@@ -6,7 +6,8 @@
  *
  * Locks, outermost first: truncate_lock > i_mmap_lock > PTL > tree_lock > info_lock
  * (LOCK_TWICE: info_lock > tree_lock, never with a PTL held) > limit.lock. The page cache is
- * cache.c, the exact limit limit.c; the fault and truncate paths are fault/shmem.c.
+ * cache.c, the exact limit limit.c; the fault path is fault/shmem.c, truncation
+ * mm/truncate.c.
  */
 #include "shmem/shmem.h"
 

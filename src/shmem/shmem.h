@@ -15,8 +15,8 @@
 /*
  * struct pm_shmem - a memfd-like object: a page cache (a radix tree of folios with lockless
  * lookups), a size, an optional exact limit, and the list of VMAs mapping it. The object sits
- * below the address spaces (src/shmem/: object.c, cache.c, limit.c); its fault and truncate
- * paths are fault/shmem.c, whose top comment gives the locking.
+ * below the address spaces (src/shmem/: object.c, cache.c, limit.c); its fault path is
+ * fault/shmem.c, whose top comment gives the locking, and its truncation mm/truncate.c.
  */
 struct pm_shmem_node;
 struct pm_shmem_limit {

@@ -5,12 +5,10 @@
 #     an object that another object of src/ defines is a call (or a reference) from the first
 #     file's directory to the second's; it must go to a lower layer (or stay in its directory).
 #     Ranks: lib 0 < mem 1 < pgtable, shmem 2 (siblings: neither calls the other) < mm 3 <
-#     fault 4 < gup 5 < consumers 6; debug/ (the checker) may look at everything. Allowed
-#     upward calls, as Linux: mm/access.c -> pm_fault (a CPU takes a fault), mm/mmap.c ->
-#     pm__gup_slow (MAP_POPULATE) and pm__gup_locked (mprotect's populate of a locked VMA),
-#     mm/mremap.c -> pm__gup_slow (a locked VMA's growth: mm_populate),
-#     mm/madvise.c -> pm__gup_slow (MADV_POPULATE_*: faultin_page_range) and
-#     pm__shmem_punch_hole (MADV_REMOVE: vfs_fallocate).
+#     fault 4 < gup 5 < consumers 6; debug/ (the checker) may look at everything. Two
+#     upward calls are allowed, as Linux makes them: mm/access.c -> pm_fault (a CPU takes a
+#     fault) and mm/populate.c -> pm__populate (GUP's walk faults a range in: MAP_POPULATE,
+#     MAP_LOCKED, a locked VMA made writable or grown, MADV_POPULATE_*).
 #  2. Lock assertions, per function: a function whose comment names a lock its caller holds
 #     ("Context: ... lock/held/PTL/RCU", "Caller holds ..."; not "Context: any") asserts one
 #     in its body (*assert*_locked( or *assert*_held(), as Linux puts lockdep_assert_held()
@@ -63,9 +61,7 @@ NR == FNR { def[$1] = $2; next }
 	to = def[sym]
 	if (to == from) next
 	if ($1 == "mm/access" && sym == "pm_fault") next
-	if ($1 == "mm/mmap" && (sym == "pm__gup_slow" || sym == "pm__gup_locked")) next
-	if ($1 == "mm/madvise" && (sym == "pm__gup_slow" || sym == "pm__shmem_punch_hole")) next
-	if ($1 == "mm/mremap" && sym == "pm__gup_slow") next
+	if ($1 == "mm/populate" && sym == "pm__populate") next
 	if (rank(from) < 0 || rank(to) < 0 || rank(to) >= rank(from))
 		printf "%s.c -> %s (%s/)\n", $1, sym, to
 }' "$tmp/defs" "$tmp/uses" | sort -u >"$tmp/bad"
