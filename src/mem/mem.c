@@ -20,22 +20,8 @@
  * machine's slot, so the lookup is one load (page_machine()).
  *
  * fork(). machines_lock is process-global, and a child's pm_machine_create() takes it, so it
- * is held across fork() (machines_atfork_init): a child never inherits it locked by a thread
- * it does not have. Order: after lib/rcu.c's prepare, which pauses liburcu's callback
- * workers (a callback reaches the lock through pm__page_machine_search()), and before the
- * trace registry's lock, which is taken under it. Prepare handlers run in the reverse order
- * of registration, so this one registers between the two (constructor priorities
- * 101 < 102 < rcu.c's, at run time).
- *
- * A child also inherits the parent's machines, and the RCU callbacks the parent had queued for
- * them: liburcu hands those to the child's new worker (after this handler, which runs before
- * rcu.c's; the TSan stand-in runs them inline), and they free page tables and shmem
- * nodes into a machine's allocator. A lock of that allocator that another thread of the parent
- * held at the fork stays held for ever in the child, and the callback would spin on it. So the
- * child's handler, single-threaded, looks at those locks: a machine with one held is
- * fork_busy, and its callbacks drop what they free (its copy is not the child's to use; the
- * frames stay counted as in use). A machine whose allocator no other thread was inside, as in
- * a single-threaded parent, is the child's to use as its own.
+ * is held across fork(): machine.c's fork handlers take and drop it (pm__machines_lock(),
+ * pm__machines_unlock()), and the top of machine.c says why and in which order.
  */
 #include "mem/mem.h"
 
@@ -59,43 +45,15 @@ unsigned pm__pin_tag_slow(void)
 
 /* ---- the registry ---- */
 
-static void machines_atfork_prepare(void)
+/* machines_lock for machine.c's fork handlers, which hold it across fork(). */
+void pm__machines_lock(void)
 {
 	pthread_mutex_lock(&machines_lock);
 }
 
-static void machines_atfork_release(void)
+void pm__machines_unlock(void)
 {
 	pthread_mutex_unlock(&machines_lock);
-}
-
-/*
- * Is a lock of @m's allocator held? The page-table and shmem-node frees take only these. A
- * machine that another thread was still making has some of them missing: that one is busy.
- */
-static bool allocator_held(struct pm_machine *m)
-{
-	if (!m->pcp || !m->zones || !m->shmem_nodes)
-		return true;
-	return pm__page_alloc_locked(m) || pm__obj_cache_locked(m, m->shmem_nodes);
-}
-
-static void machines_atfork_child(void)
-{
-	for (unsigned i = 0; i < PM_MAX_MACHINES; i++) {
-		struct pm_machine *m = atomic_load_relaxed(&pm__machines[i]);
-
-		if (m)
-			m->fork_busy = allocator_held(m);
-	}
-	pthread_mutex_unlock(&machines_lock);
-}
-
-__attribute__((constructor(102))) static void machines_atfork_init(void)
-{
-	if (pthread_atfork(machines_atfork_prepare, machines_atfork_release,
-			   machines_atfork_child))
-		abort();
 }
 
 /* Give @m a slot and an id. Return: 0, or EMFILE when every slot is taken. */

@@ -561,6 +561,8 @@ static inline bool knob(const struct pm_machine *m, unsigned k)
 __hidden void *pm__kzalloc(struct pm_machine *m, size_t size); /* failure-injectable */
 __hidden bool pm__should_fail(struct pm_machine *m);
 __hidden int pm__machine_register(struct pm_machine *m);
+__hidden void pm__machines_lock(void);
+__hidden void pm__machines_unlock(void);
 __hidden void pm__machine_unregister(struct pm_machine *m);
 
 /* // mem/machine.c */

@@ -127,7 +127,7 @@ __hidden void pm__vma_start_change(struct pm_mm *mm, struct pm_vma *vma);
 __hidden void pm__vma_start_take_anon(struct pm_mm *mm, struct pm_vma *vma);
 __hidden bool pm__vma_anon_mark_pcpu(struct pm_vma *vma);	/* vma_lock.c */
 __hidden unsigned long pm__vma_anon_marked(struct pm_vma *vma, bool clear); /* vma_lock.c */
-__hidden unsigned long pm__vma_anon_clock(void);
+__hidden unsigned long pm__vma_anon_clock(void);		/* vma_lock.c */
 
 static inline bool is_vm_hugetlb_page(const struct pm_vma *vma)
 {

@@ -20,8 +20,6 @@
  * (pm__vma_retire), since a lockless lookup may still hold it; retired VMAs and tree nodes go
  * to RCU in batches (pm__vma_set_flush).
  */
-#include <time.h>
-
 #include "mm/mm.h"
 
 /*
@@ -480,19 +478,6 @@ int pm__split_vma(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr, enum
  * before a slow store), which Linux's mmap_lock would have ordered: concurrency only, and only
  * a difference in what merges.
  */
-
-/* A stamp for a first fault: monotonic across threads, strictly increasing in each. */
-unsigned long pm__vma_anon_clock(void)
-{
-	static __thread unsigned long last;
-	struct timespec ts;
-	unsigned long t;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (unsigned long)ts.tv_sec * 1000000000UL + (unsigned long)ts.tv_nsec;
-	last = t > last ? t : last + 1;
-	return last;
-}
 
 /* A new anon_vma for @vma, with @flags (PM_ANON_VMA_FORKED from fork). Caller holds its
  * write lock, or @vma is not in the tree yet. */

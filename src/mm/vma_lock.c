@@ -73,6 +73,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mm/vma_lock.h"
@@ -169,6 +170,19 @@ static void vma_note_contention(struct pm_vma *vma)
 		pm__trace_object_gone(pc);
 		free(pc);
 	}
+}
+
+/* A stamp for a first fault (vma.c, pm__vma_anon_prepare): monotonic across threads, strictly increasing in each. */
+unsigned long pm__vma_anon_clock(void)
+{
+	static __thread unsigned long last;
+	struct timespec ts;
+	unsigned long t;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (unsigned long)ts.tv_sec * 1000000000UL + (unsigned long)ts.tv_nsec;
+	last = t > last ? t : last + 1;
+	return last;
 }
 
 /*
