@@ -14,7 +14,9 @@
  * VM_FAULT_AGAIN, as the PTL path does on a non-empty entry. Slow GUP's PTE step (gup/gup.c)
  * reads a present entry without the PTL and takes its reference as GUP-fast does: a
  * speculative try-grab, a full barrier, both entries read again, undone and retried under the
- * PTL on a mismatch (the zero page and refcount-limit cases go to the PTL path as well). The
+ * PTL on a mismatch (the zero page and refcount-limit cases go to the PTL path as well); its
+ * step for a 2 MiB leaf does the same without the PMD lock (the huge zero folio takes the
+ * lock), which is GUP-fast's leaf against the PMD writers: split, zap, migration, COW. The
  * table stays: the walker holds the VMA's read lock or mmap_lock, and tables a live VMA
  * reaches are only freed by munmap after the VMA is gone (pgtable/pgtable.c). The invariant
  * every other writer relies on:

@@ -228,6 +228,34 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		unsigned long idx = (addr & ~PMD_MASK) >> PAGE_SHIFT;
 		long n = (long)min(nr, (unsigned long)HPAGE_PMD_NR - idx);
 
+		if (grab && pte_lockless(mm) && !pmd_special(pmd)) {
+			/* The range design: no PMD lock for a leaf either. Its references are
+			 * taken as GUP-fast takes them, the entry read again after a full
+			 * barrier; on a change, the lock decides (gup_fast.c, (B)). */
+			page = pfn_to_page(m, pmd_pfn(pmd));
+			folio = try_grab_folio_fast(page, (int)n, flags);
+			if (folio && !pmd_same(pmdp_get_mb(pmdp), pmd)) {
+				ungrab_folio(folio, (int)n, flags);
+				folio = NULL;
+			}
+			if (folio) {
+				long ret = n;
+
+				if (write && !pmd_write(pmd) && !can_follow_write(vma, flags, page))
+					ret = FOLLOW_FAULT;
+				else if (!pmd_write(pmd) && pm__gup_must_unshare(vma, flags, page))
+					ret = FOLLOW_UNSHARE;
+				if (ret != n) {
+					ungrab_folio(folio, (int)n, flags);
+					return ret;
+				}
+				if (flags & FOLL_PIN)
+					count_event(m, NR_FOLL_PIN_ACQUIRED, (unsigned long)n);
+				if (write)
+					pm__folio_mark_dirty(folio);
+				goto leaf_taken;
+			}
+		}
 		ptl = pm__pmd_lockptr(mm, pmdp);
 		pm_spin_lock(ptl);
 		pmd = pmdp_get(pmdp);
@@ -252,6 +280,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 		if (write)
 			pm__folio_mark_dirty(folio);
 		pm_spin_unlock(ptl);
+leaf_taken:
 		if (pages)
 			for (long i = 0; i < n; i++)
 				pages[i] = page + idx + i;
