@@ -268,30 +268,39 @@ static struct pm_vma *vma_at(struct pm_mm *mm, unsigned long addr)
 }
 
 /*
- * Do the ranges held now cover every VMA that a change of [@start, @end) may touch? Those are
- * the VMAs inside (held, since the run covers [start - 1, end]) and the two at its edges,
- * whose own spans may reach further; *@lo and *@hi widen to cover those.
+ * Does the run [@lo, @hi] held now cover every VMA that a change of [@start, @end) may touch?
+ * Those are the VMAs inside (held, since the run covers [start - 1, end]) and the two at its
+ * edges, whose own spans may reach further; *@nlo and *@nhi widen to cover those. Inline in
+ * both callers: it runs twice in every mmap-munmap pair of the range design.
  */
-static bool change_covered(struct pm_mm *mm, unsigned long start, unsigned long end,
-			   unsigned *lo, unsigned *hi)
+static __always_inline bool change_covered(struct pm_mm *mm, unsigned lo, unsigned hi,
+					   unsigned long start, unsigned long end,
+					   unsigned *nlo, unsigned *nhi)
 {
-	struct pm_rwsem_run *h = pm__range_hold(mm);
 	struct pm_vma *vma;
-
 	unsigned long first, last;
 
-	*lo = h->lo;
-	*hi = h->hi;
+	*nlo = lo;
+	*nhi = hi;
 	/* Only an entry at the run's outer edge can belong to a VMA from outside: the summaries
 	 * at the trees' roots say whether there is one, without a search (arenas never map
 	 * there). */
-	if (start && pm__vt_span(&mm->ranges[h->lo].set.vmt, &first, &last) &&
-	    first == range_start(mm, h->lo) && (vma = vma_at(mm, start - 1)))
-		*lo = min(*lo, range_of(mm, vma->start));
-	if (end < PM_TASK_SIZE && pm__vt_span(&mm->ranges[h->hi].set.vmt, &first, &last) &&
-	    last == range_end(mm, h->hi) && (vma = vma_at(mm, end)))
-		*hi = max(*hi, range_of(mm, vma->end - 1));
-	return *lo == h->lo && *hi == h->hi;
+	if (start && pm__vt_span(&mm->ranges[lo].set.vmt, &first, &last) &&
+	    first == range_start(mm, lo) && (vma = vma_at(mm, start - 1)))
+		*nlo = min(lo, range_of(mm, vma->start));
+	if (end < PM_TASK_SIZE && pm__vt_span(&mm->ranges[hi].set.vmt, &first, &last) &&
+	    last == range_end(mm, hi) && (vma = vma_at(mm, end)))
+		*nhi = max(hi, range_of(mm, vma->end - 1));
+	return *nlo == lo && *nhi == hi;
+}
+
+/* Take the run [@lo, @hi] for write; a run of one range inline, as range.h's verbs do. */
+static __always_inline void lock_run_write(struct pm_mm *mm, unsigned lo, unsigned hi)
+{
+	if (lo == hi)
+		range_hold_one(mm, lo, true);
+	else
+		pm__range_lock_slots(mm, lo, hi, true);
 }
 
 /*
@@ -305,8 +314,9 @@ void pm__range_lock_change(struct pm_mm *mm, unsigned long start, unsigned long 
 	unsigned lo = range_of(mm, start ? start - 1 : 0), hi = range_of(mm, end), nlo, nhi;
 
 	for (;;) {
-		pm__range_lock_slots(mm, lo, hi, true);
-		if ((!lo && hi == mm->nr_ranges - 1) || change_covered(mm, start, end, &nlo, &nhi))
+		lock_run_write(mm, lo, hi);
+		if ((!lo && hi == mm->nr_ranges - 1) ||
+		    change_covered(mm, lo, hi, start, end, &nlo, &nhi))
 			return; /* every range held (Linux's design, or a change across all) */
 		pm__range_unlock(mm);
 		lo = nlo;
@@ -358,13 +368,13 @@ static long arena_area(struct pm_mm *mm, unsigned long len, unsigned long align)
 
 	if (len > end - start)
 		return -ENOMEM;
-	pm__range_lock_slots(mm, r, r, true);
+	range_hold_one(mm, r, true);
 	a = pm__vt_gap_topdown(&mm->ranges[r].set.vmt, start, end, len, align);
 	if (a < 0) {
 		pm__range_unlock(mm);
 		return a;
 	}
-	if (change_covered(mm, (unsigned long)a, (unsigned long)a + len, &lo, &hi))
+	if (change_covered(mm, r, r, (unsigned long)a, (unsigned long)a + len, &lo, &hi))
 		return a;
 	/* A neighbour spans other ranges (a fixed mapping across the boundary): take them all. */
 	pm__range_unlock(mm);

@@ -63,14 +63,20 @@ static __noinline struct pm_vma *find_vma_ranges(struct pm_mm *mm, unsigned long
 	return vma;
 }
 
-/* The first VMA that ends above @addr (it may start above @addr too), or NULL. One range:
- * its tree is the whole answer. */
+/* The first VMA that ends above @addr (it may start above @addr too), or NULL. One range,
+ * or an address in the last range of the run held (most lookups of a change): that range's
+ * tree is the whole answer. */
 struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
+	unsigned r;
+
 	if (addr >= PM_TASK_SIZE)
 		return NULL;
 	if (mm_one_range(mm))
 		return pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+	r = range_of(mm, addr);
+	if (r == ranges_end(mm))
+		return pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 	return find_vma_ranges(mm, addr);
 }
 
@@ -109,13 +115,19 @@ static __noinline struct pm_vma *find_vma_prev_ranges(struct pm_mm *mm, unsigned
 	return vma;
 }
 
-/* The last VMA that starts below @addr, or NULL. One range: its tree is the whole answer. */
+/* The last VMA that starts below @addr, or NULL. One range, or @addr - 1 in the first range
+ * of the run held: that range's tree is the whole answer. */
 static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
 {
+	unsigned r;
+
 	if (!addr)
 		return NULL;
 	if (mm_one_range(mm))
 		return pm__vt_prev(&mm->ranges[0].set.vmt, addr, NULL, NULL);
+	r = range_of(mm, addr - 1);
+	if (r == ranges_start(mm))
+		return pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 	return find_vma_prev_ranges(mm, addr);
 }
 
