@@ -8,10 +8,12 @@
  *  - Advice that changes VMA flags (HUGEPAGE, NOHUGEPAGE, DONTFORK, DOFORK, WIPEONFORK,
  *    KEEPONFORK) works under mmap_lock for write, merging before it splits, as mprotect does
  *    (mmap.c).
- *  - DONTNEED and FREE work under mmap_lock for read: DONTNEED zaps; FREE only clears the
- *    dirty flag of the exclusive anonymous folios it covers (below). Splitting a PMD mapping
- *    needs no memory (the leaf carries a deposited PTE table), so neither fails for lack of
- *    memory.
+ *  - DONTNEED and FREE: DONTNEED zaps; FREE only clears the dirty flag of the exclusive
+ *    anonymous folios it covers (below). A range inside one VMA runs under that VMA's read
+ *    lock alone, as Linux 6.16+'s madvise_lock() (MADVISE_VMA_READ_LOCK) does, so two of them,
+ *    or one and a change of another VMA, share no lock word; any other range falls back to
+ *    mmap_lock for read (madvise_dontneed_free_lock()). Splitting a PMD mapping needs no
+ *    memory (the leaf carries a deposited PTE table), so neither fails for lack of memory.
  *  - REMOVE checks each VMA under mmap_lock for read, then drops it to punch the hole in the
  *    object (truncate.c), holding a reference to the object, as Linux's madvise_remove
  *    drops mmap_lock around vfs_fallocate; the walk goes on from the VMA's end.
@@ -123,7 +125,7 @@ static void folio_lazyfree(struct pm_folio *folio)
 /*
  * folio_pte_batch() for MADV_FREE: how many PTEs from @ptep (at @addr, before @end) map the
  * pages of @folio that follow @page, one after another. Context: the mm's lock held for
- * read, and the table's PTL.
+ * read or the VMA's read lock, and the table's PTL.
  */
 static unsigned long free_pte_batch(struct pm_mm *mm, pm_entry_t *ptep, unsigned long addr,
 				    unsigned long end, struct pm_folio *folio, struct pm_page *page)
@@ -132,7 +134,7 @@ static unsigned long free_pte_batch(struct pm_mm *mm, pm_entry_t *ptep, unsigned
 	unsigned long last = page_to_pfn(mm->m, &folio->page) + folio_nr_pages(folio);
 	unsigned long nr = 1;
 
-	mmap_assert_locked(mm);
+	fault_assert_held(mm);
 	while (addr + nr * PAGE_SIZE < end && pfn + nr < last) {
 		pte_t pte = ptep_get(ptep + nr);
 
@@ -149,16 +151,16 @@ static unsigned long free_pte_batch(struct pm_mm *mm, pm_entry_t *ptep, unsigned
  * range covers in part is split first, if this table alone maps it (pm__split_anon_thp(), as
  * Linux's split_folio() here: its pages that hold only zeros become the zero page), and its
  * pages then go as small folios; one that cannot be split is left as it is.
- * Context: the mm's lock held for read.
+ * Context: the mm's lock held for read, or @vma's read lock.
  */
-static void free_pte_range(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long start,
-			   unsigned long end)
+static void free_pte_range(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			   unsigned long start, unsigned long end)
 {
 	unsigned long a = start, unsplit = ULONG_MAX;
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep;
 
-	mmap_assert_locked(mm);
+	fault_assert_held(mm);
 again:
 	ptep = pm__pte_offset_map_lock(mm, pmdp, a, &ptl);
 	if (!ptep)
@@ -183,7 +185,7 @@ again:
 				if (a == unsplit)
 					continue; /* split refused: its pages stay as they are */
 				pm_spin_unlock(ptl);
-				if (!pm__split_anon_thp(mm, pmdp, a & PMD_MASK))
+				if (!pm__split_anon_thp(mm, vma, pmdp, a & PMD_MASK))
 					unsplit = a;
 				goto again;
 			}
@@ -199,12 +201,14 @@ again:
 	pm_spin_unlock(ptl);
 }
 
-/* madvise_free_single_vma() for [@start, @end) of a private anonymous VMA. */
-static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned long end)
+/* madvise_free_single_vma() for [@start, @end) of @vma, private and anonymous. Context: the
+ * mm's lock held for read, or @vma's read lock. */
+static void madvise_free_range(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
+			       unsigned long end)
 {
 	pm_entry_t *pmdp;
 
-	mmap_assert_locked(mm);
+	fault_assert_held(mm);
 	for_each_pmd_span(mm, a, next, start, end, pmdp) {
 		pmd_t pmd = pmdp_get(pmdp);
 
@@ -215,9 +219,9 @@ static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned l
 			if ((a & ~PMD_MASK) || next - a != PMD_SIZE) {
 				/* madvise_free_huge_pmd() on part of a THP: split_folio(), then the
 				 * PTEs (nothing, if it was not split: shared, pinned, huge zero). */
-				pm__split_anon_thp(mm, pmdp, a & PMD_MASK);
+				pm__split_anon_thp(mm, vma, pmdp, a & PMD_MASK);
 				if (pmd_table(pmdp_get(pmdp)))
-					free_pte_range(mm, pmdp, a, next);
+					free_pte_range(mm, vma, pmdp, a, next);
 				continue;
 			}
 			/* madvise_free_huge_pmd(): a whole leaf of a folio this mm alone maps. */
@@ -234,23 +238,24 @@ static void madvise_free_range(struct pm_mm *mm, unsigned long start, unsigned l
 			pm_spin_unlock(pml);
 			next = a; /* split or zapped meanwhile: look again */
 		} else if (pmd_table(pmd)) {
-			free_pte_range(mm, pmdp, a, next);
+			free_pte_range(mm, vma, pmdp, a, next);
 		}
 	}
 }
 
-/* MADV_DONTNEED and MADV_FREE, for [@s, @e) of @vma. Context: the mm's lock held for read. */
+/* MADV_DONTNEED and MADV_FREE, for [@s, @e) of @vma. Context: the mm's lock held for read, or
+ * @vma's read lock. */
 static int madvise_dontneed_free(struct pm_mm *mm, struct pm_vma *vma, unsigned long s,
 				 unsigned long e, int advice)
 {
-	mmap_assert_locked(mm);
+	fault_assert_held(mm);
 	if (!dontneed_free_valid_vma(vma, advice))
 		return -EINVAL;
 	if (advice == PM_MADV_FREE) {
 		/* MADV_FREE works only on private anonymous memory. */
 		if (!vma_is_anonymous(vma))
 			return -EINVAL;
-		madvise_free_range(mm, s, e);
+		madvise_free_range(mm, vma, s, e);
 		return 0;
 	}
 	if (is_vm_hugetlb_page(vma)) {
@@ -317,6 +322,39 @@ static int madvise_remove(struct pm_mm *mm, unsigned long start, unsigned long e
 	return hole ? -ENOMEM : 0;
 }
 
+/*
+ * madvise_dontneed_free_lock() - MADV_DONTNEED or MADV_FREE of [@start, @end), under the lock
+ * Linux 6.16+ takes (madvise_lock(), try_vma_read_lock()): the read lock of the VMA that holds
+ * the whole range, else mmap_lock for read over the walk of every VMA. What a VMA read lock
+ * gives the zap is what it gives a fault (vma_lock.c): the VMA cannot change or go, nor can
+ * the tables under it; every change of another VMA that reaches into the same tables does so
+ * under their PTLs, as it would beside a fault. MADV_FREE's split of a THP it covers in part
+ * maps that THP's all-zero pages to the zero page with their VMA's protection, and finds that
+ * VMA here without a lookup only if the 2 MiB spans it touches lie in the VMA held: otherwise
+ * it takes mmap_lock (Linux's split finds each page's VMA by its rmap instead).
+ */
+static int madvise_dontneed_free_lock(struct pm_mm *mm, unsigned long start, unsigned long end,
+				      int advice)
+{
+	struct pm_vma *vma = pm__lock_vma_under_rcu(mm, start);
+	int err;
+
+	if (vma) {
+		if (end <= vma->end &&
+		    (advice == PM_MADV_DONTNEED || ((start & PMD_MASK) >= vma->start &&
+						    ALIGN_UP(end, PMD_SIZE) <= vma->end))) {
+			err = madvise_dontneed_free(mm, vma, start, end, advice);
+			pm__vma_end_read(vma);
+			return err;
+		}
+		pm__vma_end_read(vma);
+	}
+	mmap_read_lock_range(mm, start, end);
+	err = madvise_walk_vmas(mm, start, end, advice, madvise_dontneed_free);
+	mmap_read_unlock(mm);
+	return err;
+}
+
 int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 {
 	unsigned long end;
@@ -357,10 +395,7 @@ int pm_madvise(struct pm_mm *mm, unsigned long start, size_t len, int advice)
 		return madvise_remove(mm, start, end);
 	case PM_MADV_DONTNEED:
 	case PM_MADV_FREE:
-		mmap_read_lock_range(mm, start, end);
-		err = madvise_walk_vmas(mm, start, end, advice, madvise_dontneed_free);
-		mmap_read_unlock(mm);
-		return err;
+		return madvise_dontneed_free_lock(mm, start, end, advice);
 	}
 	for (bool all = false;; all = true) {
 		mmap_write_lock_range_or_all(mm, start, end, all);

@@ -234,7 +234,8 @@ static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned lo
  * Return: MIGRATE_DONE with *@foliop held by the migration's reference alone (besides any
  * transient one) and @old, @entry the 512 entries before and now; or why not, with nothing
  * changed (MIGRATE_PINNED: the PTEs are back, the waiters woken).
- * Context: the mm's lock held for read over @haddr.
+ * Context: the mm's lock held for read over @haddr, or the read lock of a VMA that holds the
+ * whole span (split_thp()).
  */
 static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
 				     struct pm_folio **foliop, pte_t *old, pte_t *entry,
@@ -248,7 +249,7 @@ static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	pm_entry_t *ptep;
 	pmd_t pmd;
 
-	mmap_assert_locked(mm);
+	fault_assert_held(mm);
 	pmd = pmdp_get(pmdp);
 	if (pmd_leaf(pmd)) {
 		folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
@@ -383,16 +384,21 @@ static enum migrate_result migrate_one_thp(struct pm_mm *mm, pm_entry_t *pmdp,
  * mapping (nor its mapcount, nor the mapping's reference), so it is freed with the split's
  * last reference to it. Return: whether it was mapped so.
  */
-static bool map_unused_to_zero(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
-			       pte_t entry, struct pm_page *page)
+static bool map_unused_to_zero(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			       unsigned long addr, pte_t entry, struct pm_page *page)
 {
 	struct pm_machine *m = mm->m;
 	const unsigned long *w = page_address(m, page);
-	struct pm_vma *vma = pm__find_vma(mm, addr);
 	struct pm_spinlock *ptl;
 	pm_entry_t *ptep;
 	bool done = false;
 
+	if (!vma || addr < vma->start || addr >= vma->end) {
+		/* A page outside the VMA the caller holds: only under the mm's lock (a caller
+		 * under a VMA lock alone splits only THPs inside its VMA). */
+		mmap_assert_locked(mm);
+		vma = pm__find_vma(mm, addr);
+	}
 	if (!vma || vma->start > addr || (vma->flags & VM_LOCKED))
 		return false;
 	for (unsigned i = 0; i < PAGE_SIZE / sizeof(*w); i++)
@@ -432,11 +438,13 @@ static bool map_unused_to_zero(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long
  * the zero page where the page holds only zeros (Linux 6.12+'s __folio_split remaps an
  * anonymous folio's pages with RMP_USE_SHARED_ZEROPAGE: try_to_map_unused_to_zeropage). A
  * page left unmapped is freed with our reference. Counted as vmstat counts thp_split_page and
- * thp_split_page_failed. Return: MIGRATE_DONE (split), or why not.
- * Context: the mm's lock held for read over @haddr.
+ * thp_split_page_failed. @vma: a VMA the caller holds over the span, whose pages need no
+ * lookup to map the zero page, or NULL. Return: MIGRATE_DONE (split), or why not.
+ * Context: the mm's lock held for read over @haddr, or the read lock of @vma, which then
+ * holds the whole span.
  */
-static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr,
-				     bool partial, bool zero_unused)
+static enum migrate_result split_thp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				     unsigned long haddr, bool partial, bool zero_unused)
 {
 	struct pm_machine *m = mm->m;
 	pte_t old[HPAGE_PMD_NR], entry[HPAGE_PMD_NR];
@@ -445,7 +453,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 	unsigned long flags;
 	int ref = 1;
 
-	mmap_assert_locked(mm);
+	fault_assert_held(mm);
 	r = unmap_thp(mm, pmdp, haddr, &folio, old, entry, partial);
 	if (r == MIGRATE_PINNED)
 		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
@@ -479,7 +487,7 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 		unsigned long a = haddr + i * PAGE_SIZE;
 
 		if (entry[i].val &&
-		    !(zero_unused && map_unused_to_zero(mm, pmdp, a, entry[i], page)))
+		    !(zero_unused && map_unused_to_zero(mm, vma, pmdp, a, entry[i], page)))
 			remove_migration_pte_page(mm, pmdp, a, entry[i], page_folio(page), page);
 		folio_put(page_folio(page)); /* a page zapped meanwhile is freed here */
 	}
@@ -491,13 +499,17 @@ static enum migrate_result split_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
  * pm__split_anon_thp() - split_folio() of the anonymous THP that the PTE table at *@pmdp
  * (or its PMD leaf) maps at @haddr, for MADV_FREE of part of it: see split_thp(). The folio
  * must be this table's alone (an mm's, mapped nowhere else: Linux's !folio_maybe_mapped_shared)
- * and not pinned; its pages that hold only zeros are mapped to the zero page.
- * Return: whether it was split. Context: the mm's lock held for read over @haddr.
+ * and not pinned; its pages that hold only zeros are mapped to the zero page. @vma: the VMA
+ * of the MADV_FREE; under its read lock alone it must hold the whole 2 MiB span.
+ * Return: whether it was split. Context: the mm's lock held for read over @haddr, or @vma's
+ * read lock.
  */
-bool pm__split_anon_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr)
+bool pm__split_anon_thp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+			unsigned long haddr)
 {
-	mmap_assert_locked(mm);
-	return split_thp(mm, pmdp, haddr, true, true) == MIGRATE_DONE;
+	fault_assert_held(mm);
+	pm_assert(mm_locked(mm) || (haddr >= vma->start && haddr + PMD_SIZE <= vma->end));
+	return split_thp(mm, vma, pmdp, haddr, true, true) == MIGRATE_DONE;
 }
 
 /*
@@ -961,7 +973,7 @@ static int migrate_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long addr,
 		if (r != MIGRATE_AGAIN && r != MIGRATE_PINNED)
 			break;
 	}
-	if (r == MIGRATE_NOMEM && t->thp && split_thp(mm, pmdp, addr, false, false) == MIGRATE_DONE) {
+	if (r == MIGRATE_NOMEM && t->thp && split_thp(mm, NULL, pmdp, addr, false, false) == MIGRATE_DONE) {
 		/* No 2 MiB block in the target: split, and move its 512 pages one by one, each
 		 * counted as Linux counts the pages of a split THP - all of them move, as the
 		 * whole folio was isolated, but only those of the range asked for are in our

@@ -27,9 +27,10 @@
 #define assert_vma_read_locked(vma) pm_assert(pm__vma_read_held_here())
 #define assert_fault_locked(vma) \
 	pm_assert(mm_locked((vma)->mm) || pm__vma_read_held_here())
-/* Zaps: the mm's mmap_lock, or - truncation zapping other mms - an object's i_mmap lock. */
+/* Zaps: the mm's mmap_lock, the VMA's read lock (MADV_DONTNEED inside one VMA), or -
+ * truncation zapping other mms - an object's i_mmap lock. */
 #define zap_assert_held(mm) \
-	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0)
+	pm_assert(mm_locked(mm) || pm__i_mmap_held > 0 || pm__vma_read_held_here())
 /* The fault path when only the mm is at hand (assert_fault_locked without the VMA). */
 #define fault_assert_held(mm) pm_assert(mm_locked(mm) || pm__vma_read_held_here())
 
@@ -445,7 +446,8 @@ __hidden struct pm_mm *pm__mm_alloc(struct pm_machine *m);
 
 /* // mm/migrate.c */
 __hidden void pm__migration_entry_wait(struct pm_mm *mm, pm_entry_t *ptep, pte_t entry);
-__hidden bool pm__split_anon_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long haddr);
+__hidden bool pm__split_anon_thp(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
+				 unsigned long haddr);
 __hidden void pm__compact_for_fault(struct pm_machine *m);
 /* Tests only: called by a migration between its unmap and its copy, nothing locked. */
 extern void (*pm__migrate_hook)(struct pm_mm *mm, unsigned long addr) __hidden;

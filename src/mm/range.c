@@ -44,7 +44,8 @@
  *    sequence around the lookup (vma_lock.c, pm__vma_absent), not by holding the lock. The
  *    fallback and slow GUP hold the ranges of their span for read.
  *  - fork and teardown hold every range, in order (pm__range_lock_all()).
- *  - MADV_DONTNEED holds its ranges for read, as Linux's design holds mmap_lock for read.
+ *  - MADV_DONTNEED and MADV_FREE inside one VMA: that VMA's read lock alone (madvise.c); across
+ *    VMAs, their ranges for read, as Linux's design holds mmap_lock for read.
  *
  * Lock order: ranges in ascending address order, a parent's before its child's (fork); then
  * the per-VMA write locks, then everything Linux's design takes under mmap_lock (i_mmap_lock,

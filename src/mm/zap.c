@@ -211,7 +211,8 @@ static void zap_range(struct pm_mm *mm, unsigned long start, unsigned long end, 
 /**
  * pm__zap_range() - remove every mapping in [@start, @end) of @mm. A 2 MiB leaf the range
  * covers in part is split first (with its deposited table: this never fails).
- * Context: mmap_lock held (any mode), or the i_mmap lock of the object @mm maps there.
+ * Context: mmap_lock held (any mode), the read lock of the VMA that holds the range, or the
+ * i_mmap lock of the object @mm maps there.
  */
 void pm__zap_range(struct pm_mm *mm, unsigned long start, unsigned long end)
 {
@@ -248,12 +249,13 @@ void pm__zap_file_range(struct pm_mm *mm, unsigned long start, unsigned long end
  * hugetlb VMA with a reservation map: each anonymous page's reservation comes back to the
  * map, and to the pool's count when the page is freed (Linux 6.9+), a 2 MiB page at a time
  * under that page's fault mutex, so that the mapping's own fault on it comes wholly before or
- * wholly after (mem/hugetlb_pool.c, (a) and (b)). Context: mmap_lock held (any mode).
+ * wholly after (mem/hugetlb_pool.c, (a) and (b)). Context: mmap_lock held (any mode), or
+ * @vma's read lock.
  */
 void pm__zap_hugetlb_resv(struct pm_mm *mm, struct pm_vma *vma, unsigned long start,
 			  unsigned long end)
 {
-	mmap_assert_locked(mm);
+	zap_assert_held(mm);
 	pm_assert(vma->hresv && !(start & ~PMD_MASK) && !(end & ~PMD_MASK));
 	for (unsigned long a = start; a < end; a += PMD_SIZE) {
 		pthread_mutex_t *fm = pm__hugetlb_fault_mutex(mm->m, vma->file,
