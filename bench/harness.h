@@ -111,7 +111,7 @@ int bench_arg_list(const char *opt, const char *arg, unsigned max,
 int bench_arg_mm(const char *arg, bool *range_mm);
 
 /* child.c: run `pinmm-bench CASE ...` as a child and read what it printed */
-#define BENCH_MAX_METRICS 32
+#define BENCH_MAX_METRICS 40
 struct bench_result {
 	int status;		/* 0 ok, 1 unavailable, -1 failed */
 	long long average;	/* the average: line; -1 when missing */

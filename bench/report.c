@@ -26,6 +26,10 @@
  * of two runs of one round: a host that slows down or speeds up for minutes at a time (the
  * development VMs do, by up to 2x; docs/benchmarks.md, section 5) then either moves both or
  * spoils one round of R, which the median leaves out.
+ *
+ * Then each configuration that the scaling model has trace figures for gets a series of its
+ * own for the model's check (run_check(): 1 and N tasks in turn, the fastest sample of each;
+ * logs/ID-CFG-check.log), and report_model.c prints the model beside it under the table.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -137,26 +141,30 @@ static int open_log(struct report *rep, const struct report_experiment *e, enum 
 #define MAX_RETRIES_PER_POINT 2
 #define MAX_RETRIES 24	/* in all, so that a busy machine cannot make the report endless */
 
-static void run_point(struct report *rep, struct report_experiment *e, enum report_cfg c,
-		      unsigned p, unsigned nr, unsigned total)
+/* A child's command line; the numbers are written into @num. */
+struct child_args {
+	char num[4][16];
+	char *argv[24];
+};
+
+static char *const *child_argv(struct child_args *a, const struct report *rep,
+			       const struct report_experiment *e, enum report_cfg c, unsigned tasks,
+			       unsigned samples, unsigned interval_ms)
 {
 	const struct report_config *cfg = &e->cfg[c];
-	char t[16], s[16], w[16], iv[16], fig[32];
-	char *argv[24];
-	struct bench_result *r = &e->res[c][p];
-	int n = 0, log;
-	double v;
+	char **argv = a->argv;
+	int n = 0;
 
-	snprintf(t, sizeof(t), "%u", e->tasks[p]);
-	snprintf(s, sizeof(s), "%u", rep->samples);
-	snprintf(w, sizeof(w), "%u", rep->warmup);
-	snprintf(iv, sizeof(iv), "%u", rep->interval_ms);
+	snprintf(a->num[0], sizeof(a->num[0]), "%u", tasks);
+	snprintf(a->num[1], sizeof(a->num[1]), "%u", samples);
+	snprintf(a->num[2], sizeof(a->num[2]), "%u", rep->warmup);
+	snprintf(a->num[3], sizeof(a->num[3]), "%u", interval_ms);
 	argv[n++] = "pinmm-bench";
 	argv[n++] = (char *)cfg->bench_case;
-	argv[n++] = "-t", argv[n++] = t;
-	argv[n++] = "-s", argv[n++] = s;
-	argv[n++] = "--warmup", argv[n++] = w;
-	argv[n++] = "--interval-ms", argv[n++] = iv;
+	argv[n++] = "-t", argv[n++] = a->num[0];
+	argv[n++] = "-s", argv[n++] = a->num[1];
+	argv[n++] = "--warmup", argv[n++] = a->num[2];
+	argv[n++] = "--interval-ms", argv[n++] = a->num[3];
 	if (cfg->variant)
 		argv[n++] = "--variant", argv[n++] = (char *)cfg->variant;
 	if (cfg->knobs)
@@ -168,6 +176,21 @@ static void run_point(struct report *rep, struct report_experiment *e, enum repo
 	if (e->shrinks && rep->quick_size)
 		argv[n++] = "--size", argv[n++] = (char *)rep->quick_size;
 	argv[n] = NULL;
+	return argv;
+}
+
+static void run_point(struct report *rep, struct report_experiment *e, enum report_cfg c,
+		      unsigned p, unsigned nr, unsigned total)
+{
+	const struct report_config *cfg = &e->cfg[c];
+	struct child_args args;
+	char *const *argv = child_argv(&args, rep, e, c, e->tasks[p], rep->samples,
+				       rep->interval_ms);
+	char fig[32];
+	struct bench_result *r = &e->res[c][p];
+	int log;
+	double v;
+
 	fprintf(stderr, "[%2u/%u] %-18s %-6s %-9s %u task%s ... ", nr, total, e->id,
 		report_cfg_names[c], cfg->variant ? cfg->variant : "", e->tasks[p],
 		e->tasks[p] > 1 ? "s" : " ");
@@ -342,6 +365,82 @@ static void run_all(struct report *rep)
 	}
 	rep->round = 0;
 	rep->wall_s = (double)(bench_now_ns() - t0) / 1e9;
+}
+
+/* ---- the model's check: a series per modelled configuration ---- */
+
+#define CHECK_MAX_SAMPLES 5
+#define CHECK_MAX_INTERVAL_MS 250
+
+/*
+ * The model's check needs an efficiency that other processes do not decide. Each modelled
+ * configuration gets its own series after the table's runs: REPORT_CHECK_PAIRS child runs at
+ * 1 task and as many at N tasks, in turn (1, N, N, 1, 1, N: a slow minute hits both), and
+ * each task count keeps its fastest sample of all: others only ever slow a sample down, so
+ * the fastest is the one they disturbed least. The line cost and the ceiling the model uses
+ * are measured right after the series (report_model_calibrate()), not at the report's start.
+ */
+static void run_check(struct report *rep, unsigned i, enum report_cfg c)
+{
+	struct report_experiment *e = &rep->exps[i];
+	struct report_check *k = &e->check[c];
+	unsigned top = report_top_point(e), n = e->tasks[top];
+	unsigned samples = rep->samples < CHECK_MAX_SAMPLES ? rep->samples : CHECK_MAX_SAMPLES;
+	unsigned iv = rep->interval_ms < CHECK_MAX_INTERVAL_MS ? rep->interval_ms :
+							     CHECK_MAX_INTERVAL_MS;
+	char path[512];
+	int log;
+
+	memset(k, 0, sizeof(*k));
+	snprintf(path, sizeof(path), "%s/logs/%s-%s-check.log", rep->out_dir, e->id,
+		 report_cfg_names[c]);
+	log = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	fprintf(stderr, "[check] %-18s %-6s 1 and %u tasks, %u runs each ... ", e->id,
+		report_cfg_names[c], n, REPORT_CHECK_PAIRS);
+	for (unsigned r = 0; r < 2 * REPORT_CHECK_PAIRS; r++) {
+		unsigned at = (r + r / 2) % 2; /* 0 1 1 0 0 1: the task count's index */
+		struct child_args args;
+		struct bench_result res;
+		double best;
+
+		if (bench_child_run(child_argv(&args, rep, e, c, at ? n : 1, samples, iv), &res,
+				    log) < 0 || res.status)
+			continue;
+		best = bench_result_metric_d(&res, "best");
+		if (best <= 0)
+			continue;
+		k->best[at] = fmax(k->best[at], best);
+		k->others_sum += res.others;
+		k->others_max = fmax(k->others_max, res.others);
+		k->runs++;
+	}
+	if (log >= 0)
+		close(log);
+	report_model_calibrate(rep, i, c);
+	if (k->best[0] > 0 && k->best[1] > 0)
+		fprintf(stderr, "eff(%u) %.2f (others %.0f%%, at most %.0f%%)\n", n,
+			k->best[1] / (n * k->best[0]), 100 * k->others_sum / k->runs,
+			100 * k->others_max);
+	else
+		fprintf(stderr, "FAILED (see %s)\n", path);
+}
+
+static void run_checks(struct report *rep)
+{
+	uint64_t t0 = bench_now_ns();
+
+	if (report_model_load(rep) <= 0)
+		return;
+	for (unsigned i = 0; i < rep->nr_exps; i++) {
+		const struct report_experiment *e = &rep->exps[i];
+
+		if (!e->scale || e->nr_points < 2 || e->tasks[0] != 1)
+			continue;
+		for (int c = 0; c < NR_CFG; c++)
+			if (cfg_runs(rep, e, c) && report_model_has(rep, i, c))
+				run_check(rep, i, c);
+	}
+	rep->wall_s += (double)(bench_now_ns() - t0) / 1e9;
 }
 
 /* ---- options ---- */
@@ -522,6 +621,7 @@ int bench_cmd_report(int argc, char **argv)
 		return 1;
 	bench_disable_aslr(true);
 	run_all(&rep);
+	run_checks(&rep);
 	f = open_memstream(&table, &len);
 	if (!f)
 		return 1;

@@ -47,6 +47,22 @@ struct report_view {
 
 #define REPORT_MAX_VIEWS 3
 
+/*
+ * The model's check of one configuration (report_model.c): its own series of child runs,
+ * 1 task and N tasks in turn, and the line cost and ceiling measured just after it.
+ */
+#define REPORT_CHECK_PAIRS 3	/* 1-task and N-task runs, each, of a series */
+
+struct report_check {
+	unsigned runs;		/* child runs that gave a best sample, both task counts */
+	double best[2];		/* the fastest sample's ops/s at 1 and at N tasks */
+	double others_sum;	/* of the runs' shares of the machine that others took */
+	double others_max;
+	double line_ns;		/* x: a shared visit's extra cost at this row's gap */
+	double gap_ns;		/* the private work between two visits, t1 / visits */
+	double ceiling;		/* 2-CPU efficiency of private work, measured */
+};
+
 struct report_experiment {
 	const char *id;		/* file stem in results/ */
 	const char *title;
@@ -61,6 +77,7 @@ struct report_experiment {
 	struct bench_result res[NR_CFG][REPORT_MAX_POINTS];
 	bool ran[NR_CFG][REPORT_MAX_POINTS];
 	struct bench_result *rounds_res; /* --rounds > 1: [cfg][point][round], then the medians */
+	struct report_check check[NR_CFG];
 };
 
 struct report {
@@ -103,7 +120,12 @@ enum report_cfg report_after(const struct report_view *v);
 
 void report_print_notes(FILE *f, const struct report *rep, const char *prefix);
 
-/* report_model.c: the scaling model beside the measured efficiencies */
+/* report_model.c: the scaling model beside the measured efficiencies. report.c loads the
+ * trace's figures, runs each modelled configuration's series (report_model_has()) and has
+ * report_model_calibrate() measure the line cost and the ceiling right after it. */
+int report_model_load(const struct report *rep);
+bool report_model_has(const struct report *rep, unsigned exp, enum report_cfg c);
+void report_model_calibrate(const struct report *rep, unsigned exp, enum report_cfg c);
 void report_model_print(FILE *f, const struct report *rep);
 bool report_model_ops(const struct report_experiment *e, unsigned tasks, double *ops);
 

@@ -20,29 +20,41 @@
  *             that both tasks take and one takes exclusively (0: none); accesses stand for
  *             time, so the section costs cs_share * t1;
  *   units     units per counted iteration (pin_fast's iteration is 1024 pins);
- * plus the 1-CPU cost t1 = 1 / ops(1) of an iteration, measured in this run, and x, the cost
- * of moving a line between CPUs, measured at run time (line_ns(): two threads pinned to CPUs
- * 0 and 1 each add to a line with a locked RMW and then work alone for a while, as tasks
- * that visit a line do; x is what an iteration costs more when the line is one they share
- * than when each has its own. Of batches of MODEL_BATCH iterations the fastest counts among
- * those in which the partner made about as many, so that both were running: on a shared VM
- * a batch that a vCPU's preemption hits measures the hypervisor, not the line).
+ * and, from this run, each number the model uses at 2 CPUs, measured for each configuration
+ * right after its own series of runs (report.c, run_check(): 1 and N tasks in turn, the
+ * fastest sample of each task count):
+ *   t1        the 1-CPU cost of an iteration, 1 / the series' fastest 1-task sample;
+ *   gap       t1 / (visits * units): the private work between two visits of the lines;
+ *   x         what a visit to a line that the other CPU also writes costs more than a visit
+ *             to one's own, at that gap (probe(): CPUs 0 and 1 each make a locked add and
+ *             then dependent private work that takes about the gap, first on lines of their
+ *             own, then on one line). It is not a transfer's latency: at short gaps the CPU
+ *             holding the line makes several visits before the other's request takes it,
+ *             and the two CPUs' waits overlap; at long gaps a visit pays a whole transfer;
+ *   ceiling   the 2-CPU efficiency of work that shares nothing (probe(): CPU 0's locked
+ *             add, dependent steps and a page cleared, alone and then beside CPU 1 doing the
+ *             same): what a host that puts the vCPUs on one core, clocks down or has them
+ *             preempted gives any experiment, which no line model sees.
+ * Of each probe's batches the median counts, among those in which the partner made about as
+ * many iterations (both were running: on a shared VM a batch that a vCPU's preemption hits
+ * measures the hypervisor, not the line).
  *
- * The model. With N >= 2 tasks and L = visits * units transfers per iteration:
- *   (a) line transfers: each visit finds its line on another CPU: t(N) = t1 + L * x, so
- *       X(N) <= N / t(N);
+ * The model. With N >= 2 tasks and L = visits * units visits per iteration:
+ *   (a) line visits: t(N) = t1 + L * x, so X(N) <= N / t(N);
  *   (b) a hot line is owned by one CPU at a time: the machine moves it at most once per x,
  *       and each iteration moves it hot * units times: X(N) <= 1 / (hot * units * x);
  *   (c) a conflicting lock's critical section serialises (Amdahl; an M/D/1 queue at its
- *       saturation): X(N) <= 1 / (cs_share * t1 + L * x), the sections plus the transfers
+ *       saturation): X(N) <= 1 / (cs_share * t1 + L * x), the sections plus the visits
  *       of the lines they touch (the lock's own among them), which are made while it is held.
- * X(N) is the smallest of the three, and the efficiency is X(N) / (N / t1). At 16, 64 and
- * 256 CPUs, x is a two-socket machine's cross-socket transfer (MODEL_BIG_LINE_NS): the
- * published figures for 2-socket Xeons are of the order of 100-200 ns (David, Guerraoui and
- * Trigonakis, "Everything you always wanted to know about synchronization", SOSP 2013,
- * measure cross-socket transfers of this order); the model takes 150 ns.
- * What it leaves out: queueing on locks below saturation, memory bandwidth, SMT, the
- * per-task working set outgrowing caches, other processes on the machine, and every
+ * X(N) is the smallest, times the ceiling, and the efficiency is X(N) / (N / t1). At 2 CPUs,
+ * (b) is left out: x measured at the unit's own gap already is what two CPUs queueing on one
+ * line pay a visit. At 16, 64 and 256 CPUs, the ceiling is 1 and x is a two-socket machine's
+ * cross-socket transfer (MODEL_BIG_LINE_NS): the published figures for 2-socket Xeons are of
+ * the order of 100-200 ns (David, Guerraoui and Trigonakis, "Everything you always wanted to
+ * know about synchronization", SOSP 2013, measure cross-socket transfers of this order); the
+ * model takes 150 ns.
+ * What it leaves out: queueing on locks below saturation, memory bandwidth, the per-task
+ * working set outgrowing caches, visits spaced unevenly (the gap is a mean), and every
  * conflict the trace cannot see.
  */
 #include <errno.h>
@@ -53,13 +65,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "report.h"
 
 #define MODEL_BIG_LINE_NS 150.0
-#define MODEL_ROUNDS 200000
-#define MODEL_BATCH 1000	/* iterations timed together; the fastest batch counts */
-#define MODEL_WORK 64		/* steps of private work between two visits of the line */
+#define MODEL_BATCHES 200	/* batches a probe phase times; the median one counts */
+#define MODEL_BATCH_NS 50000	/* about what one batch takes */
+#define MODEL_STEPS 16		/* the ceiling's private work: dependent steps ... */
+#define MODEL_RING 64		/* ... and a 4 KiB page cleared of a ring of this many */
+#define MODEL_MAX_STEPS 20000	/* the longest gap the line probe reproduces */
+#define MODEL_PROBE_TRIES 5
 
 static const unsigned model_cpus[] = { 16, 64, 256 };
 
@@ -68,20 +84,23 @@ struct model_in {
 	double lines, visits, hot, rmws, cs_share, units;
 };
 
-/* What report_model_print() read, for the plots (report_model_ops()). */
+/* The trace's figures (report_model_load()), per experiment and configuration. */
 static const struct report *model_rep;
 static struct model_in (*model_saved)[NR_CFG];
-static double model_x;
 
-/* ---- the line transfer: a line that CPUs 0 and 1 both add to between other work ---- */
+/* ---- the probes: private work on CPUs 0 and 1, and a line both add to ---- */
 
-struct hotline {
+enum probe_phase { PROBE_OWN, PROBE_SHARED, PROBE_PAGES, PROBE_STOP };
+
+struct probe {
 	_Alignas(64) unsigned long shared;	/* the line both add to */
 	_Alignas(64) unsigned long own[2][8];	/* one line each */
 	_Alignas(64) unsigned long done1;	/* the partner's iterations */
-	_Alignas(64) volatile int phase;	/* 0 own lines, 1 the shared one, 2 stop */
+	_Alignas(64) volatile int phase;	/* enum probe_phase */
+	volatile unsigned steps;
 	volatile int go;
 	int err;
+	char *ring[2];				/* MODEL_RING pages each */
 };
 
 static int pin_to(int cpu)
@@ -93,27 +112,35 @@ static int pin_to(int cpu)
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* One iteration: a locked add to @line, then MODEL_WORK steps of work of this CPU alone that
- * depend on the add's result (as an operation's next steps depend on what it read), so that
- * the other CPU takes the line in between and out-of-order execution cannot hide the wait. */
-static inline unsigned long model_iter(unsigned long *line, unsigned long v)
+/*
+ * One iteration: a locked add to @line, then @steps steps of work of this CPU alone that
+ * depend on the add's result (as an operation's next steps depend on what it read), and,
+ * with a @ring, a 4 KiB page of it cleared (as a fault clears its page).
+ */
+static inline unsigned long probe_iter(unsigned long *line, unsigned steps, char *ring,
+				       unsigned long *page, unsigned long v)
 {
 	v += __atomic_fetch_add(line, 1, __ATOMIC_SEQ_CST) & 1;
-	for (int i = 0; i < MODEL_WORK; i++)
+	for (unsigned i = 0; i < steps; i++)
 		v = v * 6364136223846793005UL + 1442695040888963407UL;
+	if (ring) {
+		memset(ring + (*page)++ % MODEL_RING * 4096, (int)v, 4096);
+		__asm__ volatile("" : : "r"(ring) : "memory");
+	}
 	return v;
 }
 
 static void *partner(void *arg)
 {
-	struct hotline *h = arg;
-	unsigned long v = 1;
+	struct probe *h = arg;
+	unsigned long v = 1, page = 0;
 	int ph;
 
 	h->err = pin_to(1); /* read after the join */
 	__atomic_store_n(&h->go, 1, __ATOMIC_RELEASE);
-	while ((ph = __atomic_load_n(&h->phase, __ATOMIC_ACQUIRE)) != 2) {
-		v = model_iter(ph ? &h->shared : &h->own[1][0], v);
+	while ((ph = __atomic_load_n(&h->phase, __ATOMIC_ACQUIRE)) != PROBE_STOP) {
+		v = probe_iter(ph == PROBE_SHARED ? &h->shared : &h->own[1][0], h->steps,
+			       ph == PROBE_PAGES ? h->ring[1] : NULL, &page, v);
 		__atomic_store_n(&h->done1, h->done1 + 1, __ATOMIC_RELAXED);
 	}
 	return (void *)v;
@@ -127,60 +154,110 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
-/* The fastest batch's ns per iteration on CPU 0, of those in which the partner made between
- * half and twice as many iterations (both were running). */
-static double model_batches(struct hotline *h, unsigned long *line, unsigned long *v)
+static int cmp_double(const void *a, const void *b)
 {
-	double best = NAN;
+	double x = *(const double *)a, y = *(const double *)b;
 
-	for (unsigned long b = 0; b < MODEL_ROUNDS / MODEL_BATCH; b++) {
-		unsigned long d0 = __atomic_load_n(&h->done1, __ATOMIC_RELAXED), other;
-		double t0 = now_ns(), t1;
-
-		for (unsigned long i = 0; i < MODEL_BATCH; i++)
-			*v = model_iter(line, *v);
-		t1 = now_ns();
-		other = __atomic_load_n(&h->done1, __ATOMIC_RELAXED) - d0;
-		if (other * 2 >= MODEL_BATCH && other <= 2 * MODEL_BATCH)
-			best = fmin(isnan(best) ? HUGE_VAL : best, (t1 - t0) / MODEL_BATCH);
-	}
-	return best;
+	return x < y ? -1 : x > y;
 }
 
 /*
- * Nanoseconds that a visit to a line the other CPU wrote since costs more than a visit to
- * one's own: CPUs 0 and 1 both run model_iter() on their own lines, then on one line; the
- * difference of the fastest batches is one transfer. NAN where there are not two CPUs to pin
- * to, or no batch had both running.
+ * ns per iteration on CPU 0: the median of MODEL_BATCHES batches. With @both, only batches
+ * in which the partner made between half and twice as many iterations count (both were
+ * running: a batch that a vCPU's preemption hits measures the hypervisor, not the work).
+ * The median, not the fastest: the experiments' samples are averages over many iterations,
+ * and the fastest batch of a shared line is one where the two CPUs happened to keep out of
+ * each other's way.
  */
-static double line_ns(void)
+static double probe_phase(struct probe *h, bool both, unsigned long *line, char *ring)
 {
-	struct hotline *h = aligned_alloc(64, sizeof(*h));
-	unsigned long v = 1;
-	double own, shared, ns = NAN;
+	unsigned iters = MODEL_BATCH_NS / (20 + h->steps + (ring ? 200 : 0)), n = 0;
+	double t[MODEL_BATCHES], med;
+	unsigned long v = 1, page = 0;
+
+	iters = iters < 16 ? 16 : iters > 1000 ? 1000 : iters;
+	for (unsigned b = 0; b < MODEL_BATCHES; b++) {
+		unsigned long d0 = __atomic_load_n(&h->done1, __ATOMIC_RELAXED), other;
+		double t0 = now_ns(), t1;
+
+		for (unsigned i = 0; i < iters; i++)
+			v = probe_iter(line, h->steps, ring, &page, v);
+		t1 = now_ns();
+		other = __atomic_load_n(&h->done1, __ATOMIC_RELAXED) - d0;
+		if (!both || (other * 2 >= iters && other <= 2 * iters))
+			t[n++] = (t1 - t0) / iters;
+	}
+	if (!n)
+		return NAN;
+	qsort(t, n, sizeof(t[0]), cmp_double);
+	med = t[n / 2];
+	h->own[0][1] += v; /* keep v */
+	return med;
+}
+
+/*
+ * Measures, on CPUs 0 and 1, in this order:
+ *  - the ceiling: CPU 0's private work (a locked add to its own line, MODEL_STEPS dependent
+ *    steps, a page cleared) alone, then with CPU 1 doing the same on its own data; alone /
+ *    both is what two CPUs give of work that shares nothing: it catches a host that puts
+ *    the vCPUs on one core's SMT threads, clocks down, or lets others take a CPU;
+ *  - the line cost at a gap: both CPUs make a locked add and then private work that takes
+ *    about @gap_ns, first each on its own line, then on one line; x is the difference per
+ *    iteration. Long gaps pay about a whole transfer per visit; short ones less, since the
+ *    CPU holding the line makes several visits before the other's request takes it.
+ * NAN where there are not two CPUs to pin to, or no batch had both running.
+ */
+static void probe(double gap_ns, double *ceiling, double *x)
+{
+	struct probe *h = aligned_alloc(64, sizeof(*h));
+	double alone, both, t0, t64, own, shared;
 	cpu_set_t old;
 	pthread_t t;
 
+	*ceiling = *x = NAN;
 	if (!h)
-		return NAN;
+		return;
 	memset(h, 0, sizeof(*h));
-	if (bench_nproc() < 2 || pthread_getaffinity_np(pthread_self(), sizeof(old), &old) ||
-	    pin_to(0) || pthread_create(&t, NULL, partner, h)) {
+	h->ring[0] = aligned_alloc(4096, 2 * MODEL_RING * 4096);
+	if (!h->ring[0] || bench_nproc() < 2 ||
+	    pthread_getaffinity_np(pthread_self(), sizeof(old), &old) || pin_to(0)) {
+		free(h->ring[0]);
 		free(h);
-		return NAN;
+		return;
 	}
+	h->ring[1] = h->ring[0] + MODEL_RING * 4096;
+	memset(h->ring[0], 1, 2 * MODEL_RING * 4096);
+	/* alone: before the partner exists */
+	h->steps = MODEL_STEPS;
+	alone = probe_phase(h, false, &h->own[0][0], h->ring[0]);
+	h->steps = 0;
+	t0 = probe_phase(h, false, &h->own[0][0], NULL);
+	h->steps = 64;
+	t64 = probe_phase(h, false, &h->own[0][0], NULL);
+	h->phase = PROBE_PAGES;
+	h->steps = MODEL_STEPS;
+	if (pthread_create(&t, NULL, partner, h))
+		goto out;
 	while (!__atomic_load_n(&h->go, __ATOMIC_ACQUIRE))
 		sched_yield();
-	own = model_batches(h, &h->own[0][0], &v);
-	__atomic_store_n(&h->phase, 1, __ATOMIC_RELEASE);
-	shared = model_batches(h, &h->shared, &v);
-	__atomic_store_n(&h->phase, 2, __ATOMIC_RELEASE);
+	both = probe_phase(h, true, &h->own[0][0], h->ring[0]);
+	/* steps so that an iteration alone takes about the gap */
+	h->steps = t64 > t0 && gap_ns > t0 ?
+		(unsigned)fmin(MODEL_MAX_STEPS, round((gap_ns - t0) * 64 / (t64 - t0))) : 0;
+	__atomic_store_n(&h->phase, PROBE_OWN, __ATOMIC_RELEASE);
+	own = probe_phase(h, true, &h->own[0][0], NULL);
+	__atomic_store_n(&h->phase, PROBE_SHARED, __ATOMIC_RELEASE);
+	shared = probe_phase(h, true, &h->shared, NULL);
+	__atomic_store_n(&h->phase, PROBE_STOP, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
+	if (!h->err && !isnan(alone) && !isnan(both))
+		*ceiling = fmin(alone / both, 1.0);
 	if (!h->err && !isnan(own) && !isnan(shared))
-		ns = fmax(shared - own, 0);
+		*x = fmax(shared - own, 0);
+out:
 	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	free(h->ring[0]);
 	free(h);
-	return ns;
 }
 
 /* ---- the trace's figures ---- */
@@ -225,57 +302,145 @@ static int read_inputs(const struct report *rep, struct model_in in[][NR_CFG])
 	return n;
 }
 
+/* The trace's figures for the experiments of @rep; the number of rows that name one. */
+int report_model_load(const struct report *rep)
+{
+	struct model_in (*in)[NR_CFG] = calloc(rep->nr_exps ? rep->nr_exps : 1, sizeof(*in));
+	int n;
+
+	if (!in)
+		return -ENOMEM;
+	n = read_inputs(rep, in);
+	free(model_saved);
+	model_saved = in;
+	model_rep = rep;
+	return n;
+}
+
+bool report_model_has(const struct report *rep, unsigned exp, enum report_cfg c)
+{
+	return model_saved && model_rep == rep && exp < rep->nr_exps && model_saved[exp][c].have;
+}
+
+/* The 1-CPU cost of an iteration: the check's fastest 1-task sample, else the table's run. */
+static bool model_t1(const struct report_experiment *e, enum report_cfg c, double *t1_ns)
+{
+	double one = e->check[c].best[0];
+
+	if (one <= 0 && (!report_value(e, c, 0, METRIC_OPS, &one) || one <= 0))
+		return false;
+	*t1_ns = 1e9 / one;
+	return true;
+}
+
+/* After run_check()'s series: the gap between two visits of this configuration's unit, and
+ * the ceiling and the line cost at that gap, measured now. */
+void report_model_calibrate(const struct report *rep, unsigned exp, enum report_cfg c)
+{
+	struct report_experiment *e = &rep->exps[exp];
+	struct report_check *k = &e->check[c];
+	const struct model_in *m;
+	double t1, l;
+
+	if (!report_model_has(rep, exp, c) || !model_t1(e, c, &t1))
+		return;
+	m = &model_saved[exp][c];
+	l = m->visits * m->units;
+	k->gap_ns = l > 0 ? t1 / l : 0;
+	/* A probe in which no batch had both CPUs running (others took one) is made again. */
+	for (int tries = 0; tries < MODEL_PROBE_TRIES; tries++) {
+		probe(k->gap_ns, &k->ceiling, &k->line_ns);
+		if (!isnan(k->ceiling) && !isnan(k->line_ns))
+			break;
+		usleep(20000);
+	}
+}
+
+static bool report_model_has_any(const struct report *rep)
+{
+	for (unsigned i = 0; model_saved && model_rep == rep && i < rep->nr_exps; i++)
+		for (int c = 0; c < NR_CFG; c++)
+			if (model_saved[i][c].have)
+				return true;
+	return false;
+}
+
 /* ---- the model ---- */
 
-static double model_eff(const struct model_in *m, double t1_ns, double x, unsigned n)
+/*
+ * Efficiency at @n tasks with line cost @x and ceiling @ceil: (a) t(N) = t1 + L x each;
+ * (b) the hot line moves at most once per x; (c) a conflicting lock's section and the
+ * transfers made under it serialise. @hot_bound: (b) applies, which it does at the cited
+ * cross-socket cost; at 2 CPUs, the line cost measured at the unit's own gap already is what
+ * two CPUs queueing on one line pay per visit, so (b) would count the queue twice.
+ */
+static double model_eff(const struct model_in *m, double t1_ns, double x, double ceil,
+			unsigned n, bool hot_bound)
 {
 	double one = 1.0 / t1_ns, l = m->visits * m->units, xn;
 
 	if (n < 2)
 		return 1.0;
 	xn = n / (t1_ns + l * x);
-	if (m->hot > 0)
+	if (hot_bound && m->hot > 0)
 		xn = fmin(xn, 1.0 / (m->hot * m->units * x));
 	if (m->cs_share > 0)
 		xn = fmin(xn, 1.0 / (m->cs_share * t1_ns + l * x));
-	return xn / (n * one);
+	return ceil * xn / (n * one);
+}
+
+/* This machine's prediction at @n tasks: the check's measured line cost and ceiling. */
+static bool model_eff_here(const struct model_in *m, const struct report_check *k,
+			   double t1_ns, unsigned n, double *eff)
+{
+	double x = m->visits > 0 ? k->line_ns : 0;
+
+	if (isnan(x) || isnan(k->ceiling) || k->ceiling <= 0)
+		return false;
+	*eff = model_eff(m, t1_ns, x, k->ceiling, n, false);
+	return true;
 }
 
 struct model_count {
-	unsigned held, checked;		/* undisturbed comparisons, and those within 0.1 */
-	unsigned dheld, dchecked;	/* the same where a run stayed disturbed */
+	unsigned held, checked;
+	double others_sum, others_max;
+	unsigned runs;
 };
 
 static void print_cfg(FILE *f, const struct report_experiment *e, enum report_cfg c,
-		      const struct model_in *m, double x, struct model_count *cnt)
+		      const struct model_in *m, struct model_count *cnt)
 {
-	unsigned top = report_top_point(e);
-	double one, meas, pred;
+	const struct report_check *k = &e->check[c];
+	unsigned n = e->tasks[report_top_point(e)];
+	double t1, meas, pred = NAN;
 
-	if (!m->have || !report_value(e, c, 0, METRIC_OPS, &one) || one <= 0)
+	if (!m->have || !model_t1(e, c, &t1))
 		return;
-	pred = model_eff(m, 1e9 / one, x, e->tasks[top]);
 	fprintf(f, "model %-18s %-6s lines %2.0f visits %4.1f x%-4.0f rmw %4.1f cs %3.0f%% %5.0f ns"
-		"  eff(%u) model %.2f", e->id, report_cfg_names[c], m->lines, m->visits, m->units,
-		m->rmws,
-		100 * m->cs_share, m->cs_share * 1e9 / one, e->tasks[top], pred);
-	if (report_efficiency(e, c, &meas)) {
-		bool ok = fabs(pred - meas) <= 0.1;
-		bool dist = report_point_disturbed(e, c, 0) || report_point_disturbed(e, c, top);
+		" gap %5.0f ns x %3.0f ns ceil %.2f", e->id, report_cfg_names[c], m->lines,
+		m->visits, m->units, m->rmws, 100 * m->cs_share, m->cs_share * t1, k->gap_ns,
+		k->line_ns, k->ceiling);
+	if (!model_eff_here(m, k, t1, n, &pred))
+		fprintf(f, "  eff(%u) model -", n);
+	else
+		fprintf(f, "  eff(%u) model %.2f", n, pred);
+	if (k->best[0] > 0 && k->best[1] > 0) {
+		bool ok;
 
-		fprintf(f, " measured %.2f %s%s", meas, ok ? "ok" : "OFF",
-			dist ? " (disturbed)" : "");
-		if (dist) {
-			cnt->dchecked++;
-			cnt->dheld += ok;
-		} else {
-			cnt->checked++;
-			cnt->held += ok;
-		}
+		/* A comparison without a prediction (no probe had both CPUs) counts as off. */
+		meas = k->best[1] / (n * k->best[0]);
+		ok = !isnan(pred) && fabs(pred - meas) <= 0.1;
+		fprintf(f, " measured %.2f %s (others %.0f%%, at most %.0f%%)", meas,
+			ok ? "ok" : "OFF", 100 * k->others_sum / k->runs, 100 * k->others_max);
+		cnt->checked++;
+		cnt->held += ok;
+		cnt->others_sum += k->others_sum;
+		cnt->runs += k->runs;
+		cnt->others_max = fmax(cnt->others_max, k->others_max);
 	}
-	for (size_t k = 0; k < sizeof(model_cpus) / sizeof(model_cpus[0]); k++)
-		fprintf(f, "  eff(%u) %.3f", model_cpus[k],
-			model_eff(m, 1e9 / one, MODEL_BIG_LINE_NS, model_cpus[k]));
+	for (size_t j = 0; j < sizeof(model_cpus) / sizeof(model_cpus[0]); j++)
+		fprintf(f, "  eff(%u) %.3f", model_cpus[j],
+			model_eff(m, t1, MODEL_BIG_LINE_NS, 1.0, model_cpus[j], true));
 	fputc('\n', f);
 }
 
@@ -286,37 +451,31 @@ static void print_pin_fast(FILE *f, const struct report_experiment *e,
 	double b, a, eb, ea;
 
 	if (strcmp(e->id, "pin_fast") || !in[CFG_BEFORE].have || !in[CFG_AFTER].have ||
-	    !report_value(e, CFG_BEFORE, 0, METRIC_OPS, &b) ||
-	    !report_value(e, CFG_AFTER, 0, METRIC_OPS, &a) || b <= 0 || a <= 0)
+	    !model_t1(e, CFG_BEFORE, &b) || !model_t1(e, CFG_AFTER, &a))
 		return;
-	eb = model_eff(&in[CFG_BEFORE], 1e9 / b, MODEL_BIG_LINE_NS, 256);
-	ea = model_eff(&in[CFG_AFTER], 1e9 / a, MODEL_BIG_LINE_NS, 256);
+	eb = model_eff(&in[CFG_BEFORE], b, MODEL_BIG_LINE_NS, 1.0, 256, true);
+	ea = model_eff(&in[CFG_AFTER], a, MODEL_BIG_LINE_NS, 1.0, 256, true);
 	fprintf(f, "model pin_fast after/before at 256 CPUs: %.1fx (seed 2021: 25,617 -> "
-		"1,194,790 ops/s, x46.6)\n", (a * ea) / (b * eb));
+		"1,194,790 ops/s, x46.6)\n", (ea / a) / (eb / b));
 	/* The ratio scales with this machine's 1-CPU cost; the before's collapse does not: it
 	 * is the hot line's bound, the same on any machine with the same transfer cost. */
 	fprintf(f, "model pin_fast at 256 CPUs: before %.0f ops/s (seed 25,617), after %.0f "
-		"(seed 1,194,790; this machine's 1-CPU cost x 256)\n", 256 * b * eb,
-		256 * a * ea);
+		"(seed 1,194,790; this machine's 1-CPU cost x 256)\n", 256e9 * eb / b,
+		256e9 * ea / a);
 }
 
 void report_model_print(FILE *f, const struct report *rep)
 {
-	struct model_in (*in)[NR_CFG] = calloc(rep->nr_exps ? rep->nr_exps : 1, sizeof(*in));
 	struct model_count cnt = { 0 };
-	double x = line_ns();
-	int n;
 
-	if (!in)
-		return;
-	fprintf(f, "\nmodel: line transfer between CPUs 0 and 1 measured %.0f ns; %.0f ns "
-		"(cross-socket, cited) at 16/64/256 CPUs\n", x, MODEL_BIG_LINE_NS);
-	n = read_inputs(rep, in);
-	if (isnan(x) || n <= 0) {
-		fprintf(f, "model: skipped (%s)\n", isnan(x) ? "fewer than two CPUs to pin to" :
+	fprintf(f, "\nmodel: eff(2) from the trace, each configuration's own series of runs "
+		"(1 and 2 tasks in turn, %u each, the fastest sample of each task count), and the "
+		"line cost and ceiling measured right after it; %.0f ns a transfer (cross-socket, "
+		"cited) at 16/64/256 CPUs\n", REPORT_CHECK_PAIRS, MODEL_BIG_LINE_NS);
+	if (!report_model_has_any(rep)) {
+		fprintf(f, "model: skipped (%s)\n", bench_nproc() < 2 ? "fewer than two CPUs" :
 			"no trace figures in <out>/commuter/model.tsv; they need the clang "
 			"trace build");
-		free(in);
 		return;
 	}
 	for (unsigned i = 0; i < rep->nr_exps; i++) {
@@ -325,31 +484,29 @@ void report_model_print(FILE *f, const struct report *rep)
 		if (!e->scale)
 			continue;
 		for (int c = 0; c < NR_CFG; c++)
-			print_cfg(f, e, c, &in[i][c], x, &cnt);
-		print_pin_fast(f, e, in[i]);
+			print_cfg(f, e, c, &model_saved[i][c], &cnt);
+		print_pin_fast(f, e, model_saved[i]);
 	}
-	fprintf(f, "model: %u of %u measured 2-CPU efficiencies within 0.1 of the model; of runs "
-		"that other processes still disturbed after their repeats, %u of %u\n",
-		cnt.held + cnt.dheld, cnt.checked + cnt.dchecked, cnt.dheld, cnt.dchecked);
-	free(model_saved);
-	model_saved = in;
-	model_rep = rep;
-	model_x = x;
+	fprintf(f, "model: %u of %u measured 2-CPU efficiencies within 0.1 of the model; other "
+		"processes took %.0f%% of the machine on average over the checks' %u runs (at "
+		"most %.0f%% in one)\n", cnt.held, cnt.checked,
+		cnt.runs ? 100 * cnt.others_sum / cnt.runs : 0.0, cnt.runs, 100 * cnt.others_max);
 }
 
-/* The after configuration's predicted ops/s at @tasks (the measured line cost: the plots'
- * task counts are this machine's), for the plots' dashed "model" line. */
+/* The after configuration's predicted ops/s at @tasks on this machine, for the plots'
+ * dashed "model" line. */
 bool report_model_ops(const struct report_experiment *e, unsigned tasks, double *ops)
 {
-	double one;
+	double t1, eff;
 
 	for (unsigned i = 0; model_saved && i < model_rep->nr_exps; i++) {
 		const struct model_in *m = &model_saved[i][CFG_AFTER];
 
 		if (strcmp(model_rep->exps[i].id, e->id) || !m->have ||
-		    !report_value(e, CFG_AFTER, 0, METRIC_OPS, &one) || one <= 0)
+		    !model_t1(e, CFG_AFTER, &t1) ||
+		    !model_eff_here(m, &e->check[CFG_AFTER], t1, tasks, &eff))
 			continue;
-		*ops = tasks * one * model_eff(m, 1e9 / one, model_x, tasks);
+		*ops = tasks * 1e9 / t1 * eff;
 		return true;
 	}
 	return false;
