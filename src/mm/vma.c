@@ -47,10 +47,10 @@ static unsigned ranges_start(struct pm_mm *mm)
  * Range 0 needs no hold record (it is at or below the run's end), nor does a miss in the last
  * range.
  */
-static __noinline struct pm_vma *find_vma_ranges(struct pm_mm *mm, unsigned long addr)
+static __noinline struct pm_vma *find_vma_run(struct pm_mm *mm, unsigned long addr, unsigned r)
 {
 	struct pm_vma *vma = NULL;
-	unsigned r = range_of(mm, addr), hi;
+	unsigned hi;
 
 	if (!r) {
 		vma = pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
@@ -63,20 +63,26 @@ static __noinline struct pm_vma *find_vma_ranges(struct pm_mm *mm, unsigned long
 	return vma;
 }
 
-/* The first VMA that ends above @addr (it may start above @addr too), or NULL. One range,
- * or an address in the last range of the run held (most lookups of a change): that range's
- * tree is the whole answer. */
+/* The range design's lookup: an address in the last range of the run held (most lookups of
+ * a change) has its answer in that range's tree; the walk across ranges stays out of line.
+ * Out of line itself, so that pm__find_vma() stays small enough to inline for one range. */
+static __noinline struct pm_vma *find_vma_ranges(struct pm_mm *mm, unsigned long addr)
+{
+	unsigned r = range_of(mm, addr);
+
+	if (r == ranges_end(mm))
+		return pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+	return find_vma_run(mm, addr, r);
+}
+
+/* The first VMA that ends above @addr (it may start above @addr too), or NULL. One range:
+ * its tree is the whole answer. */
 struct pm_vma *pm__find_vma(struct pm_mm *mm, unsigned long addr)
 {
-	unsigned r;
-
 	if (addr >= PM_TASK_SIZE)
 		return NULL;
 	if (mm_one_range(mm))
 		return pm__vt_find(&mm->ranges[0].set.vmt, addr, NULL, NULL);
-	r = range_of(mm, addr);
-	if (r == ranges_end(mm))
-		return pm__vt_find(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 	return find_vma_ranges(mm, addr);
 }
 
@@ -93,13 +99,14 @@ struct pm_vma *pm__vma_next(struct pm_mm *mm, struct pm_vma *vma)
 	return pm__find_vma(mm, vma->end);
 }
 
-/* The last VMA that starts below @addr, from the range of @addr - 1 down to the start of the
- * run held. The last range is never below the run's start, so that lookup needs no hold
- * record, nor a miss in range 0. */
-static __noinline struct pm_vma *find_vma_prev_ranges(struct pm_mm *mm, unsigned long addr)
+/* The last VMA that starts below @addr, from the range of @addr - 1 (@r) down to the start
+ * of the run held. The last range is never below the run's start, so that lookup needs no
+ * hold record, nor a miss in range 0. */
+static __noinline struct pm_vma *find_vma_prev_run(struct pm_mm *mm, unsigned long addr,
+						   unsigned r)
 {
 	struct pm_vma *vma = NULL;
-	unsigned r = range_of(mm, addr - 1), lo;
+	unsigned lo;
 
 	if (r == mm->nr_ranges - 1) {
 		vma = pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
@@ -115,19 +122,23 @@ static __noinline struct pm_vma *find_vma_prev_ranges(struct pm_mm *mm, unsigned
 	return vma;
 }
 
-/* The last VMA that starts below @addr, or NULL. One range, or @addr - 1 in the first range
- * of the run held: that range's tree is the whole answer. */
+/* As find_vma_ranges(): @addr - 1 in the first range of the run held needs only its tree. */
+static __noinline struct pm_vma *find_vma_prev_ranges(struct pm_mm *mm, unsigned long addr)
+{
+	unsigned r = range_of(mm, addr - 1);
+
+	if (r == ranges_start(mm))
+		return pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
+	return find_vma_prev_run(mm, addr, r);
+}
+
+/* The last VMA that starts below @addr, or NULL. One range: its tree is the whole answer. */
 static struct pm_vma *find_vma_prev(struct pm_mm *mm, unsigned long addr)
 {
-	unsigned r;
-
 	if (!addr)
 		return NULL;
 	if (mm_one_range(mm))
 		return pm__vt_prev(&mm->ranges[0].set.vmt, addr, NULL, NULL);
-	r = range_of(mm, addr - 1);
-	if (r == ranges_start(mm))
-		return pm__vt_prev(&mm->ranges[r].set.vmt, addr, NULL, NULL);
 	return find_vma_prev_ranges(mm, addr);
 }
 
