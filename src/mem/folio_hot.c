@@ -8,8 +8,10 @@
  * of its own on xrefcount (the bias), and its pins and unpins go to a struct pm_folio_hot
  * found by head pfn in the machine's table m->xhot: one slot per CPU, a line each, holding
  * the net pins taken on that CPU, n, which may be negative (an unpin on another CPU than its
- * pin, or of a pin taken before the folio was hot). A pin of a page is GUP_PIN_COUNTING_BIAS
- * references of a small folio, or one reference and one pincount of a large one, so
+ * pin, or of a pin taken before the folio was hot). A hot pin or unpin is one locked add to
+ * its slot, inside an RCU read section, and writes no other shared byte. A pin of a page is
+ * GUP_PIN_COUNTING_BIAS references of a small folio, or one reference and one pincount of a
+ * large one, so
  *
  *	refcount = xrefcount - PM_HOT_BIAS + sum(n) * (1024 small, 1 large)
  *	pincount = xpincount + sum(n)	(large)
@@ -23,30 +25,30 @@
  *
  * Entering (pm__folio_hot_enter), under m->hot_lock: a shared pin that finds another pin
  * already outstanding asks for it, unless the last such pin was its own thread's
- * (pm__folio_pin_contended: one thread's many pins share no line). A state is taken from the
- * table (the pfn's own, a new one, or one whose folio is no longer hot, which is moved: at
- * most hot_max states per machine); the bias is added; PG_hot is set by a full-barrier RMW;
- * then the folio's mapcounts are read.
+ * (pm__folio_pin_contended: one thread's many pins share no line). A state is taken (one past
+ * its grace period, or a new one: at most hot_max states per machine); the bias is added; the
+ * state is published in the table; PG_hot is set by a full-barrier RMW; then the folio's
+ * mapcounts are read.
  *
  * Leaving (pm__folio_leave_hot), by whoever wins one compare-and-swap of the flags from PG_hot
- * to PG_hot_leave: wait until no CPU is inside a hot operation on the state, fold the
- * slots into the shared counts, clear PG_hot_leave, and drop the bias, which frees the folio if that was all that held it. It never sleeps nor takes a
- * lock: it waits only for the few instructions of a hot operation in progress, which takes
- * no lock, so it may be called under any lock, page-table locks included.
+ * to PG_hot_leave: exchange each slot with HOT_FOLDED, add what they held to the shared
+ * counts, clear the table entry and PG_hot_leave, retire the state (pm_call_rcu), and drop
+ * the bias, which frees the folio if that was all that held it. It waits for nothing but a
+ * leave already in progress, never sleeps, and takes no lock, so it may be called anywhere,
+ * page-table locks and read sections included.
  *
  * Why the counts are never lost (each pair is a store-buffering pattern with a full barrier
  * on both sides, so at least one side sees the other):
- *  (H1) A hot pin or unpin adds its pins and one "active" to its slot's word (struct
- *       pm_hot_slot) in one sequentially consistent RMW, then reads PG_hot and the table
- *       entry: if the folio is hot and the entry is still this state, it drops the active
- *       (release); if not, it takes back the whole add and goes to the shared counts. The
- *       leaver clears PG_hot with a full-barrier RMW, then, slot by slot, waits until the
- *       active half is zero and takes the pins with a compare-and-swap to zero. So either
- *       the operation saw PG_hot clear (and its add is gone or going: the CAS waits for its
- *       active), or the leaver waits for it and folds what it added.
- *  (H2) An unpin that finds PG_hot_leave waits until it is clear before it goes to the shared
- *       counts: the pin it releases may still sit in a slot, and the shared pincount would
- *       refuse the release as an underflow until the fold.
+ *  (H1) A hot pin or unpin is one sequentially consistent add to its CPU's slot, and the value
+ *       the add returns decides. The adds to a slot and the leaver's exchange are ordered,
+ *       as RMWs of one word are: an add before the exchange is folded into the shared counts
+ *       (counted: done), an add after it returns a folded value and was not counted, so the
+ *       operation goes to the shared counts instead; what it added stays in the retired
+ *       state, which is reset before its next use. Nobody takes an add back, so no fold can
+ *       catch half of an operation, and the leaver has nothing to wait for.
+ *  (H2) An unpin that goes to the shared counts waits until PG_hot_leave is clear: the pin it
+ *       releases may still sit in a slot that is not folded yet, and the shared pincount
+ *       would refuse the release as an underflow until the fold.
  *  (H3) The bias is never leaked. The bias is taken before PG_hot is set; after setting it
  *       (full barrier) the enterer reads the mapcounts, and leaves at once if the folio is
  *       unmapped. Every unmap drops its mapcount, then its mapping's reference with a
@@ -57,12 +59,13 @@
  *  (H4) GUP-fast's ordering is kept. A hot pin's slot update is a sequentially consistent
  *       RMW, as the shared count's is, so the re-read of the entry that follows it, and the
  *       re-read of write_protect_seq after the walk, pair with munmap and fork exactly as they
- *       do for a shared pin (gup_fast.c, (A) and (B)).
- *  (H5) A state's memory lives as long as the machine. A state is moved to another folio only
- *       under hot_lock, when its folio is neither hot nor leaving (entering is under the same
- *       lock, so it cannot become hot meanwhile): the entry is cleared, then active is waited
- *       for as in (H1); an operation that had loaded the old entry sees it changed and goes to
- *       the shared counts.
+ *       do for a shared pin (gup_fast.c, (A) and (B)). An add that counted found the slot
+ *       not folded, so the leave had not dropped the bias yet: the folio was alive.
+ *  (H5) A state serves one hot period of one folio. An operation loads the table entry and
+ *       adds to the state inside one RCU read section; the leaver clears the entry after the
+ *       fold and retires the state with pm_call_rcu, and only after that grace period may
+ *       the state be reset and serve another period. So no add meant for one period lands
+ *       in another's slots. A state's memory lives as long as the machine.
  *
  * Questions that need an exact answer leave hot mode rather than read a sum: a sum read while
  * pins come and go on other CPUs can miss a pin that is held throughout (read slot A before a
@@ -90,42 +93,36 @@ static inline struct pm_folio_hot *_Atomic *hot_entry(struct pm_machine *m,
 	return &atomic_load_acquire(&m->xhot)[page_to_pfn(m, &folio->page)];
 }
 
-/* Wait until no CPU is inside a hot operation on @h ((H1), (H5)). */
-static void hot_wait_idle(struct pm_machine *m, struct pm_folio_hot *h)
+/* The grace period after a leave has passed: the state may serve another period ((H5)). */
+static void hot_state_retired(struct pm_rcu_head *head)
 {
-	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++)
-		while ((uint32_t)atomic_load_acquire(&hot_slot(h, cpu)->xv))
-			cpu_relax();
+	struct pm_folio_hot *h = container_of(head, struct pm_folio_hot, rcu);
+	struct pm_machine *m = h->m;
+
+	pm_spin_lock(&m->hot_lock);
+	h->free = m->hot_free;
+	m->hot_free = h;
+	pm_spin_unlock(&m->hot_lock);
 }
 
 /*
- * One hot operation: @pins pins (negative: unpins) on this CPU's slot, if @folio is hot and
- * @h still serves it ((H1)). The add announces the operation and makes the change at once;
- * if the folio turned out not to be hot, a second add takes both back. A pin that would take
- * the slot past its share of PM_HOT_REF_LIMIT references (@unit each) is not taken here: the
- * shared counts, with their own limit, take it or refuse it. So however the slots are folded,
- * the refcount stays below PM_GUP_REF_LIMIT + PM_HOT_REF_LIMIT, far from INT_MAX.
- * Return: done here.
+ * One hot operation: @pins pins (negative: unpins) on this CPU's slot of @h ((H1)). A pin
+ * that would take the slot past its share of PM_HOT_REF_LIMIT references is not taken here:
+ * the shared counts, with their own limit, take it or refuse it. So however the slots are
+ * folded, the refcount stays below PM_GUP_REF_LIMIT + PM_HOT_REF_LIMIT, far from INT_MAX.
+ * Context: inside the read section in which @h was loaded from the table ((H5)).
+ * Return: counted here.
  */
-static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio *folio,
-				   struct pm_folio_hot *_Atomic *entry, struct pm_folio_hot *h,
-				   long pins, long unit)
+static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio_hot *h, long pins,
+				   bool large)
 {
 	struct pm_hot_slot *s = hot_slot(h, pm__this_cpu(m));
-	int64_t v = pins * HOT_PIN + HOT_ACTIVE;
+	long limit = large ? m->hot_slot_limit : m->hot_slot_limit / GUP_PIN_COUNTING_BIAS;
 
-	if (pins > 0 && unlikely((atomic_load_relaxed(&s->xv) / HOT_PIN + pins) * unit >
-				 PM_HOT_REF_LIMIT / m->nr_cpus))
+	if (pins > 0 && unlikely(atomic_load_relaxed(&s->xv) + pins > limit))
 		return false;
-
-	atomic_add_mb(&s->xv, v); /* (H4): sequentially consistent, as a shared pin's */
-	if (likely((atomic_load_mb(&folio->page.xflags) & PGF(PG_hot)) &&
-		   atomic_load_relaxed(entry) == h)) {
-		atomic_sub_release(&s->xv, HOT_ACTIVE);
-		return true;
-	}
-	atomic_sub_release(&s->xv, v);
-	return false;
+	/* (H4): sequentially consistent, as a shared pin's */
+	return !hot_folded(atomic_add_mb(&s->xv, pins));
 }
 
 /*
@@ -138,48 +135,42 @@ bool pm__folio_hot_grab(struct pm_folio *folio, int refs)
 {
 	struct pm_machine *m = page_machine(&folio->page);
 	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
-	struct pm_folio_hot *_Atomic *entry;
 	struct pm_folio_hot *h;
+	bool done = false;
 
 	if (!table)
 		return false;
-	entry = &table[page_to_pfn(m, &folio->page)];
-	h = atomic_load_acquire(entry);
-	if (!h)
-		return false;
-	/* Hot: its order cannot change until it leaves, which waits for us ((H1)). */
-	return hot_op(m, folio, entry, h, refs,
-		      folio_test_large(folio) ? 1 : GUP_PIN_COUNTING_BIAS);
+	pm_rcu_read_lock(); /* (H5) */
+	h = atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]);
+	if (h)
+		done = hot_op(m, h, refs, folio_test_large(folio));
+	pm_rcu_read_unlock();
+	return done;
 }
 
 /*
- * pm__folio_hot_put() - release @refs pins of @folio in this CPU's slot if it is hot; if it is
- * leaving hot mode, wait for the fold first ((H2)). Return: true if released here; false if
- * the caller releases them on the shared counts. Context: the caller holds the pins.
+ * pm__folio_hot_put() - release @refs pins of @folio in this CPU's slot if it is hot; if not,
+ * wait for a fold in progress first ((H2)). Return: true if released here; false if the
+ * caller releases them on the shared counts. Context: the caller holds the pins.
  */
 bool pm__folio_hot_put(struct pm_folio *folio, int refs)
 {
 	struct pm_machine *m = page_machine(&folio->page);
 	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *h;
+	bool done = false;
 
-	for (;;) {
-		unsigned long flags = atomic_load_acquire(&folio->page.xflags);
-		struct pm_folio_hot *_Atomic *entry;
-		struct pm_folio_hot *h;
-
-		if (flags & PGF(PG_hot_leave)) {
-			cpu_relax();
-			continue;
-		}
-		if (!(flags & PGF(PG_hot)) || !table)
-			return false;
-		entry = &table[page_to_pfn(m, &folio->page)];
-		h = atomic_load_acquire(entry);
-		if (!h)
-			return false; /* not hot any more: PG_hot is set only with a state */
-		if (hot_op(m, folio, entry, h, -(long)refs, 0))
-			return true;
+	if (table) {
+		pm_rcu_read_lock(); /* (H5) */
+		h = atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]);
+		if (h)
+			done = hot_op(m, h, -(long)refs, true);
+		pm_rcu_read_unlock();
 	}
+	if (!done)
+		while (atomic_load_acquire(&folio->page.xflags) & PGF(PG_hot_leave))
+			cpu_relax();
+	return done;
 }
 
 /* Is any page of @folio mapped (its mapcounts; the bias aside, as it holds none)? */
@@ -222,19 +213,12 @@ void pm__folio_leave_hot(struct pm_folio *folio)
 	h = atomic_load_acquire(hot_entry(m, folio));
 	pm_assert(h);
 	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
-		struct pm_hot_slot *s = hot_slot(h, cpu);
-		int64_t v = atomic_load_acquire(&s->xv);
+		int64_t v = atomic_xchg_mb(&hot_slot(h, cpu)->xv, HOT_FOLDED); /* (H1) */
 
-		/* Take the net pins once no operation is in progress; one that starts now sees
-		 * PG_hot clear and takes back its own add. */
-		do {
-			while ((uint32_t)v) {
-				cpu_relax();
-				v = atomic_load_acquire(&s->xv);
-			}
-		} while (!atomic_cas_mb(&s->xv, &v, 0));
-		pins += v / HOT_PIN;
+		pm_assert(!hot_folded(v));
+		pins += v;
 	}
+	atomic_store_release(hot_entry(m, folio), NULL);
 	if (folio_test_large(folio))
 		refs = pins;
 	else
@@ -246,6 +230,8 @@ void pm__folio_leave_hot(struct pm_folio *folio)
 	pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), >=, 0);
 	atomic_and_release(&folio->page.xflags, ~PGF(PG_hot_leave));
 	folio_put_refs(folio, PM_HOT_BIAS);
+	/* Last: no one waits on this leave any more, should a callback run here ((H5)). */
+	pm_call_rcu(&h->rcu, hot_state_retired);
 }
 
 /*
@@ -264,15 +250,19 @@ void pm__folio_hot_unmapped(struct pm_folio *folio)
 		pm__folio_free(folio);
 }
 
-/* A state for the folio at @entry: its own, a new one, or one moved from a cold folio. */
-static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_hot *_Atomic *entry)
+/* A state for a new hot period: one past its grace period, reset, or a new one. */
+static struct pm_folio_hot *hot_state_get(struct pm_machine *m)
 {
-	struct pm_folio_hot *_Atomic *table = atomic_load_relaxed(&m->xhot); /* set: @entry is in it */
-	struct pm_folio_hot *h = atomic_load_relaxed(entry);
+	struct pm_folio_hot *h = m->hot_free;
 
 	pm_assert(pm_spin_is_locked(&m->hot_lock));
-	if (h)
+	if (h) {
+		/* No operation holds it any more ((H5)): plain resets will do. */
+		m->hot_free = h->free;
+		for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++)
+			atomic_store_relaxed(&hot_slot(h, cpu)->xv, 0);
 		return h;
+	}
 	if (m->hot_nr < m->hot_max) {
 		size_t size = sizeof(*h) + m->nr_cpus * sizeof(struct pm_hot_slot);
 
@@ -280,26 +270,12 @@ static struct pm_folio_hot *hot_state_get(struct pm_machine *m, struct pm_folio_
 			return NULL; /* the pins stay shared */
 		memset(h, 0, size);
 		pm__trace_object(h, size, "pm_folio_hot");
+		h->m = m;
 		h->next = m->hot_list;
 		m->hot_list = h;
 		m->hot_nr++;
-	} else {
-		/* Move the state of a folio that is cold now ((H5)). */
-		for (h = m->hot_list; h; h = h->next) {
-			struct pm_page *p = pfn_to_page(m, h->pfn);
-
-			if (atomic_load_relaxed(&table[h->pfn]) == h &&
-			    !(atomic_load_mb(&p->xflags) & (PGF(PG_hot) | PGF(PG_hot_leave))))
-				break;
-		}
-		if (!h)
-			return NULL;
-		atomic_store_mb(&table[h->pfn], NULL);
-		hot_wait_idle(m, h);
 	}
-	h->pfn = (unsigned long)(entry - table);
-	atomic_store_release(entry, h);
-	return h;
+	return h; /* NULL: every state is in use or waits for its grace period */
 }
 
 /*
@@ -312,6 +288,7 @@ void pm__folio_hot_enter(struct pm_folio *folio)
 {
 	struct pm_machine *m = page_machine(&folio->page);
 	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *_Atomic *entry;
 	struct pm_folio_hot *h;
 	unsigned long flags;
 
@@ -335,13 +312,17 @@ void pm__folio_hot_enter(struct pm_folio *folio)
 		}
 	}
 	pm_spin_lock(&m->hot_lock);
-	flags = atomic_load_relaxed(&folio->page.xflags);
+	flags = atomic_load_acquire(&folio->page.xflags); /* a leave's entry clear before it */
 	if (flags & (PGF(PG_hot) | PGF(PG_hot_leave)))
 		goto out;
-	h = hot_state_get(m, &table[page_to_pfn(m, &folio->page)]);
+	entry = &table[page_to_pfn(m, &folio->page)];
+	pm_assert(!atomic_load_relaxed(entry));
+	h = hot_state_get(m);
 	if (!h)
 		goto out;
+	h->pfn = (unsigned long)(entry - table);
 	atomic_add_mb(&folio->page.xrefcount, PM_HOT_BIAS);
+	atomic_store_release(entry, h);
 	atomic_or_mb(&folio->page.xflags, PGF(PG_hot));
 	pm_spin_unlock(&m->hot_lock);
 	if (!folio_mapped_any(folio)) /* (H3) */
@@ -366,7 +347,8 @@ static void hot_sum(struct pm_folio *folio, long *refs, long *pins)
 	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
 		int64_t v = atomic_load_relaxed(&hot_slot(h, cpu)->xv);
 
-		n += (long)((v - (int64_t)(uint32_t)v) / HOT_PIN); /* less the active count */
+		if (!hot_folded(v))
+			n += (long)v;
 	}
 	if (folio_test_large(folio))
 		*refs = *pins = n;

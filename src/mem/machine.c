@@ -122,6 +122,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	pthread_mutex_init(&m->compact_lock, NULL);
 	pm_spin_init(&m->hot_lock);
 	m->hot_max = 64 + 8 * m->nr_cpus;
+	m->hot_slot_limit = PM_HOT_REF_LIMIT / m->nr_cpus;
 	pm_list_init(&m->mms);
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);

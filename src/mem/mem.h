@@ -308,7 +308,9 @@ struct pm_machine {
 						     * before the first folio is hot */
 	struct pm_spinlock hot_lock __cacheline_aligned; /* entering hot mode; the list */
 	struct pm_folio_hot *hot_list;	/* every state made; under hot_lock */
+	struct pm_folio_hot *hot_free;	/* states past their grace period; under hot_lock */
 	unsigned hot_nr, hot_max;	/* states made, and the most there may be */
+	long hot_slot_limit;		/* PM_HOT_REF_LIMIT / nr_cpus: one slot's share */
 
 	/* Compaction (mm/migrate.c): one run at a time; an mm leaves the mms list only under
 	 * it, so a run may use the mms it found there. Taken before any mm's lock. */
@@ -467,20 +469,26 @@ static inline bool is_huge_zero_folio(const struct pm_folio *folio)
 #define PM_HOT_REF_LIMIT (1L << 29) /* references all of a folio's slots may hold */
 
 /*
- * One CPU's counts of a hot folio, in one word so that a hot pin or unpin is two locked
- * instructions on its own line: the net pins taken here (signed, high half; each is a pin of
- * a page, 1024 references of a small folio or one reference and one pincount of a large
- * one), and the hot operations in progress here (low half).
+ * One CPU's count of a hot folio: the net pins taken on this CPU (signed; each is a pin of a
+ * page, 1024 references of a small folio or one reference and one pincount of a large one),
+ * so that a hot pin or unpin is one locked instruction on its own line. The leave folds the
+ * slot by exchanging it with HOT_FOLDED, so an operation whose add returns a folded value
+ * knows that its add was not counted (slot values stay far from it: |pins| < 2^40).
  */
-#define HOT_ACTIVE 1LL
-#define HOT_PIN (1LL << 32)
+#define HOT_FOLDED (-(1LL << 62))
+#define hot_folded(v) ((v) < -(1LL << 61))
 struct pm_hot_slot {
 	_Atomic int64_t xv;
 } __cacheline_aligned;
 
+/* The state of one hot period of one folio: made hot, folded, then retired after a grace
+ * period, never moved to another folio while an operation may hold it (folio_hot.c, (H5)). */
 struct pm_folio_hot {
 	unsigned long pfn;	    /* the head it serves; under hot_lock */
 	struct pm_folio_hot *next;  /* on the machine's hot_list; under hot_lock */
+	struct pm_folio_hot *free;  /* on hot_free; under hot_lock */
+	struct pm_machine *m;
+	struct pm_rcu_head rcu;	    /* the retirement */
 	struct pm_hot_slot slot[];  /* nr_cpus, a line each */
 };
 

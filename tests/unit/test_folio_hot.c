@@ -16,6 +16,9 @@
  *  5. migration: a hot folio with pins is refused, one whose pins are gone moves.
  *  6. One thread's many pins of a THP go hot once; after the folio leaves hot mode, only
  *     another thread's contended pin makes it hot again.
+ *  7. A state serves one hot period: after each leave and its grace period the next period
+ *     reuses it; without the grace periods the states run out, and the pins stay exact on
+ *     the shared counts.
  *  Every case ends with pm_machine_check (which knows hot folios: the bias, the state, and
  *  that an unmapped folio is never hot) and every frame back.
  */
@@ -263,6 +266,53 @@ static void test_one_thread(void)
 	pmt_end(m, free0, &pmt_end_returned, "one thread");
 }
 
+/* 7. A leave retires the state; after a grace period it serves the next period. */
+static void test_recycle(void)
+{
+	struct pm_machine *m = machine(RANGE);
+	size_t free0 = pm_machine_free_pages(m);
+	struct pm_mm *mm = pm_mm_create(m);
+	struct pm_page *held, *q;
+	struct pm_folio *folio;
+	unsigned entered = 0, rounds = 2 * m->hot_max, exact = 0;
+
+	pm_mmap(mm, BASE, 2UL << 20, RW, ANON | PM_MAP_FIXED, NULL, 0);
+	pm_madvise(mm, BASE, 2UL << 20, PM_MADV_HUGEPAGE);
+	pmt_poke(mm, BASE, 'r');
+	folio = folio_at(mm, BASE);
+	ok(folio && folio_test_large(folio) &&
+	   pm_pin_user_pages_fast(mm, BASE, 1, PM_FOLL_WRITE, &held) == 1, "recycle: a pinned THP");
+	for (unsigned i = 0; i < rounds; i++) {
+		pm__folio_hot_enter(folio);
+		entered += folio_hot(folio);
+		if (pm_pin_user_pages_fast(mm, BASE + PG, 1, PM_FOLL_WRITE, &q) == 1)
+			pm_unpin_user_page(q);
+		pm__folio_leave_hot(folio);
+		pm_rcu_barrier();
+	}
+	is_int(entered, rounds, "recycle: %u hot periods, each after the last one's grace period",
+	       rounds);
+	is_int(m->hot_nr, 1, "recycle: one state served them all");
+	entered = 0;
+	for (unsigned i = 0; i < rounds; i++) {
+		pm__folio_hot_enter(folio);
+		entered += folio_hot(folio);
+		if (pm_pin_user_pages_fast(mm, BASE + PG, 1, PM_FOLL_WRITE, &q) == 1) {
+			pm_unpin_user_page(q);
+			exact += pm_folio_pincount(folio) == 1; /* leaves hot mode, if hot */
+		}
+	}
+	pm_rcu_barrier();
+	ok(entered >= 1 && m->hot_nr <= m->hot_max, "recycle: without grace periods %u of %u "
+	   "periods found a state (%u made, at most %u)", entered, rounds, m->hot_nr, m->hot_max);
+	is_int(exact, rounds, "recycle: the pincount exact in every round");
+	pm_unpin_user_page(held);
+	is_int(pm_folio_pincount(folio), 0, "recycle: no pin left");
+	is_int(pm_machine_check(m), 0, "recycle: pm_machine_check");
+	pm_mm_destroy(mm);
+	pmt_end(m, free0, &pmt_end_returned, "recycle");
+}
+
 int main(void)
 {
 	plan_no_plan();
@@ -275,5 +325,6 @@ int main(void)
 	test_fork();
 	test_migrate();
 	test_one_thread();
+	test_recycle();
 	return done_testing();
 }
