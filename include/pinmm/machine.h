@@ -31,8 +31,10 @@ extern "C" {
 #define PM_KNOB_UNPIN_PER_PAGE 0x08	     /* unpin one page at a time, no folio batching */
 #define PM_KNOB_SHMEM_LOCK_TWICE 0x10	     /* shmem fault takes info->lock twice (pre-2010) */
 #define PM_KNOB_NO_PER_VMA_LOCK 0x20	     /* every fault takes mmap_lock (before Linux 6.4) */
-#define PM_KNOB_PTE_TABLE_LOCK 0x40	     /* range design: PTE installs take the table's lock
-					      * (Linux); without it they compare-and-swap */
+#define PM_KNOB_PTE_TABLE_LOCK 0x40	     /* range design: PTE installs and pm_access's
+					      * copies take the table's lock (Linux); without
+					      * it installs compare-and-swap, and copies go as
+					      * the lock's lockless readers */
 #define PM_KNOB_FOLIO_SHARED_PINS 0x80	     /* range design: every pin writes the folio's
 					      * counts (Linux); without it, a folio several
 					      * CPUs pin counts them per CPU (hot folios) */

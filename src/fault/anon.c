@@ -217,7 +217,7 @@ static vm_fault_t do_huge_zero_page(struct pm_mm *mm, struct pm_vma *vma, pm_ent
 		return VM_FAULT_FALLBACK;
 	}
 	pml = pm__pmd_lockptr(mm, pmdp);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	if (!pmd_none(pmdp_get(pmdp))) {
 		pm_spin_unlock(pml);
 		pm__pte_free_now(m, deposit);
@@ -269,7 +269,7 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 			    vma->flags & VM_WRITE);
 
 	pml = pm__pmd_lockptr(mm, pmdp);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	if (!pmd_none(pmdp_get(pmdp))) {
 		pm_spin_unlock(pml);
 		folio_put(folio);

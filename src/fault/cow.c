@@ -179,7 +179,7 @@ static vm_fault_t do_huge_zero_wp_pmd(struct pm_mm *mm, struct pm_vma *vma, pm_e
 	folio_set_flags_new(folio, PGF(PG_anon) | PGF(PG_anon_exclusive));
 	entry = mk_huge_pmd(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
 			    vma->flags & VM_WRITE);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	if (!pmd_same(pmdp_get(pmdp), zero_pmd)) {
 		pm_spin_unlock(pml);
 		folio_put(folio);

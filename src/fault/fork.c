@@ -126,7 +126,7 @@ static int copy_huge_pmd(struct pm_mm *dst, struct pm_mm *src, pm_entry_t *dst_p
 	struct pm_folio *folio;
 	pmd_t pmd;
 
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(src_pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);

@@ -30,7 +30,7 @@ struct pm_folio *pm__wp_huge_pmd_lock(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t 
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
 	fault_assert_held(mm);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	*pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(*pmd) || pmd_write(*pmd)) {
 		pm_spin_unlock(pml);
@@ -108,7 +108,7 @@ void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_ent
 		folio_get_refs(folio, 1);
 		atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
 	}
-	pm_spin_lock(dst_pml);
+	pm__ptl_lock(dst_pml);
 	if (deposit)
 		pm__pgtable_deposit(dst, dst_pmdp, deposit);
 	set_pmd(dst_pmdp, pmd_wrprotect(pmd));

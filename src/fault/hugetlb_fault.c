@@ -96,7 +96,7 @@ static vm_fault_t hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry
 {
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pm_smp_mb();
 	if (!pmd_none(pmdp_get(pmdp)) || (cache && !page_test(&cache->page, PG_shmem)) ||
 	    atomic_load_relaxed(&vma->xhugetlb_unmapped)) {
@@ -223,7 +223,7 @@ static void unmap_ref_page(struct pm_vma *vma, unsigned long addr, struct pm_fol
 	if (!pmdp)
 		return;
 	pml = pm__pmd_lockptr(mm, pmdp);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(pmd) || page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))) != folio) {
 		pm_spin_unlock(pml);
@@ -310,7 +310,7 @@ retry:
 	if (!new && cow_from_owner && !unmapped) {
 		unmap_ref_private(vma, folio, haddr);
 		unmapped = true;
-		pm_spin_lock(pml);
+		pm__ptl_lock(pml);
 		if (pmd_same(pmdp_get(pmdp), pmd)) {
 			folio_put(folio); /* not the last: our mapping holds one */
 			goto retry;
@@ -323,7 +323,7 @@ retry:
 		folio_put(folio);
 		return VM_FAULT_SIGBUS; /* a fork child's COW with the pool empty, as Linux */
 	}
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	if (!pmd_same(pmdp_get(pmdp), pmd)) {
 		pm_spin_unlock(pml);
 		folio_put(new);
@@ -406,7 +406,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 	struct pm_folio *folio;
 	pmd_t pmd;
 
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(src_pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
@@ -425,7 +425,7 @@ static int copy_hugetlb_pmd(struct pm_mm *dst, struct pm_mm *src, struct pm_vma 
 		page_set(&copy->page, PG_anon);
 		page_set(&copy->page, PG_anon_exclusive);
 		atomic_store_relaxed(&copy->page.xentire_mapcount, 1);
-		pm_spin_lock(dst_pml);
+		pm__ptl_lock(dst_pml);
 		set_pmd(dst_pmdp, mk_huge_pmd(page_to_pfn(src->m, &copy->page),
 					      vma_is_accessible(vma), vma->flags & VM_WRITE));
 		pm_spin_unlock(dst_pml);

@@ -257,7 +257,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 			}
 		}
 		ptl = pm__pmd_lockptr(mm, pmdp);
-		pm_spin_lock(ptl);
+		pm__ptl_lock(ptl);
 		pmd = pmdp_get(pmdp);
 		if (!pmd_leaf(pmd)) {
 			pm_spin_unlock(ptl);

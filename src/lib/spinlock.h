@@ -33,16 +33,19 @@ struct pm_spinlock {
 
 /*
  * One attempt to take @l. Debug builds use a compare-and-swap, so that a failed attempt does
- * not overwrite the holder's id; release builds keep the plain exchange.
+ * not overwrite the holder's id; release builds keep the plain exchange. Sequentially
+ * consistent, not just acquire: a page-table lock's holder then reads what the table's
+ * lockless readers stored before they read the lock (pgtable.h, pm__ptl_lock). On x86 it is
+ * the same instruction.
  */
 static inline bool pm_spin_try_acquire(struct pm_spinlock *l)
 {
 #if PM_DEBUG >= 1
 	int unlocked = 0;
 
-	return atomic_cas_acquire(&l->xlocked, &unlocked, pm_lock_owner_id());
+	return atomic_cas_mb(&l->xlocked, &unlocked, pm_lock_owner_id());
 #else
-	return !atomic_xchg_acquire(&l->xlocked, 1);
+	return !atomic_xchg_mb(&l->xlocked, 1);
 #endif
 }
 

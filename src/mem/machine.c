@@ -123,6 +123,7 @@ struct pm_machine *pm_machine_create(const struct pm_config *cfg)
 	pm_spin_init(&m->hot_lock);
 	m->hot_max = 64 + 8 * m->nr_cpus;
 	m->hot_slot_limit = PM_HOT_REF_LIMIT / m->nr_cpus;
+	m->table_reader_slots = min(m->nr_cpus, 15u);
 	pm_list_init(&m->mms);
 	pm_list_init(&m->shmems);
 	pm_list_init(&m->stat_blocks);

@@ -103,7 +103,12 @@ struct pm_page {
 		struct pm_list lru;	     /* free: buddy or per-CPU list link */
 		struct {		     /* a page-table page */
 			struct pm_spinlock ptl; /* split lock: PTE table's PTL, PMD table's PMD lock */
-			int level;		/* 4 = PGD ... 1 = PTE */
+			int16_t level;		/* 4 = PGD ... 1 = PTE */
+			/* pm_access's copies through this table (pgtable.c, "Lockless
+			 * readers"): the threads (bit: pin tag % 8) that copied under the
+			 * lock, and TABLE_READERS once the table has its reader slots; written
+			 * under the lock */
+			_Atomic uint16_t xaccess_threads;
 			union {		/* never overlaps the lock */
 				struct pm_rcu_head rcu;	   /* deferred free */
 				struct pm_page *huge_ptes; /* PMD table: PTE tables deposited for
@@ -312,6 +317,12 @@ struct pm_machine {
 	unsigned hot_nr, hot_max;	/* states made, and the most there may be */
 	long hot_slot_limit;		/* PM_HOT_REF_LIMIT / nr_cpus: one slot's share */
 
+	/* pm_access's lockless readers of page tables (pgtable.c, "Lockless readers"): the
+	 * reader slots of a table, by its pfn, for tables that several CPUs copy through;
+	 * NULL until the first such table. table_reader_slots: slots per table. */
+	struct pm_reader_slot *_Atomic *_Atomic xtable_readers;
+	unsigned table_reader_slots;
+
 	/* Compaction (mm/migrate.c): one run at a time; an mm leaves the mms list only under
 	 * it, so a run may use the mms it found there. Taken before any mm's lock. */
 	pthread_mutex_t compact_lock __cacheline_aligned;
@@ -477,6 +488,11 @@ static inline bool is_huge_zero_folio(const struct pm_folio *folio)
  */
 #define HOT_FOLDED (-(1LL << 62))
 #define hot_folded(v) ((v) < -(1LL << 61))
+/* One CPU class's lockless readers of one table: 1 while one copies through it. */
+struct pm_reader_slot {
+	_Atomic unsigned long xin;
+} __cacheline_aligned;
+
 struct pm_hot_slot {
 	_Atomic int64_t xv;
 } __cacheline_aligned;

@@ -66,7 +66,7 @@ static void walk_pmd(struct walk *w, pm_entry_t *pmdp, unsigned long addr, unsig
 			continue; /* no longer a table: look again */
 		}
 		w->ptl = pm__pmd_lockptr(mm, pmdp);
-		pm_spin_lock(w->ptl);
+		pm__ptl_lock(w->ptl);
 		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd)) {
 			if (w->leaf)

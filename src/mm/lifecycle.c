@@ -211,6 +211,7 @@ void pm_machine_destroy(struct pm_machine *m)
 			pm__shmem_kill(pm_list_entry(m->shmems.next, struct pm_shmem, link));
 		pm_rcu_barrier();
 	}
+	pm__table_readers_exit(m); /* every table is freed: only the index is left */
 	pm__machine_free(m);
 }
 

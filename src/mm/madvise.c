@@ -225,7 +225,7 @@ static void madvise_free_range(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 				continue;
 			}
 			/* madvise_free_huge_pmd(): a whole leaf of a folio this mm alone maps. */
-			pm_spin_lock(pml);
+			pm__ptl_lock(pml);
 			pmd = pmdp_get(pmdp);
 			if (pmd_leaf(pmd)) {
 				folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));

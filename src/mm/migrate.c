@@ -523,7 +523,7 @@ static void remove_migration_pmd(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t entry
 	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
 	pmd_t cur;
 
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	cur = pmdp_get(pmdp);
 	if (is_pmd_migration_entry(cur) && pmd_pfn(cur) == pmd_pfn(entry)) {
 		folio_get_refs(folio, 1);
@@ -570,7 +570,7 @@ static enum migrate_result migrate_hugetlb_private(struct pm_mm *mm, struct pm_v
 
 	mmap_assert_locked(mm);
 	pthread_mutex_lock(fm);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(pmd))
 		goto unlock;
@@ -694,7 +694,7 @@ static enum migrate_result migrate_hugetlb_shared(struct pm_machine *m, struct p
 		if (!pmdp)
 			continue;
 		pml = pm__pmd_lockptr(v->mm, pmdp);
-		pm_spin_lock(pml);
+		pm__ptl_lock(pml);
 		pmd = pmdp_get(pmdp);
 		if (pmd_leaf(pmd) && pmd_pfn(pmd) == pfn) {
 			pmd_t e = make_pmd_migration_entry(pmd, false);

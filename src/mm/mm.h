@@ -431,6 +431,9 @@ __hidden void pm__unmap_region(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 __hidden void pm__vma_link_file(struct pm_vma *vma);
 __hidden void pm__vma_unlink_file(struct pm_vma *vma);
 
+/* // mm/access.c */
+__hidden void pm__access_warm(struct pm_mm *mm, unsigned long addr);
+
 /* // mm/populate.c */
 __hidden void pm__mm_populate(struct pm_mm *mm, unsigned long start, unsigned long len,
 			      unsigned long vm_flags);

@@ -641,7 +641,7 @@ static bool change_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp, unsigned long ad
 
 	if (unlikely(pm__pmd_migration_hook) && is_pmd_migration_entry(read))
 		pm__pmd_migration_hook(mm, addr);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(pmdp);
 	if (pmd_leaf(pmd)) {
 		v = pmd.val & ~(_PAGE_USER | _PAGE_RW);

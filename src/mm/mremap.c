@@ -151,7 +151,7 @@ static bool move_ptes(struct pm_mm *mm, pm_entry_t *old_pmdp, unsigned long old,
 	dst = entry_table(mm->m, pmdp_get(new_pmdp).val) + pte_index(new);
 	new_ptl = &table_page(mm->m, dst)->ptl;
 	if (new_ptl != old_ptl)
-		pm_spin_lock(new_ptl); /* two PTLs of one mm: only a writer of the mm nests them */
+		pm__ptl_lock(new_ptl); /* two PTLs of one mm: only a writer of the mm nests them */
 	for (unsigned long n = len >> PAGE_SHIFT; n; n--, src++, dst++) {
 		pte_t pte = ptep_get(src);
 
@@ -178,9 +178,9 @@ static bool move_huge_pmd(struct pm_mm *mm, pm_entry_t *old_pmdp, pm_entry_t *ne
 	struct pm_folio *folio;
 	pmd_t pmd;
 
-	pm_spin_lock(old_pml);
+	pm__ptl_lock(old_pml);
 	if (new_pml != old_pml)
-		pm_spin_lock(new_pml);
+		pm__ptl_lock(new_pml);
 	pm_assert(pmd_none(pmdp_get(new_pmdp)));
 	pm_bug_on(!pmd_leaf(pmdp_get(old_pmdp)));
 	pmd = pmdp_get_and_clear(old_pmdp);

@@ -110,7 +110,7 @@ static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	pm_entry_t *deposit;
 	pmd_t pmd;
 
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(pmdp);
 	if (!pmd_leaf(pmd)) {
 		pm_spin_unlock(pml);
@@ -169,7 +169,7 @@ static bool zap_pmd_migration_entry(struct pm_mm *mm, pm_entry_t *pmdp, unsigned
 
 	if (unlikely(pm__pmd_migration_hook))
 		pm__pmd_migration_hook(mm, addr);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	same = pmd_same(pmdp_get(pmdp), pmd);
 	if (same &&
 	    (even_cows || !folio_test_anon(page_folio(pfn_to_page(mm->m, pmd_pfn(pmd))))))

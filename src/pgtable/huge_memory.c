@@ -134,7 +134,7 @@ void pm__split_huge_pmd_folio(struct pm_mm *mm, pm_entry_t *pmdp, const struct p
 	pmd_t pmd;
 
 	split_assert_held(mm);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	pmd = pmdp_get(pmdp);
 	if (pmd_leaf(pmd) &&
 	    (!folio || page_folio(pfn_to_page(mm_pgtables(mm)->m, pmd_pfn(pmd))) == folio))

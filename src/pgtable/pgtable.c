@@ -37,14 +37,46 @@
  *     64-bit words written atomically, so a walker never sees a torn entry.
  * Holders of mmap_lock (read) or of a VMA's read lock need no RCU: they walk only under a VMA
  * they found, and a table any live VMA reaches into is never freed.
+ *
+ * Lockless readers (the range design's pm_access, mm/access.c; pgtable.h's pm__ptl_read_*).
+ * A copy through a table must not overlap a change of its entries: a store must never land
+ * in a page after it has been unmapped, write-protected for a fork child, or freed. Linux
+ * gets that from the TLB shootdown; pinmm copies under the table's lock, so two copies
+ * through one table write its lock word. A table that several threads copy through (its
+ * xaccess_threads marks those that took the lock to copy, by pin tag % 8) gets reader
+ * slots, a line per CPU class (TABLE_READERS; m->xtable_readers by the table's pfn), and its lock
+ * becomes a reader-writer lock whose readers write only their own slot: a reader marks its
+ * slot (compare-and-swap from 0, so that two threads of one class cannot share it), then
+ * reads the lock word; if it is held, it unmarks and takes the lock instead. Every writer
+ * takes the lock with pm__ptl_lock(): the acquiring RMW, then, if the table has slots, a
+ * wait while any of them is marked.
+ *  (R1) Each side writes, then reads what the other writes, all sequentially consistent (the
+ *       lock's RMW included, spinlock.h): a store-buffering pattern. Either the reader sees
+ *       the lock held and backs off, or the writer's read of the slot comes after the
+ *       reader's mark and it waits for the copy to end.
+ *  (R2) The slots are attached under the table's lock (pm__table_readers_attach): published
+ *       in the index, then TABLE_READERS set, both before an unlock, so every later holder
+ *       sees them; a reader uses them only after reading the flag with acquire. They stay
+ *       until the table is freed, after its grace period, when no reader can be inside.
+ *  (R3) A reader re-reads the PMD and the entry after its check of the lock, as a locker does
+ *       after taking it (3. above); the copy then runs as if under the lock. The table and
+ *       its slots stay memory by RCU (2.), and the page it copies stays allocated because
+ *       whoever unmaps or replaces it changes the entry under the lock, which waits.
+ *  (R4) No deadlock: a reader takes nothing and waits for nothing while marked, and a writer
+ *       waits only for readers.
+ * A writer reads the slots of its own table only, so copies and changes in different tables
+ * share no byte, and copies through one table by different CPUs share none once it has them.
  */
+#include <sys/mman.h>
+
 #include "pgtable/pgtable.h"
 
 static void table_init(struct pm_page *page, int level)
 {
 	atomic_store_relaxed(&page->xflags, PGF(PG_table));
 	pm_spin_init(&page->ptl);
-	page->level = level;
+	page->level = (int16_t)level;
+	atomic_store_relaxed(&page->xaccess_threads, 0);
 	page->huge_ptes = NULL;
 }
 
@@ -65,11 +97,27 @@ static pm_entry_t *table_alloc(struct pm_machine *m, int level)
 	return page_address(m, page);
 }
 
+/* The reader slots of a table nobody can reach any more, if it has them ((R2)). */
+static void table_readers_free(struct pm_machine *m, struct pm_page *page)
+{
+	struct pm_reader_slot *_Atomic *index;
+	struct pm_reader_slot *r;
+
+	if (!(atomic_load_relaxed(&page->xaccess_threads) & TABLE_READERS))
+		return;
+	index = atomic_load_relaxed(&m->xtable_readers);
+	r = atomic_xchg_acquire(&index[page - m->pages], NULL);
+	pm__trace_object_gone(r);
+	free(r);
+	atomic_store_relaxed(&page->xaccess_threads, 0);
+}
+
 /* Free a table that was never published (or that nobody can reach any more). */
 static void table_free_now(struct pm_machine *m, pm_entry_t *table)
 {
 	struct pm_page *page = table_page(m, table);
 
+	table_readers_free(m, page);
 	atomic_store_relaxed(&page->xflags, 0);
 	pm__trace_object_gone(table);
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
@@ -82,6 +130,7 @@ static void table_free_rcu_cb(struct pm_rcu_head *head)
 
 	if (unlikely(m->fork_busy))
 		return; /* queued by a fork parent, for a copy the child cannot use (mem/mem.c) */
+	table_readers_free(m, page);
 	atomic_store_relaxed(&page->xflags, 0);
 	pm__trace_object_gone(page_address(m, page));
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
@@ -362,6 +411,105 @@ struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp)
 	return &table_page(mm_pgtables(mm)->m, pmdp)->ptl;
 }
 
+/*
+ * pm__ptl_wait_readers() - the holder of @ptl, whose table has reader slots, waits until no
+ * lockless reader copies through it ((R1)). A copy is at most a page: it spins, and yields
+ * if the reader's thread is off its CPU. Context: @ptl held.
+ */
+void pm__ptl_wait_readers(struct pm_spinlock *ptl)
+{
+	struct pm_page *table = ptl_table_page(ptl);
+	struct pm_machine *m = page_machine(table);
+	struct pm_reader_slot *r;
+
+	pm_assert_locked(ptl);
+	r = atomic_load_acquire(&atomic_load_acquire(&m->xtable_readers)[table - m->pages]);
+	for (unsigned i = 0; i < m->table_reader_slots; i++) {
+		unsigned spins = 0;
+
+		while (atomic_load_mb(&r[i].xin)) {
+			if (++spins < PM_SPIN_BEFORE_YIELD)
+				cpu_relax();
+			else
+				sched_yield();
+		}
+	}
+}
+
+/*
+ * pm__table_readers_attach() - give the table that maps @addr in @mm its reader slots ((R2)),
+ * if it has none: the index first, then the slots, are allocated here, outside any lock and
+ * read section; they are published under the table's lock. A table unlinked meanwhile gets
+ * them all the same, inside the read section, and its free frees them. Best effort: without
+ * memory, copies through it take the lock, as before. Called outside any lock and read
+ * section (it allocates).
+ */
+void pm__table_readers_attach(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_machine *m = mm_pgtables(mm)->m;
+	struct pm_reader_slot *_Atomic *index = atomic_load_acquire(&m->xtable_readers);
+	size_t size = m->table_reader_slots * sizeof(struct pm_reader_slot);
+	struct pm_reader_slot *r = NULL;
+	struct pm_spinlock *ptl = NULL;
+	pm_entry_t *pmdp;
+
+	if (!index) {
+		size_t len = m->nr_pages * sizeof(*index);
+		struct pm_reader_slot *_Atomic *none = NULL;
+
+		if (pm__should_fail(m))
+			return;
+		index = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (index == MAP_FAILED)
+			return;
+		if (!atomic_cas_strong_mb(&m->xtable_readers, &none, index)) {
+			munmap(index, len);
+			index = none;
+		} else {
+			pm__trace_object(index, len, "pm_table_readers index");
+		}
+	}
+	if (pm__should_fail(m) || posix_memalign((void **)&r, PM_CACHELINE, size))
+		return;
+	memset(r, 0, size);
+	pm_rcu_read_lock();
+	pmdp = pm__pmd_lookup(mm, addr);
+	if (pmdp) {
+		pmd_t pmd = pmdp_get(pmdp);
+
+		if (pmd_leaf(pmd))
+			ptl = pm__pmd_lockptr(mm, pmdp);
+		else if (pmd_table(pmd))
+			ptl = &table_page(m, entry_table(m, pmd.val))->ptl;
+	}
+	if (ptl) {
+		struct pm_page *table = ptl_table_page(ptl);
+
+		pm__ptl_lock(ptl);
+		if (!(atomic_load_relaxed(&table->xaccess_threads) & TABLE_READERS)) {
+			pm__trace_object(r, size, "pm_table_readers");
+			atomic_store_release(&index[table - m->pages], r);
+			atomic_or_mb(&table->xaccess_threads, TABLE_READERS);
+			r = NULL;
+		}
+		pm_spin_unlock(ptl);
+	}
+	pm_rcu_read_unlock();
+	free(r);
+}
+
+/* pm_machine_destroy(): every table is freed, and its slots with it; the index goes. */
+void pm__table_readers_exit(struct pm_machine *m)
+{
+	struct pm_reader_slot *_Atomic *index = atomic_load_relaxed(&m->xtable_readers);
+
+	if (!index)
+		return;
+	pm__trace_object_gone(index);
+	munmap(index, m->nr_pages * sizeof(*index));
+	m->xtable_readers = NULL;
+}
+
 /**
  * pm__pte_alloc() - make sure *@pmdp points to a PTE table, allocating it outside any lock.
  * Context: mmap_lock held, or the faulting VMA's read lock.
@@ -379,7 +527,7 @@ int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
 	if (!new)
 		return -ENOMEM;
 	pml = pm__pmd_lockptr(mm, pmdp);
-	pm_spin_lock(pml);
+	pm__ptl_lock(pml);
 	if (pmd_none(pmdp_get(pmdp))) {
 		set_pmd(pmdp, (pmd_t){ (virt_to_pfn(mm_pgtables(mm)->m, new) << PAGE_SHIFT) | _PAGE_TABLE });
 		new = NULL;
@@ -411,7 +559,7 @@ pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp, unsigned
 			return NULL;
 		table = entry_table(mm_pgtables(mm)->m, pmd.val);
 		ptl = &table_page(mm_pgtables(mm)->m, table)->ptl;
-		pm_spin_lock(ptl);
+		pm__ptl_lock(ptl);
 		if (likely(pmd_same(pmd, pmdp_get(pmdp)))) {
 			*ptlp = ptl;
 			return &table[pte_index(addr)];
@@ -488,8 +636,8 @@ static void free_pte_tables(struct pm_mm *mm, pm_entry_t *pmdt, unsigned long st
 			continue;
 		pte = entry_table(mm_pgtables(mm)->m, pmd.val);
 		ptl = &table_page(mm_pgtables(mm)->m, pte)->ptl;
-		pm_spin_lock(pml);
-		pm_spin_lock(ptl);
+		pm__ptl_lock(pml);
+		pm__ptl_lock(ptl);
 		set_pmd(pmdp, (pmd_t){ _PAGE_TABLE_USED }); /* the PMD table stays */
 		pm_spin_unlock(ptl);
 		pm_spin_unlock(pml);

@@ -315,6 +315,9 @@ __hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
 __hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,
 					     unsigned long addr, struct pm_spinlock **ptlp);
 __hidden struct pm_spinlock *pm__pmd_lockptr(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__ptl_wait_readers(struct pm_spinlock *ptl);
+__hidden void pm__table_readers_attach(struct pm_mm *mm, unsigned long addr);
+__hidden void pm__table_readers_exit(struct pm_machine *m);
 __hidden void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 				 unsigned long floor, unsigned long ceiling);
 __hidden bool pm__pgd_range_has_tables(struct pm_mm *mm, unsigned long start, unsigned long end);
@@ -327,5 +330,91 @@ __hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden void pm__split_huge_pmd_folio(struct pm_mm *mm, pm_entry_t *pmdp,
 				       const struct pm_folio *folio);
 __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
+
+/*
+ * ---- A table lock and its lockless readers (the argument: pgtable.c, "Lockless readers") ----
+ */
+#define TABLE_READERS 0x8000 /* xaccess_threads: the table has reader slots */
+
+/* The table whose PTL (or PMD lock) @ptl is: the lock lives in the table page's descriptor. */
+static inline struct pm_page *ptl_table_page(struct pm_spinlock *ptl)
+{
+	return container_of(ptl, struct pm_page, ptl);
+}
+
+/*
+ * pm__ptl_lock() - take a PTE table's PTL or a PMD table's lock, as every writer of the
+ * table's entries does; then, if the table has lockless readers, wait for those inside.
+ */
+static inline void pm__ptl_lock(struct pm_spinlock *ptl)
+{
+	pm_spin_lock(ptl); /* sequentially consistent (spinlock.h) */
+	if (unlikely(atomic_load_relaxed(&ptl_table_page(ptl)->xaccess_threads) & TABLE_READERS))
+		pm__ptl_wait_readers(ptl);
+}
+
+/*
+ * pm__ptl_read_begin() - copy through the table of @ptl without taking the lock, as a CPU
+ * does through its TLB: if the table has reader slots, mark this CPU's and check that no
+ * writer holds the lock. The caller then re-reads the entries it acts on, copies, and ends
+ * with pm__ptl_read_end(*@slot).
+ * Context: pm_rcu_read_lock() (the table and its slots stay memory); nothing else is taken
+ * until the end.
+ * Return: false: take the lock instead (no slots yet, a writer holds the lock, or another
+ * thread of this CPU's class is inside).
+ */
+static inline bool pm__ptl_read_begin(struct pm_machine *m, struct pm_spinlock *ptl,
+				      struct pm_reader_slot **slot)
+{
+	struct pm_page *table = ptl_table_page(ptl);
+	struct pm_reader_slot *s;
+	unsigned long none = 0;
+
+	rcu_assert_held();
+	if (!(atomic_load_acquire(&table->xaccess_threads) & TABLE_READERS))
+		return false;
+	s = atomic_load_acquire(&atomic_load_acquire(&m->xtable_readers)[table - m->pages]);
+	s += pm__this_cpu(m) % m->table_reader_slots;
+	if (!atomic_cas_mb(&s->xin, &none, 1))
+		return false;
+	if (unlikely(atomic_load_mb(&ptl->xlocked))) { /* (R1) */
+		atomic_store_release(&s->xin, 0);
+		return false;
+	}
+	*slot = s;
+	return true;
+}
+
+static inline void pm__ptl_read_end(struct pm_reader_slot *slot)
+{
+	atomic_store_release(&slot->xin, 0);
+}
+
+/* This thread's bit among a table's copiers (xaccess_threads): one of its pin tag's. */
+static inline unsigned pm__ptl_reader_bit(void)
+{
+	return 1u << (pm__this_pin_tag() & 7);
+}
+
+/*
+ * pm__ptl_mark_reader() - a copy under @ptl: note this thread among the table's copiers, a
+ * bit of its pin tag standing for it (cheaper than asking for the CPU on every copy; two
+ * threads that share a bit count as one, and their table keeps the lock).
+ * Context: @ptl held. Return: true if a second thread copies through a table without reader
+ * slots: the caller attaches them once it has left the lock and its read section.
+ */
+static inline bool pm__ptl_mark_reader(struct pm_spinlock *ptl)
+{
+	struct pm_page *table = ptl_table_page(ptl);
+	unsigned bit = pm__ptl_reader_bit();
+	unsigned seen = atomic_load_relaxed(&table->xaccess_threads);
+
+	pm_assert_locked(ptl);
+	if (likely(seen & bit))
+		return false;
+	seen |= bit;
+	atomic_store_relaxed(&table->xaccess_threads, (uint16_t)seen);
+	return !(seen & TABLE_READERS) && (seen & (seen - 1));
+}
 
 #endif /* PM_PGTABLE_PGTABLE_H */

@@ -8,9 +8,9 @@
 #define PM_PGTABLE_PTE_CAS_H
 
 /*
- * Do @mm's installs into empty PTEs, and slow GUP's PTE steps, go without the PTL? The range
- * design's way; Linux's design, and the range design under PM_KNOB_PTE_TABLE_LOCK, lock the
- * table as Linux does.
+ * Do @mm's installs into empty PTEs, slow GUP's PTE steps and pm_access's copies go without
+ * the PTL (the copies as its lockless readers, pgtable.c)? The range design's way; Linux's
+ * design, and the range design under PM_KNOB_PTE_TABLE_LOCK, lock the table as Linux does.
  */
 static inline bool pte_lockless(const struct pm_mm *mm)
 {

@@ -268,12 +268,18 @@ bool pmt_reads_zero(struct pm_mm *mm, unsigned long addr, unsigned long npages)
 	return true;
 }
 
+/*
+ * A page is filled and compared word by word with relaxed atomics: the page may be a frame
+ * that a device reads or writes through a pin while a CPU copies through its mapping
+ * (pm_access), as hardware does it, and ThreadSanitizer must not take that for a race of
+ * pinmm's.
+ */
 void pmt_fill_words(void *page, uint64_t v)
 {
 	uint64_t *w = page;
 
 	for (unsigned long k = 0; k < PG / 8; k++)
-		w[k] = v;
+		__atomic_store_n(&w[k], v, __ATOMIC_RELAXED);
 }
 
 bool pmt_page_all(const void *page, uint64_t v)
@@ -281,7 +287,7 @@ bool pmt_page_all(const void *page, uint64_t v)
 	const uint64_t *w = page;
 
 	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != v)
+		if (__atomic_load_n(&w[k], __ATOMIC_RELAXED) != v)
 			return false;
 	return true;
 }

@@ -116,9 +116,13 @@ static void *worker(void *arg)
 			/* The zero page's pins are not counted (Linux's try_grab_folio). */
 			if (!folio_is_zero(pm_page_folio(page)))
 				w->pins++;
-			if (data[0] != tag(addr) && data[0] != 0) {
+			/* A device's read through the pin: atomic, as the hardware's, beside
+			 * the mutator's copies through the mapping. */
+			uint64_t d = __atomic_load_n(&data[0], __ATOMIC_RELAXED);
+
+			if (d != tag(addr) && d != 0) {
 				diag("worker %u: page at %#lx holds %#llx", w->id, addr,
-				     (unsigned long long)data[0]);
+				     (unsigned long long)d);
 				atomic_fetch_add(&errors, 1);
 			}
 			if (folio_hot(pm_page_folio(page)))

@@ -131,12 +131,16 @@ static void check_page(struct worker *w, struct pm_page *p, unsigned long off)
 	const uint64_t *q = pm_page_address(p);
 	bool zero = pm_page_is_zero(p);
 
-	for (unsigned i = 0; i < PG / 8; i++)
-		if (zero ? q[i] != 0 : !word_ok(off + i * 8, q[i])) {
+	for (unsigned i = 0; i < PG / 8; i++) {
+		/* A device's read through the pin, beside the writers' copies: atomic. */
+		uint64_t v = __atomic_load_n(&q[i], __ATOMIC_RELAXED);
+
+		if (zero ? v != 0 : !word_ok(off + i * 8, v)) {
 			pmt_error(&w->c->errors, "pinner: %s page at +%#lx word %u is %#lx",
-				  zero ? "zero" : "held", off, i, (unsigned long)q[i]);
+				  zero ? "zero" : "held", off, i, (unsigned long)v);
 			return;
 		}
+	}
 }
 
 static void *pinner_fn(void *arg)

@@ -114,7 +114,9 @@ static void *writer_main(void *arg)
 						   PM_FOLL_WRITE | PM_FOLL_LONGTERM, &page) != 1) {
 				fail("pin of page %lu failed", i);
 			} else {
-				memcpy((char *)pm_page_address(page) + 64, &v, 8);
+				/* A device's write through the pin: atomic, as the hardware's. */
+				__atomic_store_n((uint64_t *)(void *)((char *)pm_page_address(page) + 64),
+						 v, __ATOMIC_RELAXED);
 				/* Never another frame; not present while a split that the pin
 				 * refuses has it behind a migration entry (unmap_thp()). */
 				if (pm_pagemap(mm, a & ~(PG - 1), 1, &pi) != 1 ||

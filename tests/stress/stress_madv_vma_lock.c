@@ -113,7 +113,9 @@ static void *writer_main(void *arg)
 				fail("pin of page %lu failed", i);
 				continue;
 			}
-			memcpy((char *)pm_page_address(page) + 64, &v, 8);
+			/* A device's write through the pin: atomic, as the hardware's. */
+			__atomic_store_n((uint64_t *)(void *)((char *)pm_page_address(page) + 64),
+					 v, __ATOMIC_RELAXED);
 			want[i] = v;
 			pm_unpin_user_page(page);
 			atomic_fetch_add(&nr_pins, 1);

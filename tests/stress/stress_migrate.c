@@ -115,7 +115,10 @@ static void *pinner_main(void *arg)
 			fail("pin of P[%lu]: %ld", i, ret);
 			break;
 		}
-		memcpy((char *)pm_page_address(page) + 8 * id, &v, 8);
+		/* A device's write through the pin, beside other threads' loads of the page (a
+		 * forked child's peek): an atomic store, as the hardware's, not a race of pinmm. */
+		__atomic_store_n((uint64_t *)(void *)((char *)pm_page_address(page) + 8 * id), v,
+				 __ATOMIC_RELAXED);
 		if (pm_access(mm, addr + 8 * (unsigned long)id, &back, 8, 0) != 8 || back != v)
 			fail("P[%lu]: pinned write %#llx, mapping reads %#llx: a stale frame", i,
 			     (unsigned long long)v, (unsigned long long)back);

@@ -57,16 +57,20 @@ static uint64_t seed;
 #define fail(...) pmt_error(&errors, __VA_ARGS__)
 
 /* Page @i holds its tag, or (tail) zero. A pin holder reads a tail page without a lock while
- * the toucher may be writing its tag into it: each word is then the tag's or zero. */
+ * the toucher may be writing its tag into it: each word is then the tag's or zero. The reads
+ * are a device's, word by word and atomic, as the hardware's. */
 static bool page_good(const void *p, unsigned long i)
 {
 	const uint64_t *w = p, t = pmt_tag_word(TAG, i);
 
 	if (i < TAIL)
 		return pmt_page_is(p, TAG, i);
-	for (unsigned long k = 0; k < PG / 8; k++)
-		if (w[k] != t && w[k] != 0)
+	for (unsigned long k = 0; k < PG / 8; k++) {
+		uint64_t v = __atomic_load_n(&w[k], __ATOMIC_RELAXED);
+
+		if (v != t && v != 0)
 			return false;
+	}
 	return true;
 }
 

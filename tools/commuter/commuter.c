@@ -846,6 +846,29 @@ static void warm_unpin_fn(void *p)
 		pm_unpin_user_page(w->page);
 }
 
+/* This CPU has copied through the table that maps the target before (pm__access_warm). */
+static void warm_table_fn(void *p)
+{
+	struct warm_pin *w = p;
+
+	pm__access_warm(w->mm, w->addr);
+}
+
+/*
+ * A table that both CPUs read and write through knows them as its lockless readers
+ * (pgtable.c, "Lockless readers"): the mark of each CPU's first copy, as a TLB's first fill
+ * of it. Nothing else changes: no entry, no page, no data.
+ */
+static void warm_table(struct pm_mm *mm, unsigned long addr)
+{
+	struct warm_pin w = { mm, addr };
+
+	if (!mm)
+		return;
+	on_cpu(0, warm_table_fn, &w);
+	on_cpu(1, warm_table_fn, &w);
+}
+
 /*
  * A folio that both CPUs pin is hot in its steady state (src/mem/folio_hot.c): one pin from
  * each CPU at once, then their unpins, leave it so in the range design, and its first write
@@ -991,6 +1014,8 @@ static int run_setup(struct run *r)
 		if (kind == OK_PIN_FAST || kind == OK_PIN || kind == OK_UNPIN ||
 		    kind == OK_UMEM_GET || kind == OK_UMEM_RELEASE)
 			warm_folio(r->mm[c->mmi[k]], c->t[k]);
+		if (kind == OK_READ || kind == OK_WRITE)
+			warm_table(r->mm[c->mmi[k]], c->t[k]);
 	}
 	/* The set-up's munmaps left page tables to free after a grace period: free them now,
 	 * so that no RCU callback runs beside the traced operations. */
