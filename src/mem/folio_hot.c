@@ -99,6 +99,8 @@ static void hot_state_retired(struct pm_rcu_head *head)
 	struct pm_folio_hot *h = container_of(head, struct pm_folio_hot, rcu);
 	struct pm_machine *m = h->m;
 
+	if (unlikely(m->fork_busy))
+		return; /* queued by a fork parent: hot_lock may be held for ever (machine.c) */
 	pm_spin_lock(&m->hot_lock);
 	h->free = m->hot_free;
 	m->hot_free = h;

@@ -24,7 +24,7 @@
  * A child also inherits the parent's machines, and the RCU callbacks the parent had queued for
  * them: liburcu hands those to the child's new worker (after this handler, which runs before
  * rcu.c's; the TSan stand-in runs them inline), and they free page tables and shmem
- * nodes into a machine's allocator. A lock of that allocator that another thread of the parent
+ * nodes into a machine's allocator, and hot folios' states onto its free list. A lock of that allocator that another thread of the parent
  * held at the fork stays held for ever in the child, and the callback would spin on it. So the
  * child's handler, single-threaded, looks at those locks: a machine with one held is
  * fork_busy, and its callbacks drop what they free (its copy is not the child's to use; the
@@ -218,14 +218,16 @@ void pm__machine_free(struct pm_machine *m)
 /* ---- fork() ---- */
 
 /*
- * Is a lock of @m's allocator held? The page-table and shmem-node frees take only these. A
- * machine that another thread was still making has some of them missing: that one is busy.
+ * Is a lock of @m's allocators held? The page-table and shmem-node frees take only these, and
+ * a hot folio's state, at its retirement, only hot_lock (folio_hot.c). A machine that another
+ * thread was still making has some of them missing: that one is busy.
  */
 static bool allocator_held(struct pm_machine *m)
 {
 	if (!m->pcp || !m->zones || !m->shmem_nodes)
 		return true;
-	return pm__page_alloc_locked(m) || pm__obj_cache_locked(m, m->shmem_nodes);
+	return pm__page_alloc_locked(m) || pm__obj_cache_locked(m, m->shmem_nodes) ||
+	       pm_spin_is_locked(&m->hot_lock);
 }
 
 static void machines_atfork_child(void)
