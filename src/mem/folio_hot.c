@@ -322,7 +322,6 @@ void pm__folio_hot_enter(struct pm_folio *folio)
 	h = hot_state_get(m);
 	if (!h)
 		goto out;
-	h->pfn = (unsigned long)(entry - table);
 	atomic_add_mb(&folio->page.xrefcount, PM_HOT_BIAS);
 	atomic_store_release(entry, h);
 	atomic_or_mb(&folio->page.xflags, PGF(PG_hot));

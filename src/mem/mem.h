@@ -500,7 +500,6 @@ struct pm_hot_slot {
 /* The state of one hot period of one folio: made hot, folded, then retired after a grace
  * period, never moved to another folio while an operation may hold it (folio_hot.c, (H5)). */
 struct pm_folio_hot {
-	unsigned long pfn;	    /* the head it serves; under hot_lock */
 	struct pm_folio_hot *next;  /* on the machine's hot_list; under hot_lock */
 	struct pm_folio_hot *free;  /* on hot_free; under hot_lock */
 	struct pm_machine *m;

@@ -74,16 +74,6 @@ static char *pte_addr(struct pm_machine *m, pte_t pte, unsigned long addr, bool 
 	return NULL;
 }
 
-/* The lock of the table that @pmd (the entry at @pmdp) leads the walk to, or NULL. */
-static inline struct pm_spinlock *walk_lock(struct pm_machine *m, pm_entry_t *pmdp, pmd_t pmd)
-{
-	if (pmd_leaf(pmd))
-		return &table_page(m, pmdp)->ptl; /* the PMD lock (pm__pmd_lockptr) */
-	if (pmd_table(pmd))
-		return &table_page(m, entry_table(m, pmd.val))->ptl;
-	return NULL;
-}
-
 /*
  * The copy as a lockless reader of @ptl, the lock of the table that @pmd leads to. Return: 0
  * (copied), -EAGAIN (not mapped so: fault), or 1 (could not begin: take the lock).
@@ -98,7 +88,7 @@ static int access_page_lockless(struct pm_machine *m, pm_entry_t *pmdp, struct p
 	if (!pm__ptl_read_begin(m, ptl, &slot))
 		return 1;
 	pmd = pmdp_get(pmdp); /* (R3): as a locker re-reads after taking the lock */
-	if (walk_lock(m, pmdp, pmd) == ptl)
+	if (pmd_walk_lock(m, pmdp, pmd) == ptl)
 		kaddr = pmd_leaf(pmd) ? leaf_addr(m, pmd, addr, write) :
 			pte_addr(m, ptep_get(&entry_table(m, pmd.val)[pte_index(addr)]), addr, write);
 	if (kaddr)
@@ -128,7 +118,7 @@ static __always_inline int access_page(struct pm_mm *mm, unsigned long addr, voi
 		goto out;
 	pmd = pmdp_get(pmdp);
 	if (pte_lockless(mm)) {
-		lock = walk_lock(m, pmdp, pmd);
+		lock = pmd_walk_lock(m, pmdp, pmd);
 		if (!lock)
 			goto out;
 		seen = atomic_load_acquire(&ptl_table_page(lock)->xaccess_threads);

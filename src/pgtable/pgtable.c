@@ -474,14 +474,8 @@ void pm__table_readers_attach(struct pm_mm *mm, unsigned long addr)
 	memset(r, 0, size);
 	pm_rcu_read_lock();
 	pmdp = pm__pmd_lookup(mm, addr);
-	if (pmdp) {
-		pmd_t pmd = pmdp_get(pmdp);
-
-		if (pmd_leaf(pmd))
-			ptl = pm__pmd_lockptr(mm, pmdp);
-		else if (pmd_table(pmd))
-			ptl = &table_page(m, entry_table(m, pmd.val))->ptl;
-	}
+	if (pmdp)
+		ptl = pmd_walk_lock(m, pmdp, pmdp_get(pmdp));
 	if (ptl) {
 		struct pm_page *table = ptl_table_page(ptl);
 

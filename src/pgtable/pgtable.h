@@ -336,6 +336,19 @@ __hidden void pm__split_huge_pmd_at(struct pm_mm *mm, unsigned long addr);
  */
 #define TABLE_READERS 0x8000 /* xaccess_threads: the table has reader slots */
 
+/*
+ * The lock of the table that @pmd, the entry at @pmdp, leads a walk to: a leaf's PMD lock
+ * (pm__pmd_lockptr), a PTE table's PTL, or NULL for an empty entry.
+ */
+static inline struct pm_spinlock *pmd_walk_lock(struct pm_machine *m, pm_entry_t *pmdp, pmd_t pmd)
+{
+	if (pmd_leaf(pmd))
+		return &table_page(m, pmdp)->ptl;
+	if (pmd_table(pmd))
+		return &table_page(m, entry_table(m, pmd.val))->ptl;
+	return NULL;
+}
+
 /* The table whose PTL (or PMD lock) @ptl is: the lock lives in the table page's descriptor. */
 static inline struct pm_page *ptl_table_page(struct pm_spinlock *ptl)
 {

@@ -29,17 +29,8 @@
 static struct pm_spinlock *lock_of(struct pm_mm *mm, unsigned long addr)
 {
 	pm_entry_t *pmdp = pm__pmd_lookup(mm, addr);
-	struct pm_machine *m = pm_mm_machine(mm);
-	pmd_t pmd;
 
-	if (!pmdp)
-		return NULL;
-	pmd = pmdp_get(pmdp);
-	if (pmd_leaf(pmd))
-		return pm__pmd_lockptr(mm, pmdp);
-	if (pmd_table(pmd))
-		return &table_page(m, entry_table(m, pmd.val))->ptl;
-	return NULL;
+	return pmdp ? pmd_walk_lock(pm_mm_machine(mm), pmdp, pmdp_get(pmdp)) : NULL;
 }
 
 static unsigned table_flags(struct pm_mm *mm, unsigned long addr)
