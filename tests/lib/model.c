@@ -25,6 +25,13 @@
  *     page pinmm returned (MREF_MAYBE_ZERO). A real page becomes the address space's private
  *     page from then on (model_adopt): exclusive if it is pinned (a R/O pin unshares) or if no
  *     fork ever involved that address space, else of unknown exclusivity.
+ *  R8 MADV_FREE splits a THP it covers in part, and the split maps each page that holds only
+ *     zeros to the zero page (Linux 6.12+, RMP_USE_SHARED_ZEROPAGE), even one written (with
+ *     zeros) or pinned for write before. The model knows neither where THPs lie nor where
+ *     VMAs cut them, so a private anonymous page that holds only zeros and that nothing else
+ *     holds (no other address space, no reference), in any 2 MiB span the advice touches,
+ *     becomes never-written memory again (R1): reads and writes cannot tell the difference,
+ *     and a R/O reference taken on it later may be the zero page or a real one (R7).
  *
  * Hugetlb (2 MiB pages of the pool, Linux's mm/hugetlb.c; the pool is large enough that no
  * reservation or fault ever runs short, so the pool's accounting is not modelled):
@@ -593,6 +600,24 @@ static int model_populate(struct model *md, int mm, unsigned long page, unsigned
 	return 0;
 }
 
+/* R8: the pages of @page's 2 MiB span that a split may have mapped to the zero page. */
+static void free_split_zero(struct model *md, int mm, unsigned long page)
+{
+	unsigned long first = page - page % MODEL_PMD_PAGES;
+
+	for (unsigned long i = first; i < first + MODEL_PMD_PAGES; i++) {
+		struct mslot *s = slot_at(md, mm, i);
+
+		if (!s || !s->mapped || s->obj || s->hugetlb || !s->priv || s->priv->refs != 1)
+			continue;
+		if (!memcmp(s->priv->data, model_zero_page, MODEL_PAGE_SIZE)) {
+			mp_put(md, s->priv);
+			s->priv = NULL;
+			s->excl = MX_EXCL;
+		}
+	}
+}
+
 int model_madvise(struct model *md, int mm, unsigned long page, unsigned long npages, int advice)
 {
 	bool hole = false;
@@ -655,6 +680,8 @@ int model_madvise(struct model *md, int mm, unsigned long page, unsigned long np
 			/* No reclaim: the contents stay; private anonymous memory only. */
 			if (s->obj || s->hugetlb)
 				return -EINVAL;
+			if (i == page || i % MODEL_PMD_PAGES == 0)
+				free_split_zero(md, mm, i);
 			break;
 		}
 	}

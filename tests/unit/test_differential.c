@@ -46,6 +46,7 @@
 #define A_NOHUGEPAGE 2
 #define A_DONTFORK 3
 #define A_DOFORK 4
+#define A_FREE 7
 #define WRITE(mm, pg, off, len, seed) { OP_ACCESS, mm, pg, (len) - 1, 1, seed, off }
 #define READ(mm, pg, off, len) { OP_ACCESS, mm, pg, (len) - 1, 0, 0, off }
 #define FAULT(mm, pg, w) { OP_FAULT, mm, pg, 0, w, 0, 0 }
@@ -285,8 +286,26 @@ static const struct interp_op s_hugetlb[] = {
 	CHECK(),				  RELEASE(1, 0),
 };
 
+/*
+ * MADV_FREE of the tail of a THP splits it, and the split maps every page that holds only
+ * zeros to the zero page (model.c R8), even pages pinned for write and released dirty
+ * without a byte written: a later R/O pin of one may be the zero page. Then a write through
+ * the mapping and a read pin of a page that holds data.
+ */
+static const struct interp_op s_free_split_zero[] = {
+	MMAP(0, 1024, 512, P_RW, K_PRIV_ANON, 0, 0), MADVISE(0, 1024, 512, A_HUGEPAGE),
+	GUP(0, 1025, 6, G_PIN_FAST | G_WRITE | G_LONGTERM),
+	{ OP_RELEASE, 0, 0, 0, 0, 2, 1 }, /* unpin_user_pages_dirty_lock(), dirty */
+	WRITE(0, 1027, 8, 64, 70),		     MADVISE(0, 1503, 14, A_FREE),
+	GUP(0, 1025, 6, G_PIN_FAST),		     READ(0, 1024, 0, 32768),
+	WRITE(0, 1030, 0, 4096, 71),		     REF_READ(0),
+	CHECK(),				     RELEASE(0, 0),
+};
+
 static const struct known known[] = {
 	KNOWN("get before fork keeps the old bytes", 0, false, s_get_before_fork),
+	KNOWN("MADV_FREE's split maps zero-filled pages to the zero page", 0, false,
+	      s_free_split_zero),
 	KNOWN("R/W pin before fork stays the parent's", 0, false, s_pin_before_fork),
 	KNOWN("R/W pin before fork, all knobs", PM_KNOB_ALL, false, s_pin_before_fork),
 	KNOWN("R/O pin after fork unshares", 0, false, s_ro_pin_after_fork),
