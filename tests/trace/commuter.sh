@@ -50,5 +50,8 @@ grep -q "^pin_fast	before	[1-9]" "$OUT/model.tsv"
 t $? "model: pin_fast before has a conflicting line"
 grep -q "^pin_fast	after	0	" "$OUT/model.tsv"
 t $? "model: pin_fast after has none"
+# a thread's mmap loop in its own range, once the thread's first mmap is behind it
+grep -q "^mmap1	range	0	" "$OUT/model.tsv"
+t $? "model: mmap1 in the range design has none"
 echo "1..$n"
 exit $fail

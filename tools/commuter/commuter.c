@@ -922,6 +922,32 @@ static void run_teardown(struct run *r)
  * previous iteration (see write_model). */
 static bool model_steady;
 
+/*
+ * The loop's previous iteration of a non-fixed mmap: an mmap and munmap of its kind, made by
+ * the thread that makes the traced one (op k runs on CPU k's worker), so that what a thread's
+ * first mmap does once - the range design's arena for the thread, its range's upper tables
+ * and VMA credits - is done, as in a will-it-scale loop that has run a while.
+ */
+struct prior_mmap {
+	struct run *r;
+	int k;
+	int err;
+};
+
+static void prior_mmap_fn(void *p)
+{
+	struct prior_mmap *pm = p;
+	struct run *r = pm->r;
+	const struct op *o = &ops[pm->k ? r->c->b : r->c->a];
+	struct pm_mm *mm = r->mm[r->c->mmi[pm->k]];
+	bool shmem = o->mk == BK_SHMEM;
+	long a = pm_mmap(mm, 0, unit_len(o->mk), PM_PROT_READ | PM_PROT_WRITE,
+			 shmem ? PM_MAP_SHARED : PM_MAP_PRIVATE | PM_MAP_ANONYMOUS,
+			 shmem ? r->obj[2 + pm->k] : NULL, 0);
+
+	pm->err = a < 0 ? (int)a : pm_munmap(mm, (unsigned long)a, unit_len(o->mk));
+}
+
 /* Build the case's state in a fresh machine, the same way the model did. */
 static int run_setup(struct run *r)
 {
@@ -989,17 +1015,12 @@ static int run_setup(struct run *r)
 				return -EIO;
 	if (model_steady)
 		for (int k = 0; k < 2; k++) {
-			const struct op *o = &ops[k ? c->b : c->a];
-			long a;
+			struct prior_mmap pm = { r, k, -EIO };
 
-			if (o->kind != OK_MMAP || o->fixed)
+			if (ops[k ? c->b : c->a].kind != OK_MMAP || ops[k ? c->b : c->a].fixed)
 				continue;
-			a = pm_mmap(r->mm[c->mmi[k]], 0, unit_len(o->mk),
-				    PM_PROT_READ | PM_PROT_WRITE,
-				    (o->mk == BK_SHMEM ? PM_MAP_SHARED : PM_MAP_PRIVATE) |
-				    (o->mk == BK_SHMEM ? 0 : PM_MAP_ANONYMOUS),
-				    o->mk == BK_SHMEM ? r->obj[2 + k] : NULL, 0);
-			if (a < 0 || pm_munmap(r->mm[c->mmi[k]], (unsigned long)a, unit_len(o->mk)))
+			on_cpu(k, prior_mmap_fn, &pm);
+			if (pm.err)
 				return -EIO;
 		}
 	/* warm */
