@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,44 @@ static void run_all(struct report *rep)
 #define CHECK_MAX_INTERVAL_MS 250
 
 /*
+ * The N-task configuration's own 1-CPU cost: REPORT_CHECK_PAIRS runs of its N tasks unbound
+ * (-n) in a child confined to CPU 0, the fastest sample of all. Time-sliced on one CPU, the
+ * tasks make every operation the N-task run makes (a folio several tasks pin goes hot, and
+ * so on) while no line moves between CPUs, so the model can tell a dearer path from a
+ * conflict (report_model.c). Nothing is kept where CPU 0 cannot be had alone.
+ */
+static void one_cpu_series(struct report *rep, struct report_experiment *e, enum report_cfg c,
+			   unsigned n, unsigned samples, unsigned iv, int log)
+{
+	struct report_check *k = &e->check[c];
+	cpu_set_t old, one;
+
+	CPU_ZERO(&one);
+	CPU_SET(0, &one);
+	if (n < 2 || sched_getaffinity(0, sizeof(old), &old) || !CPU_ISSET(0, &old) ||
+	    sched_setaffinity(0, sizeof(one), &one))
+		return;
+	for (unsigned r = 0; r < REPORT_CHECK_PAIRS; r++) {
+		struct child_args args;
+		struct bench_result res;
+		char *const *argv = child_argv(&args, rep, e, c, n, samples, iv);
+		unsigned end = 0;
+		double best;
+
+		while (argv[end])
+			end++;
+		args.argv[end] = "-n"; /* the tasks inherit the child's one CPU */
+		args.argv[end + 1] = NULL;
+		if (bench_child_run(args.argv, &res, log) < 0 || res.status)
+			continue;
+		best = bench_result_metric_d(&res, "best");
+		if (best > 0)
+			k->best_one_cpu = fmax(k->best_one_cpu, best);
+	}
+	sched_setaffinity(0, sizeof(old), &old);
+}
+
+/*
  * The model's check needs an efficiency that other processes do not decide. Each modelled
  * configuration gets its own series after the table's runs: REPORT_CHECK_PAIRS child runs at
  * 1 task and as many at N tasks, in turn (1, N, N, 1, 1, N: a slow minute hits both), and
@@ -414,6 +453,7 @@ static void run_check(struct report *rep, unsigned i, enum report_cfg c)
 		k->others_max = fmax(k->others_max, res.others);
 		k->runs++;
 	}
+	one_cpu_series(rep, e, c, n, samples, iv, log);
 	if (log >= 0)
 		close(log);
 	report_model_calibrate(rep, i, c);

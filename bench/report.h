@@ -56,6 +56,7 @@ struct report_view {
 struct report_check {
 	unsigned runs;		/* child runs that gave a best sample, both task counts */
 	double best[2];		/* the fastest sample's ops/s at 1 and at N tasks */
+	double best_one_cpu;	/* ... at N tasks that share CPU 0: the N-task path's own cost */
 	double others_sum;	/* of the runs' shares of the machine that others took */
 	double others_max;
 	double line_ns;		/* x: a shared visit's extra cost at this row's gap */
