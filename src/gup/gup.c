@@ -43,7 +43,9 @@ static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (folio_is_zero(folio))
 		return true;
 	if (flags & FOLL_PIN) {
-		if (unlikely(folio_hot(folio)) && pm__folio_hot_grab(folio, refs)) {
+		struct pm_machine *m = page_machine(&folio->page);
+
+		if (unlikely(folio_hot(folio)) && pm__folio_hot_grab(m, folio, refs)) {
 			/* mem/folio_hot.c: this CPU's slot */
 		} else if (folio_test_large(folio)) {
 			if (!pm__folio_ref_add(folio, refs, PM_GUP_REF_LIMIT))
@@ -56,7 +58,7 @@ static bool try_grab_folio(struct pm_folio *folio, int refs, unsigned flags)
 		if ((flags & FOLL_HOT) && unlikely(pinned_by_another(folio, refs)) &&
 		    !folio_hot(folio) && pm__folio_pin_contended(folio))
 			pm__folio_hot_enter(folio);
-		count_event(page_machine(&folio->page), NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
+		count_event(m, NR_FOLL_PIN_ACQUIRED, (unsigned)refs);
 		return true;
 	}
 	if (flags & FOLL_GET)
@@ -120,7 +122,7 @@ void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (flags & FOLL_PIN) {
 		struct pm_machine *m = page_machine(&folio->page);
 
-		if (unlikely(folio_hot(folio)) && pm__folio_hot_put(folio, refs)) {
+		if (unlikely(folio_hot(folio)) && pm__folio_hot_put(m, folio, refs)) {
 			/* mem/folio_hot.c: this CPU's slot; an underflow shows at the fold */
 		} else if (folio_test_large(folio)) {
 			int old;
@@ -233,9 +235,9 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 			 * taken as GUP-fast takes them, the entry read again after a full
 			 * barrier; on a change, the lock decides (gup_fast.c, (B)). */
 			page = pfn_to_page(m, pmd_pfn(pmd));
-			folio = try_grab_folio_fast(page, (int)n, flags);
+			folio = try_grab_folio_fast(m, page, (int)n, flags);
 			if (folio && !pmd_same(pmdp_get_mb(pmdp), pmd)) {
-				ungrab_folio(folio, (int)n, flags);
+				ungrab_folio(m, folio, (int)n, flags);
 				folio = NULL;
 			}
 			if (folio) {
@@ -246,7 +248,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 				else if (!pmd_write(pmd) && pm__gup_must_unshare(vma, flags, page))
 					ret = FOLLOW_UNSHARE;
 				if (ret != n) {
-					ungrab_folio(folio, (int)n, flags);
+					ungrab_folio(m, folio, (int)n, flags);
 					return ret;
 				}
 				if (flags & FOLL_PIN)
@@ -306,13 +308,13 @@ leaf_taken:
 				pages[0] = page;
 			return 1;
 		}
-		if (pm__gup_pte_grab(pmdp, pmd, ptep, pte, page, flags)) {
+		if (pm__gup_pte_grab(m, pmdp, pmd, ptep, pte, page, flags)) {
 			if (write && !pte_write(pte) && !can_follow_write(vma, flags, page)) {
-				pm__gup_pte_ungrab(page, flags);
+				pm__gup_pte_ungrab(m, page, flags);
 				return FOLLOW_FAULT;
 			}
 			if (!pte_write(pte) && pm__gup_must_unshare(vma, flags, page)) {
-				pm__gup_pte_ungrab(page, flags);
+				pm__gup_pte_ungrab(m, page, flags);
 				return FOLLOW_UNSHARE;
 			}
 			if (flags & FOLL_PIN)

@@ -158,16 +158,16 @@ static __always_inline unsigned long gup_fast_pte_range(struct pm_machine *m, pm
 		if ((flags & FOLL_WRITE) && !pte_write(pte))
 			break;
 		page = pfn_to_page(m, pte_pfn(pte));
-		folio = try_grab_folio_fast(page, 1, flags);
+		folio = try_grab_folio_fast(m, page, 1, flags);
 		if (!folio)
 			break;
 		if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) ||
 			     !pte_same(ptep_get_mb(ptep), pte))) {
-			ungrab_folio(folio, 1, flags);
+			ungrab_folio(m, folio, 1, flags);
 			break;
 		}
 		if (!pte_write(pte) && pm__gup_must_unshare(NULL, flags, page)) {
-			ungrab_folio(folio, 1, flags);
+			ungrab_folio(m, folio, 1, flags);
 			break;
 		}
 		pages[nr++] = page;
@@ -189,15 +189,15 @@ static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, p
 		return 0;
 	if (pmd_special(pmd))
 		return 0; /* the huge zero folio: the slow path takes it (point 5) */
-	folio = try_grab_folio_fast(head, refs, flags);
+	folio = try_grab_folio_fast(m, head, refs, flags);
 	if (!folio)
 		return 0;
 	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd))) {
-		ungrab_folio(folio, refs, flags);
+		ungrab_folio(m, folio, refs, flags);
 		return 0;
 	}
 	if (!pmd_write(pmd) && pm__gup_must_unshare(NULL, flags, head)) {
-		ungrab_folio(folio, refs, flags);
+		ungrab_folio(m, folio, refs, flags);
 		return 0;
 	}
 	for (int i = 0; i < refs; i++)
@@ -294,7 +294,7 @@ static __always_inline unsigned long gup_fast_range(struct pm_mm *mm, unsigned l
 
 give_back:
 	for (unsigned long i = 0; i < nr; i++)
-		ungrab_folio(page_folio(pages[i]), 1, flags);
+		ungrab_folio(m, page_folio(pages[i]), 1, flags);
 	return 0;
 }
 

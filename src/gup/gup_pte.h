@@ -61,7 +61,8 @@ static __always_inline bool pinned_by_another(struct pm_folio *folio, int refs)
  * and converts them to a pin only once it holds the folio. Nothing is counted here: the walk
  * counts the pins it keeps, once (pm__gup_fast_walk).
  */
-static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page, int refs,
+static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_machine *m,
+							    struct pm_page *page, int refs,
 							    unsigned flags)
 {
 	struct pm_folio *folio = page_folio(page);
@@ -73,9 +74,9 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page
 		if (f & PGF(PG_zero))
 			return NULL;
 		/* Hot (mem/folio_hot.c): this CPU's slot; the bias keeps the folio alive. */
-		if (pin && pm__folio_hot_grab(folio, refs)) {
+		if (pin && pm__folio_hot_grab(m, folio, refs)) {
 			if (unlikely(page_folio(page) != folio)) {
-				if (!pm__folio_hot_put(folio, refs))
+				if (!pm__folio_hot_put(m, folio, refs))
 					ungrab_shared(folio, refs, flags);
 				return NULL;
 			}
@@ -116,9 +117,10 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_page *page
  * Give back what try_grab_folio_fast() took, for a page the walk does not keep. Uncounted,
  * as the grab was. We hold the references, so the folio's size cannot change meanwhile.
  */
-static inline void ungrab_folio(struct pm_folio *folio, int refs, unsigned flags)
+static inline void ungrab_folio(struct pm_machine *m, struct pm_folio *folio, int refs,
+				unsigned flags)
 {
-	if ((flags & FOLL_PIN) && unlikely(folio_hot(folio)) && pm__folio_hot_put(folio, refs))
+	if ((flags & FOLL_PIN) && unlikely(folio_hot(folio)) && pm__folio_hot_put(m, folio, refs))
 		return;
 	ungrab_shared(folio, refs, flags);
 }
@@ -129,24 +131,25 @@ static inline void ungrab_folio(struct pm_folio *folio, int refs, unsigned flags
  * read again after a full barrier. Return: true with the reference held and both entries
  * unchanged, or false with nothing held (the caller decides under the PTL).
  */
-static inline bool pm__gup_pte_grab(pm_entry_t *pmdp, pmd_t pmd, pm_entry_t *ptep, pte_t pte,
-				    struct pm_page *page, unsigned flags)
+static inline bool pm__gup_pte_grab(struct pm_machine *m, pm_entry_t *pmdp, pmd_t pmd,
+				    pm_entry_t *ptep, pte_t pte, struct pm_page *page,
+				    unsigned flags)
 {
-	struct pm_folio *folio = try_grab_folio_fast(page, 1, flags);
+	struct pm_folio *folio = try_grab_folio_fast(m, page, 1, flags);
 
 	if (!folio)
 		return false;
 	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) || !pte_same(ptep_get_mb(ptep), pte))) {
-		ungrab_folio(folio, 1, flags);
+		ungrab_folio(m, folio, 1, flags);
 		return false;
 	}
 	return true;
 }
 
 /* Give back what pm__gup_pte_grab() took. */
-static inline void pm__gup_pte_ungrab(struct pm_page *page, unsigned flags)
+static inline void pm__gup_pte_ungrab(struct pm_machine *m, struct pm_page *page, unsigned flags)
 {
-	ungrab_folio(page_folio(page), 1, flags);
+	ungrab_folio(m, page_folio(page), 1, flags);
 }
 
 #endif /* PM_GUP_GUP_PTE_H */

@@ -128,14 +128,15 @@ static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio_hot *h,
 }
 
 /*
- * pm__folio_hot_grab() - take @refs pins of kind FOLL_PIN on @folio in this CPU's slot, if the
- * folio is hot. Return: true if taken; false if it is not hot (take them on the shared counts).
+ * pm__folio_hot_grab() - take @refs pins of kind FOLL_PIN on @folio, a folio of machine @m, in
+ * this CPU's slot, if the folio is hot. The caller has @m at hand; looking it up from the
+ * folio would add two dependent loads to every hot pin. Return: true if taken; false if it
+ * is not hot (take them on the shared counts).
  * The folio must be alive (the caller has a reference or a mapping of it), or, for GUP-fast,
  * PG_hot was seen: while PG_hot is set the bias keeps the folio alive ((H1) checks it).
  */
-bool pm__folio_hot_grab(struct pm_folio *folio, int refs)
+bool pm__folio_hot_grab(struct pm_machine *m, struct pm_folio *folio, int refs)
 {
-	struct pm_machine *m = page_machine(&folio->page);
 	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
 	struct pm_folio_hot *h;
 	bool done = false;
@@ -151,13 +152,12 @@ bool pm__folio_hot_grab(struct pm_folio *folio, int refs)
 }
 
 /*
- * pm__folio_hot_put() - release @refs pins of @folio in this CPU's slot if it is hot; if not,
- * wait for a fold in progress first ((H2)). Return: true if released here; false if the
+ * pm__folio_hot_put() - release @refs pins of @folio (of @m) in this CPU's slot if it is hot;
+ * if not, wait for a fold in progress first ((H2)). Return: true if released here; false if the
  * caller releases them on the shared counts. Context: the caller holds the pins.
  */
-bool pm__folio_hot_put(struct pm_folio *folio, int refs)
+bool pm__folio_hot_put(struct pm_machine *m, struct pm_folio *folio, int refs)
 {
-	struct pm_machine *m = page_machine(&folio->page);
 	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
 	struct pm_folio_hot *h;
 	bool done = false;

@@ -10,8 +10,8 @@
 #include "mem/mem.h"
 
 /* // mem/folio_hot.c */
-__hidden bool pm__folio_hot_grab(struct pm_folio *folio, int refs);
-__hidden bool pm__folio_hot_put(struct pm_folio *folio, int refs);
+__hidden bool pm__folio_hot_grab(struct pm_machine *m, struct pm_folio *folio, int refs);
+__hidden bool pm__folio_hot_put(struct pm_machine *m, struct pm_folio *folio, int refs);
 __hidden void pm__folio_hot_enter(struct pm_folio *folio);
 __hidden void pm__folio_leave_hot(struct pm_folio *folio);
 __hidden void pm__folio_hot_unmapped(struct pm_folio *folio);
