@@ -114,6 +114,12 @@ static __always_inline bool put_refs_checked(struct pm_folio *folio, int amount)
 	return true;
 }
 
+/* A hot folio's unpin (mem/folio_hot.c), out of line: the unpin loops stay small. */
+static __noinline bool gup_put_hot(struct pm_machine *m, struct pm_folio *folio, int refs)
+{
+	return pm__folio_hot_put(m, folio, refs);
+}
+
 /* Release @refs references of kind @flags taken by try_grab_folio (or the fast path). */
 void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 {
@@ -122,7 +128,7 @@ void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (flags & FOLL_PIN) {
 		struct pm_machine *m = page_machine(&folio->page);
 
-		if (unlikely(folio_hot(folio)) && pm__folio_hot_put(m, folio, refs)) {
+		if (unlikely(folio_hot(folio)) && gup_put_hot(m, folio, refs)) {
 			/* mem/folio_hot.c: this CPU's slot; an underflow shows at the fold */
 		} else if (folio_test_large(folio)) {
 			int old;
@@ -235,7 +241,7 @@ static long follow_page(struct pm_mm *mm, struct pm_vma *vma, unsigned long addr
 			 * taken as GUP-fast takes them, the entry read again after a full
 			 * barrier; on a change, the lock decides (gup_fast.c, (B)). */
 			page = pfn_to_page(m, pmd_pfn(pmd));
-			folio = try_grab_folio_fast(m, page, (int)n, flags);
+			folio = try_grab_folio_fast(m, page, (int)n, flags, false);
 			if (folio && !pmd_same(pmdp_get_mb(pmdp), pmd)) {
 				ungrab_folio(m, folio, (int)n, flags);
 				folio = NULL;
@@ -614,7 +620,12 @@ void pm_unpin_user_page(struct pm_page *page)
 	folio = page_folio(page);
 	m = page_machine(&folio->page);
 	if (unlikely(folio_test_large(folio) || folio_is_zero(folio) || folio_hot(folio))) {
-		pm__gup_put_folio(folio, 1, FOLL_PIN);
+		/* A hot folio's unpin inline (pin_hot's loop); the rest, and a hot unpin that
+		 * found the folio leaving hot mode, as every unpin. */
+		if (folio_hot(folio) && pm__folio_hot_put(m, folio, 1))
+			count_event(m, NR_FOLL_PIN_RELEASED, 1);
+		else
+			pm__gup_put_folio(folio, 1, FOLL_PIN);
 		count_event(m, UNPIN_FOLIO_UPDATES, 1);
 		return;
 	}

@@ -158,7 +158,7 @@ static __always_inline unsigned long gup_fast_pte_range(struct pm_machine *m, pm
 		if ((flags & FOLL_WRITE) && !pte_write(pte))
 			break;
 		page = pfn_to_page(m, pte_pfn(pte));
-		folio = try_grab_folio_fast(m, page, 1, flags);
+		folio = try_grab_folio_fast(m, page, 1, flags, true);
 		if (!folio)
 			break;
 		if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) ||
@@ -189,7 +189,7 @@ static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, p
 		return 0;
 	if (pmd_special(pmd))
 		return 0; /* the huge zero folio: the slow path takes it (point 5) */
-	folio = try_grab_folio_fast(m, head, refs, flags);
+	folio = try_grab_folio_fast(m, head, refs, flags, true);
 	if (!folio)
 		return 0;
 	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd))) {

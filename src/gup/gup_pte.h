@@ -52,7 +52,9 @@ static __always_inline bool pinned_by_another(struct pm_folio *folio, int refs)
 
 /*
  * try_grab_folio_fast() - a speculative reference of kind @flags, @refs pages, on the folio of
- * @page. Return: the folio, or NULL (free, being freed, at its limit, or no longer this page's).
+ * @page. @in_rcu: the caller is in an RCU read section (GUP-fast), so a hot pin needs none of
+ * its own; a constant at every call. Return: the folio, or NULL (free, being freed, at its
+ * limit, or no longer this page's).
  *
  * A pin of a small folio is one compare-and-swap of refs * 1024. But which kind of folio it is
  * can only be trusted once we hold a reference: the frame may have been freed and reallocated
@@ -63,7 +65,7 @@ static __always_inline bool pinned_by_another(struct pm_folio *folio, int refs)
  */
 static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_machine *m,
 							    struct pm_page *page, int refs,
-							    unsigned flags)
+							    unsigned flags, bool in_rcu)
 {
 	struct pm_folio *folio = page_folio(page);
 	unsigned long f = atomic_load_relaxed(&folio->page.xflags);
@@ -74,7 +76,8 @@ static __always_inline struct pm_folio *try_grab_folio_fast(struct pm_machine *m
 		if (f & PGF(PG_zero))
 			return NULL;
 		/* Hot (mem/folio_hot.c): this CPU's slot; the bias keeps the folio alive. */
-		if (pin && pm__folio_hot_grab(m, folio, refs)) {
+		if (pin && (in_rcu ? folio_hot_op_rcu(m, folio, refs)
+				   : pm__folio_hot_grab(m, folio, refs))) {
 			if (unlikely(page_folio(page) != folio)) {
 				if (!pm__folio_hot_put(m, folio, refs))
 					ungrab_shared(folio, refs, flags);
@@ -135,7 +138,7 @@ static inline bool pm__gup_pte_grab(struct pm_machine *m, pm_entry_t *pmdp, pmd_
 				    pm_entry_t *ptep, pte_t pte, struct pm_page *page,
 				    unsigned flags)
 {
-	struct pm_folio *folio = try_grab_folio_fast(m, page, 1, flags);
+	struct pm_folio *folio = try_grab_folio_fast(m, page, 1, flags, false);
 
 	if (!folio)
 		return false;

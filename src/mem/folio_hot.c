@@ -77,12 +77,6 @@
 
 #include "mem/folio_hot.h"
 
-/* The slots of one state, after its header line. */
-static inline struct pm_hot_slot *hot_slot(struct pm_folio_hot *h, unsigned cpu)
-{
-	return &h->slot[cpu];
-}
-
 /*
  * The table entry of a folio that is or was hot (so the table exists). The table pointer is
  * loaded explicitly: GCC reads an _Atomic pointer that is subscripted with a plain load.
@@ -107,72 +101,11 @@ static void hot_state_retired(struct pm_rcu_head *head)
 	pm_spin_unlock(&m->hot_lock);
 }
 
-/*
- * One hot operation: @pins pins (negative: unpins) on this CPU's slot of @h ((H1)). A pin
- * that would take the slot past its share of PM_HOT_REF_LIMIT references is not taken here:
- * the shared counts, with their own limit, take it or refuse it. So however the slots are
- * folded, the refcount stays below PM_GUP_REF_LIMIT + PM_HOT_REF_LIMIT, far from INT_MAX.
- * Context: inside the read section in which @h was loaded from the table ((H5)).
- * Return: counted here.
- */
-static __always_inline bool hot_op(struct pm_machine *m, struct pm_folio_hot *h, long pins,
-				   bool large)
+/* A hot unpin found the folio not hot: a fold in progress may still hold its pin ((H2)). */
+void pm__folio_hot_put_wait(struct pm_folio *folio)
 {
-	struct pm_hot_slot *s = hot_slot(h, pm__this_cpu(m));
-	long limit = large ? m->hot_slot_limit : m->hot_slot_limit / GUP_PIN_COUNTING_BIAS;
-
-	if (pins > 0 && unlikely(atomic_load_relaxed(&s->xv) + pins > limit))
-		return false;
-	/* (H4): sequentially consistent, as a shared pin's */
-	return !hot_folded(atomic_add_mb(&s->xv, pins));
-}
-
-/*
- * pm__folio_hot_grab() - take @refs pins of kind FOLL_PIN on @folio, a folio of machine @m, in
- * this CPU's slot, if the folio is hot. The caller has @m at hand; looking it up from the
- * folio would add two dependent loads to every hot pin. Return: true if taken; false if it
- * is not hot (take them on the shared counts).
- * The folio must be alive (the caller has a reference or a mapping of it), or, for GUP-fast,
- * PG_hot was seen: while PG_hot is set the bias keeps the folio alive ((H1) checks it).
- */
-bool pm__folio_hot_grab(struct pm_machine *m, struct pm_folio *folio, int refs)
-{
-	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
-	struct pm_folio_hot *h;
-	bool done = false;
-
-	if (!table)
-		return false;
-	pm_rcu_read_lock(); /* (H5) */
-	h = atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]);
-	if (h)
-		done = hot_op(m, h, refs, folio_test_large(folio));
-	pm_rcu_read_unlock();
-	return done;
-}
-
-/*
- * pm__folio_hot_put() - release @refs pins of @folio (of @m) in this CPU's slot if it is hot;
- * if not, wait for a fold in progress first ((H2)). Return: true if released here; false if the
- * caller releases them on the shared counts. Context: the caller holds the pins.
- */
-bool pm__folio_hot_put(struct pm_machine *m, struct pm_folio *folio, int refs)
-{
-	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
-	struct pm_folio_hot *h;
-	bool done = false;
-
-	if (table) {
-		pm_rcu_read_lock(); /* (H5) */
-		h = atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]);
-		if (h)
-			done = hot_op(m, h, -(long)refs, true);
-		pm_rcu_read_unlock();
-	}
-	if (!done)
-		while (atomic_load_acquire(&folio->page.xflags) & PGF(PG_hot_leave))
-			cpu_relax();
-	return done;
+	while (atomic_load_acquire(&folio->page.xflags) & PGF(PG_hot_leave))
+		cpu_relax();
 }
 
 /* Is any page of @folio mapped (its mapcounts; the bias aside, as it holds none)? */
@@ -215,7 +148,7 @@ void pm__folio_leave_hot(struct pm_folio *folio)
 	h = atomic_load_acquire(hot_entry(m, folio));
 	pm_assert(h);
 	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
-		int64_t v = atomic_xchg_mb(&hot_slot(h, cpu)->xv, HOT_FOLDED); /* (H1) */
+		int64_t v = atomic_xchg_mb(&h->slot[cpu].xv, HOT_FOLDED); /* (H1) */
 
 		pm_assert(!hot_folded(v));
 		pins += v;
@@ -262,7 +195,7 @@ static struct pm_folio_hot *hot_state_get(struct pm_machine *m)
 		/* No operation holds it any more ((H5)): plain resets will do. */
 		m->hot_free = h->free;
 		for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++)
-			atomic_store_relaxed(&hot_slot(h, cpu)->xv, 0);
+			atomic_store_relaxed(&h->slot[cpu].xv, 0);
 		return h;
 	}
 	if (m->hot_nr < m->hot_max) {
@@ -346,7 +279,7 @@ static void hot_sum(struct pm_folio *folio, long *refs, long *pins)
 	if (!h)
 		return;
 	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
-		int64_t v = atomic_load_relaxed(&hot_slot(h, cpu)->xv);
+		int64_t v = atomic_load_relaxed(&h->slot[cpu].xv);
 
 		if (!hot_folded(v))
 			n += (long)v;

@@ -10,8 +10,7 @@
 #include "mem/mem.h"
 
 /* // mem/folio_hot.c */
-__hidden bool pm__folio_hot_grab(struct pm_machine *m, struct pm_folio *folio, int refs);
-__hidden bool pm__folio_hot_put(struct pm_machine *m, struct pm_folio *folio, int refs);
+__hidden void pm__folio_hot_put_wait(struct pm_folio *folio);
 __hidden void pm__folio_hot_enter(struct pm_folio *folio);
 __hidden void pm__folio_leave_hot(struct pm_folio *folio);
 __hidden void pm__folio_hot_unmapped(struct pm_folio *folio);
@@ -19,6 +18,77 @@ __hidden int pm__folio_hot_ref_count(const struct pm_folio *folio);
 __hidden int pm__folio_hot_pincount(const struct pm_folio *folio);
 __hidden int pm__folio_counts_exact(struct pm_folio *folio, int *pincount);
 __hidden void pm__machine_hot_exit(struct pm_machine *m);
+
+/*
+ * One hot operation, inline in GUP and the unpins: @pins pins (negative: unpins) of @folio, a
+ * folio of machine @m, on this CPU's slot of its state, if it is hot ((H1)). A pin that would
+ * take the slot past its share of PM_HOT_REF_LIMIT references is not taken here: the shared
+ * counts, with their own limit, take it or refuse it, so however the slots are folded the
+ * refcount stays below PM_GUP_REF_LIMIT + PM_HOT_REF_LIMIT, far from INT_MAX. The caller has
+ * @m at hand: looking it up from the folio would add two dependent loads. Inline, with the
+ * CPU read from the rseq area (lib/cpu.h), because each call and each nested read lock cost
+ * as much as the locked add itself. Context: an RCU read section, the one in which the state
+ * is loaded and used ((H5)). Return: counted here; false: not hot (use the shared counts).
+ */
+static __always_inline bool folio_hot_op_rcu(struct pm_machine *m, struct pm_folio *folio,
+					     long pins)
+{
+	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *h;
+	struct pm_hot_slot *s;
+
+	rcu_assert_held();
+	if (!table)
+		return false;
+	h = atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]);
+	if (!h)
+		return false;
+	s = &h->slot[pm__this_cpu(m)];
+	if (pins > 0) {
+		long limit = folio_test_large(folio) ? m->hot_slot_limit
+						     : m->hot_slot_limit / GUP_PIN_COUNTING_BIAS;
+
+		if (unlikely(atomic_load_relaxed(&s->xv) + pins > limit))
+			return false;
+	}
+	/* (H4): sequentially consistent, as a shared pin's */
+	return !hot_folded(atomic_add_mb(&s->xv, pins));
+}
+
+/*
+ * pm__folio_hot_grab() - take @refs pins (FOLL_PIN) of @folio in this CPU's slot if it is hot.
+ * The folio must be alive (the caller holds a reference or a mapping of it), or, for
+ * GUP-fast, PG_hot was seen: while PG_hot is set the bias keeps it alive ((H1) checks it).
+ * Return: true if taken; false if not hot (take them on the shared counts).
+ */
+static __always_inline bool pm__folio_hot_grab(struct pm_machine *m, struct pm_folio *folio,
+					       int refs)
+{
+	bool done;
+
+	pm_rcu_read_lock(); /* (H5) */
+	done = folio_hot_op_rcu(m, folio, refs);
+	pm_rcu_read_unlock();
+	return done;
+}
+
+/*
+ * pm__folio_hot_put() - release @refs pins of @folio in this CPU's slot if it is hot; if not,
+ * wait for a fold in progress first ((H2)). Return: true if released here; false if the caller
+ * releases them on the shared counts. Context: the caller holds the pins.
+ */
+static __always_inline bool pm__folio_hot_put(struct pm_machine *m, struct pm_folio *folio,
+					      int refs)
+{
+	bool done;
+
+	pm_rcu_read_lock(); /* (H5) */
+	done = folio_hot_op_rcu(m, folio, -(long)refs);
+	pm_rcu_read_unlock();
+	if (unlikely(!done))
+		pm__folio_hot_put_wait(folio);
+	return done;
+}
 
 /*
  * pm__folio_pin_contended() - a pin found another pin outstanding on @folio: should it go

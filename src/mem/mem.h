@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "lib/atomic.h"
 #include "lib/compiler.h"
+#include "lib/cpu.h"
 #include "lib/list.h"
 #include "lib/rcu.h"
 #include "lib/rwsem.h"
@@ -560,9 +561,7 @@ static inline void count_event(struct pm_machine *m, enum pm_stat_item item, uns
 /* The CPU this thread runs on now, as an index of the machine's per-CPU arrays. */
 static inline unsigned pm__this_cpu(const struct pm_machine *m)
 {
-	int cpu = sched_getcpu();
-
-	return cpu > 0 ? (unsigned)cpu % m->nr_cpus : 0;
+	return pm_cpu_index(m->nr_cpus);
 }
 
 /*

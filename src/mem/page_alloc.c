@@ -11,7 +11,7 @@
  * refcount before the frame is published as free.
  *
  * Per-CPU caches. Order-0 allocations and frees, by far the most common (every 4 KiB fault),
- * go to the cache of the CPU the thread runs on (sched_getcpu), as Linux's pcp lists do: a free
+ * go to the cache of the CPU the thread runs on (pm__this_cpu), as Linux's pcp lists do: a free
  * goes back to the freeing CPU's cache, an allocation takes the hottest frame of its own. Each
  * cache has its own lock, so threads on different CPUs never share a lock or a line in the
  * common case; a thread that migrates mid-operation merely takes another CPU's lock, which

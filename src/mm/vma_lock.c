@@ -102,7 +102,7 @@ __thread _Atomic long *pm__vma_read_slot;	 /* the slot of the read lock held, or
 static _Atomic long *this_slot(struct pm_vma_pcpu *pc)
 {
 	if (unlikely(vma_cpu < 0)) {
-		int cpu = sched_getcpu();
+		int cpu = pm_cpu_now();
 
 		vma_cpu = cpu < 0 ? 0 : cpu;
 	}

@@ -24,9 +24,7 @@ static long limit_batch(struct pm_shmem *f)
 
 static _Atomic long *limit_slot(struct pm_shmem *f)
 {
-	int cpu = sched_getcpu();
-
-	return &f->limit.xpcpu[(cpu > 0 ? (unsigned)cpu % f->m->nr_cpus : 0) * LIMIT_STRIDE];
+	return &f->limit.xpcpu[pm_cpu_index(f->m->nr_cpus) * LIMIT_STRIDE];
 }
 
 bool pm__shmem_limit_charge(struct pm_shmem *f)
