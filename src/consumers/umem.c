@@ -102,22 +102,29 @@ static void sg_append(struct pm_umem *umem, struct pm_page **pages, unsigned lon
 	unsigned long nents0 = umem->nents, npages0 = nents0 ? umem->sg[nents0 - 1].npages : 0;
 	struct pm_sg *last = nents0 ? &umem->sg[nents0 - 1] : NULL;
 	uintptr_t stride = umem->stride, next = 0;
+	unsigned long run = npages0; /* the last run's length, stored when it ends: a count
+				      * kept in memory would chain every page's add through it */
 
 	if (last)
 		next = (uintptr_t)pm_pfn_to_page(umem->machine, last->pfn + last->npages);
 	for (unsigned long i = 0; i < n; i++) {
 		if (last && (uintptr_t)pages[i] == next) {
-			last->npages++;
+			run++;
 			next += stride;
 			continue;
 		}
-		if (last && i && !sg_ends_at(umem, last, pages[i - 1]))
-			goto slow;
+		if (last) {
+			last->npages = run;
+			if (i && !sg_ends_at(umem, last, pages[i - 1]))
+				goto slow;
+		}
 		last = &umem->sg[umem->nents++];
 		last->pfn = pm_page_to_pfn(pages[i]);
-		last->npages = 1;
+		run = 1;
 		next = (uintptr_t)pages[i] + stride;
 	}
+	if (last)
+		last->npages = run;
 	if (n && !sg_ends_at(umem, last, pages[n - 1]))
 		goto slow;
 	umem->npages += n;
