@@ -13,12 +13,16 @@
  * unmaps the same area again and again gets its pages back as runs of adjacent frames. A
  * freed THP's block waits in the freeing CPU's cache for that CPU's next THP.
  *
+ * Which cache a thread uses comes from pm_cpu_now() (src/lib/cpu.h), which reads the CPU
+ * from the rseq area: on each CPU it must say what sched_getcpu() says.
+ *
  * Migration is forced with sched_setaffinity(); on a host with one CPU those checks skip.
  */
 #include <errno.h>
 #include <sched.h>
 
 #include "gup/gup.h"
+#include "lib/cpu.h"
 #include "lib/pmtest.h"
 #include "lib/tap.h"
 
@@ -475,18 +479,33 @@ static void test_thp_blocks(void)
 	pm_machine_destroy(m);
 }
 
+/* pm_cpu_now() and pm_cpu_index() on CPUs 0 and 1: the CPU the kernel says, folded below nr. */
+static void test_cpu_now(void)
+{
+	for (int cpu = 0; cpu < 2; cpu++) {
+		ASSERT_TRUE(pmt_run_on(cpu));
+		is_int(pm_cpu_now(), sched_getcpu(), "CPU %d: pm_cpu_now() is sched_getcpu()", cpu);
+		is_int(pm_cpu_now(), cpu, "CPU %d: pm_cpu_now() is the CPU the thread is bound to",
+		       cpu);
+		is_int(pm_cpu_index(2), cpu, "CPU %d: pm_cpu_index(2) is the CPU", cpu);
+		is_int(pm_cpu_index(1), 0, "CPU %d: pm_cpu_index(1) folds onto index 0", cpu);
+	}
+	diag("rseq area %s", __rseq_size ? "registered: one load" : "absent: sched_getcpu()");
+}
+
 int main(void)
 {
 	cpu_set_t saved;
 
-	plan(68);
+	plan(76);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !pmt_run_on(1) || !pmt_run_on(0)) {
-		skip(68, "needs CPUs 0 and 1");
+		skip(76, "needs CPUs 0 and 1");
 		run_anywhere(&saved);
 		return done_testing();
 	}
+	test_cpu_now();
 	test_migrate();
 	test_oom_drains_other_cpu();
 	test_homes();
