@@ -53,5 +53,10 @@ t $? "model: pin_fast after has none"
 # a thread's mmap loop in its own range, once the thread's first mmap is behind it
 grep -q "^mmap1	range	0	" "$OUT/model.tsv"
 t $? "model: mmap1 in the range design has none"
+# slow GUP's per-page PTE-table lock, a critical section both tasks take (its label taken
+# while the machine lives: reading it after the teardown crashed)
+grep -q "^model gup_fast_nochurn  *before .*critical section [1-9][0-9]*% (struct pm_page\[pfn [0-9]*\]\.ptl" \
+	"$OUT/model.out"
+t $? "model: slow GUP's pages share their PTE table's lock"
 echo "1..$n"
 exit $fail
