@@ -60,6 +60,7 @@ struct report_check {
 	double others_sum;	/* of the runs' shares of the machine that others took */
 	double others_max;
 	double line_ns;		/* x: a shared visit's extra cost at this row's gap */
+	double line_rw_ns;	/* ... of a visit that reads the line, then CASes it */
 	double gap_ns;		/* the private work between two visits, t1 / visits */
 	double ceiling;		/* 2-CPU efficiency of private work, measured */
 };

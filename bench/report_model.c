@@ -20,6 +20,8 @@
  *             that both tasks take and one takes exclusively (0: none); accesses stand for
  *             time, so the section costs cs_share * t1;
  *   units     units per counted iteration (pin_fast's iteration is 1024 pins);
+ *   rw        of the visits, those that read their line before writing it (a count read,
+ *             then its compare-and-swap; 0 where the file has no such column);
  * and, from this run, each number the model uses at 2 CPUs, measured for each configuration
  * right after its own series of runs (report.c, run_check(): 1 and N tasks in turn, the
  * fastest sample of each task count):
@@ -36,6 +38,9 @@
  *             own, then on one line). It is not a transfer's latency: at short gaps the CPU
  *             holding the line makes several visits before the other's request takes it,
  *             and the two CPUs' waits overlap; at long gaps a visit pays a whole transfer;
+ *   x_rw      the same for a visit that reads the line and then compare-and-swaps it, as
+ *             the rw visits do: the read may fetch the line shared and the CAS take it
+ *             again, and a CAS that lost starts over, so it may cost more than a locked add;
  *   ceiling   the 2-CPU efficiency of work that shares nothing (probe(): CPU 0's locked
  *             add, dependent steps and a page cleared, alone and then beside CPU 1 doing the
  *             same): what a host that puts the vCPUs on one core, clocks down or has them
@@ -44,17 +49,19 @@
  * many iterations (both were running: on a shared VM a batch that a vCPU's preemption hits
  * measures the hypervisor, not the line).
  *
- * The model. With N >= 2 tasks and L = visits * units visits per iteration:
- *   (a) line visits: t(N) = tN + L * x, so X(N) <= N / t(N);
+ * The model. With N >= 2 tasks, L = visits * units visits per iteration, and their cost
+ * V = units * ((visits - rw) * x + rw * x_rw):
+ *   (a) line visits: t(N) = tN + V, so X(N) <= N / t(N);
  *   (b) a hot line is owned by one CPU at a time: the machine moves it at most once per x,
  *       and each iteration moves it hot * units times: X(N) <= 1 / (hot * units * x);
  *   (c) a conflicting lock's critical section serialises (Amdahl; an M/D/1 queue at its
- *       saturation): X(N) <= 1 / (cs_share * tN + L * x), the sections plus the visits
+ *       saturation): X(N) <= 1 / (cs_share * tN + V), the sections plus the visits
  *       of the lines they touch (the lock's own among them), which are made while it is held.
  * X(N) is the smallest, times the ceiling, and the efficiency is X(N) / (N / t1): a path
  * dearer at N tasks (tN > t1) costs efficiency on any number of CPUs, as a conflict does. At 2 CPUs,
  * (b) is left out: x measured at the unit's own gap already is what two CPUs queueing on one
- * line pay a visit. At 16, 64 and 256 CPUs, the ceiling is 1 and x is a two-socket machine's
+ * line pay a visit. At 16, 64 and 256 CPUs, the ceiling is 1 and x (x_rw too: no figure is
+ * cited for a read and its upgrade, so one transfer) is a two-socket machine's
  * cross-socket transfer (MODEL_BIG_LINE_NS): the published figures for 2-socket Xeons are of
  * the order of 100-200 ns (David, Guerraoui and Trigonakis, "Everything you always wanted to
  * know about synchronization", SOSP 2013, measure cross-socket transfers of this order); the
@@ -87,7 +94,7 @@ static const unsigned model_cpus[] = { 16, 64, 256 };
 
 struct model_in {
 	bool have;
-	double lines, visits, hot, rmws, cs_share, units;
+	double lines, visits, hot, rmws, cs_share, units, rw;
 };
 
 /* The trace's figures (report_model_load()), per experiment and configuration. */
@@ -96,7 +103,9 @@ static struct model_in (*model_saved)[NR_CFG];
 
 /* ---- the probes: private work on CPUs 0 and 1, and a line both add to ---- */
 
-enum probe_phase { PROBE_OWN, PROBE_SHARED, PROBE_PAGES, PROBE_STOP };
+enum probe_phase {
+	PROBE_OWN, PROBE_SHARED, PROBE_OWN_RW, PROBE_SHARED_RW, PROBE_PAGES, PROBE_STOP
+};
 
 struct probe {
 	_Alignas(64) unsigned long shared;	/* the line both add to */
@@ -119,14 +128,25 @@ static int pin_to(int cpu)
 }
 
 /*
- * One iteration: a locked add to @line, then @steps steps of work of this CPU alone that
- * depend on the add's result (as an operation's next steps depend on what it read), and,
- * with a @ring, a 4 KiB page of it cleared (as a fault clears its page).
+ * One iteration: a locked add to @line, or with @rw a read of it and then a compare-and-swap
+ * that starts over when it loses (as a count is taken when it is not zero), then @steps steps
+ * of work of this CPU alone that depend on the result (as an operation's next steps depend
+ * on what it read), and, with a @ring, a 4 KiB page of it cleared (as a fault clears its
+ * page).
  */
-static inline unsigned long probe_iter(unsigned long *line, unsigned steps, char *ring,
-				       unsigned long *page, unsigned long v)
+static inline unsigned long probe_iter(unsigned long *line, bool rw, unsigned steps,
+				       char *ring, unsigned long *page, unsigned long v)
 {
-	v += __atomic_fetch_add(line, 1, __ATOMIC_SEQ_CST) & 1;
+	if (rw) {
+		unsigned long o = __atomic_load_n(line, __ATOMIC_RELAXED);
+
+		while (!__atomic_compare_exchange_n(line, &o, o + 1, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_RELAXED))
+			;
+		v += o & 1;
+	} else {
+		v += __atomic_fetch_add(line, 1, __ATOMIC_SEQ_CST) & 1;
+	}
 	for (unsigned i = 0; i < steps; i++)
 		v = v * 6364136223846793005UL + 1442695040888963407UL;
 	if (ring) {
@@ -145,7 +165,9 @@ static void *partner(void *arg)
 	h->err = pin_to(1); /* read after the join */
 	__atomic_store_n(&h->go, 1, __ATOMIC_RELEASE);
 	while ((ph = __atomic_load_n(&h->phase, __ATOMIC_ACQUIRE)) != PROBE_STOP) {
-		v = probe_iter(ph == PROBE_SHARED ? &h->shared : &h->own[1][0], h->steps,
+		v = probe_iter(ph == PROBE_SHARED || ph == PROBE_SHARED_RW ? &h->shared
+									     : &h->own[1][0],
+			       ph == PROBE_OWN_RW || ph == PROBE_SHARED_RW, h->steps,
 			       ph == PROBE_PAGES ? h->ring[1] : NULL, &page, v);
 		__atomic_store_n(&h->done1, h->done1 + 1, __ATOMIC_RELAXED);
 	}
@@ -175,7 +197,7 @@ static int cmp_double(const void *a, const void *b)
  * and the fastest batch of a shared line is one where the two CPUs happened to keep out of
  * each other's way.
  */
-static double probe_phase(struct probe *h, bool both, unsigned long *line, char *ring)
+static double probe_phase(struct probe *h, bool both, unsigned long *line, bool rw, char *ring)
 {
 	unsigned iters = MODEL_BATCH_NS / (20 + h->steps + (ring ? 200 : 0)), n = 0;
 	double t[MODEL_BATCHES], med;
@@ -187,7 +209,7 @@ static double probe_phase(struct probe *h, bool both, unsigned long *line, char 
 		double t0 = now_ns(), t1;
 
 		for (unsigned i = 0; i < iters; i++)
-			v = probe_iter(line, h->steps, ring, &page, v);
+			v = probe_iter(line, rw, h->steps, ring, &page, v);
 		t1 = now_ns();
 		other = __atomic_load_n(&h->done1, __ATOMIC_RELAXED) - d0;
 		if (!both || (other * 2 >= iters && other <= 2 * iters))
@@ -210,17 +232,20 @@ static double probe_phase(struct probe *h, bool both, unsigned long *line, char 
  *  - the line cost at a gap: both CPUs make a locked add and then private work that takes
  *    about @gap_ns, first each on its own line, then on one line; x is the difference per
  *    iteration. Long gaps pay about a whole transfer per visit; short ones less, since the
- *    CPU holding the line makes several visits before the other's request takes it.
+ *    CPU holding the line makes several visits before the other's request takes it;
+ *  - with @x_rw, the same for visits that read the line and then compare-and-swap it.
  * NAN where there are not two CPUs to pin to, or no batch had both running.
  */
-static void probe(double gap_ns, double *ceiling, double *x)
+static void probe(double gap_ns, double *ceiling, double *x, double *x_rw)
 {
 	struct probe *h = aligned_alloc(64, sizeof(*h));
-	double alone, both, t0, t64, own, shared;
+	double alone, both, t0, t64, own, shared, own_rw = NAN, shared_rw = NAN;
 	cpu_set_t old;
 	pthread_t t;
 
 	*ceiling = *x = NAN;
+	if (x_rw)
+		*x_rw = NAN;
 	if (!h)
 		return;
 	memset(h, 0, sizeof(*h));
@@ -235,31 +260,39 @@ static void probe(double gap_ns, double *ceiling, double *x)
 	memset(h->ring[0], 1, 2 * MODEL_RING * 4096);
 	/* alone: before the partner exists */
 	h->steps = MODEL_STEPS;
-	alone = probe_phase(h, false, &h->own[0][0], h->ring[0]);
+	alone = probe_phase(h, false, &h->own[0][0], false, h->ring[0]);
 	h->steps = 0;
-	t0 = probe_phase(h, false, &h->own[0][0], NULL);
+	t0 = probe_phase(h, false, &h->own[0][0], false, NULL);
 	h->steps = 64;
-	t64 = probe_phase(h, false, &h->own[0][0], NULL);
+	t64 = probe_phase(h, false, &h->own[0][0], false, NULL);
 	h->phase = PROBE_PAGES;
 	h->steps = MODEL_STEPS;
 	if (pthread_create(&t, NULL, partner, h))
 		goto out;
 	while (!__atomic_load_n(&h->go, __ATOMIC_ACQUIRE))
 		sched_yield();
-	both = probe_phase(h, true, &h->own[0][0], h->ring[0]);
+	both = probe_phase(h, true, &h->own[0][0], false, h->ring[0]);
 	/* steps so that an iteration alone takes about the gap */
 	h->steps = t64 > t0 && gap_ns > t0 ?
 		(unsigned)fmin(MODEL_MAX_STEPS, round((gap_ns - t0) * 64 / (t64 - t0))) : 0;
 	__atomic_store_n(&h->phase, PROBE_OWN, __ATOMIC_RELEASE);
-	own = probe_phase(h, true, &h->own[0][0], NULL);
+	own = probe_phase(h, true, &h->own[0][0], false, NULL);
 	__atomic_store_n(&h->phase, PROBE_SHARED, __ATOMIC_RELEASE);
-	shared = probe_phase(h, true, &h->shared, NULL);
+	shared = probe_phase(h, true, &h->shared, false, NULL);
+	if (x_rw) {
+		__atomic_store_n(&h->phase, PROBE_OWN_RW, __ATOMIC_RELEASE);
+		own_rw = probe_phase(h, true, &h->own[0][0], true, NULL);
+		__atomic_store_n(&h->phase, PROBE_SHARED_RW, __ATOMIC_RELEASE);
+		shared_rw = probe_phase(h, true, &h->shared, true, NULL);
+	}
 	__atomic_store_n(&h->phase, PROBE_STOP, __ATOMIC_RELEASE);
 	pthread_join(t, NULL);
 	if (!h->err && !isnan(alone) && !isnan(both))
 		*ceiling = fmin(alone / both, 1.0);
 	if (!h->err && !isnan(own) && !isnan(shared))
 		*x = fmax(shared - own, 0);
+	if (x_rw && !h->err && !isnan(own_rw) && !isnan(shared_rw))
+		*x_rw = fmax(shared_rw - own_rw, 0);
 out:
 	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
 	free(h->ring[0]);
@@ -291,11 +324,17 @@ static int read_inputs(const struct report *rep, struct model_in in[][NR_CFG])
 		struct model_in m = { .have = true };
 		enum report_cfg c;
 
-		if (line[0] == '#' ||
-		    sscanf(line, "%63s %31s %lf %lf %lf %lf %lf %lf", id, cfg, &m.lines, &m.visits,
-			   &m.hot, &m.rmws, &m.cs_share, &m.units) != 8 ||
-		    m.units < 1)
+		int got;
+
+		if (line[0] == '#')
 			continue;
+		/* rw_visits came last, later: a file without it has none */
+		got = sscanf(line, "%63s %31s %lf %lf %lf %lf %lf %lf %lf", id, cfg, &m.lines,
+			     &m.visits, &m.hot, &m.rmws, &m.cs_share, &m.units, &m.rw);
+		if (got < 8 || m.units < 1)
+			continue;
+		if (got == 8 || m.rw < 0 || m.rw > m.visits)
+			m.rw = 0;
 		c = cfg_by_name(cfg);
 		for (unsigned i = 0; c < NR_CFG && i < rep->nr_exps; i++) {
 			if (!strcmp(rep->exps[i].id, id)) {
@@ -355,8 +394,9 @@ void report_model_calibrate(const struct report *rep, unsigned exp, enum report_
 	k->gap_ns = l > 0 ? t1 / l : 0;
 	/* A probe in which no batch had both CPUs running (others took one) is made again. */
 	for (int tries = 0; tries < MODEL_PROBE_TRIES; tries++) {
-		probe(k->gap_ns, &k->ceiling, &k->line_ns);
-		if (!isnan(k->ceiling) && !isnan(k->line_ns))
+		probe(k->gap_ns, &k->ceiling, &k->line_ns, m->rw > 0 ? &k->line_rw_ns : NULL);
+		if (!isnan(k->ceiling) && !isnan(k->line_ns) &&
+		    (m->rw <= 0 || !isnan(k->line_rw_ns)))
 			break;
 		usleep(20000);
 	}
@@ -381,17 +421,19 @@ static bool report_model_has_any(const struct report *rep)
  * two CPUs queueing on one line pay per visit, so (b) would count the queue twice.
  */
 static double model_eff(const struct model_in *m, double t1_ns, double tn_ns, double x,
-			double ceil, unsigned n, bool hot_bound)
+			double x_rw, double ceil, unsigned n, bool hot_bound)
 {
-	double one = 1.0 / t1_ns, l = m->visits * m->units, xn;
+	double one = 1.0 / t1_ns, xn;
+	/* the iteration's visits, those that read first at their own cost */
+	double lx = m->units * ((m->visits - m->rw) * x + m->rw * x_rw);
 
 	if (n < 2)
 		return 1.0;
-	xn = n / (tn_ns + l * x);
+	xn = n / (tn_ns + lx);
 	if (hot_bound && m->hot > 0)
 		xn = fmin(xn, 1.0 / (m->hot * m->units * x));
 	if (m->cs_share > 0)
-		xn = fmin(xn, 1.0 / (m->cs_share * tn_ns + l * x));
+		xn = fmin(xn, 1.0 / (m->cs_share * tn_ns + lx));
 	return ceil * xn / (n * one);
 }
 
@@ -415,11 +457,11 @@ static double model_tn(const struct model_in *m, const struct report_check *k, d
 static bool model_eff_here(const struct model_in *m, const struct report_check *k,
 			   double t1_ns, unsigned n, double *eff)
 {
-	double x = m->visits > 0 ? k->line_ns : 0;
+	double x = m->visits > 0 ? k->line_ns : 0, x_rw = m->rw > 0 ? k->line_rw_ns : 0;
 
-	if (isnan(x) || isnan(k->ceiling) || k->ceiling <= 0)
+	if (isnan(x) || isnan(x_rw) || isnan(k->ceiling) || k->ceiling <= 0)
 		return false;
-	*eff = model_eff(m, t1_ns, model_tn(m, k, t1_ns), x, k->ceiling, n, false);
+	*eff = model_eff(m, t1_ns, model_tn(m, k, t1_ns), x, x_rw, k->ceiling, n, false);
 	return true;
 }
 
@@ -439,9 +481,11 @@ static void print_cfg(FILE *f, const struct report_experiment *e, enum report_cf
 	if (!m->have || !model_t1(e, c, &t1))
 		return;
 	fprintf(f, "model %-18s %-6s lines %2.0f visits %4.1f x%-4.0f rmw %4.1f cs %3.0f%% %5.0f ns"
-		" gap %5.0f ns x %3.0f ns ceil %.2f path %.2f", e->id, report_cfg_names[c],
-		m->lines, m->visits, m->units, m->rmws, 100 * m->cs_share, m->cs_share * t1,
-		k->gap_ns, k->line_ns, k->ceiling, t1 / model_tn(m, k, t1));
+		" gap %5.0f ns x %3.0f ns", e->id, report_cfg_names[c], m->lines, m->visits,
+		m->units, m->rmws, 100 * m->cs_share, m->cs_share * t1, k->gap_ns, k->line_ns);
+	if (m->rw > 0)
+		fprintf(f, " (%.1f read before an RMW: %.0f ns)", m->rw, k->line_rw_ns);
+	fprintf(f, " ceil %.2f path %.2f", k->ceiling, t1 / model_tn(m, k, t1));
 	if (!model_eff_here(m, k, t1, n, &pred))
 		fprintf(f, "  eff(%u) model -", n);
 	else
@@ -462,8 +506,8 @@ static void print_cfg(FILE *f, const struct report_experiment *e, enum report_cf
 	}
 	for (size_t j = 0; j < sizeof(model_cpus) / sizeof(model_cpus[0]); j++)
 		fprintf(f, "  eff(%u) %.3f", model_cpus[j],
-			model_eff(m, t1, model_tn(m, k, t1), MODEL_BIG_LINE_NS, 1.0,
-				  model_cpus[j], true));
+			model_eff(m, t1, model_tn(m, k, t1), MODEL_BIG_LINE_NS,
+				  MODEL_BIG_LINE_NS, 1.0, model_cpus[j], true));
 	fputc('\n', f);
 }
 
@@ -477,9 +521,9 @@ static void print_pin_fast(FILE *f, const struct report_experiment *e,
 	    !model_t1(e, CFG_BEFORE, &b) || !model_t1(e, CFG_AFTER, &a))
 		return;
 	eb = model_eff(&in[CFG_BEFORE], b, model_tn(&in[CFG_BEFORE], &e->check[CFG_BEFORE], b),
-		       MODEL_BIG_LINE_NS, 1.0, 256, true);
+		       MODEL_BIG_LINE_NS, MODEL_BIG_LINE_NS, 1.0, 256, true);
 	ea = model_eff(&in[CFG_AFTER], a, model_tn(&in[CFG_AFTER], &e->check[CFG_AFTER], a),
-		       MODEL_BIG_LINE_NS, 1.0, 256, true);
+		       MODEL_BIG_LINE_NS, MODEL_BIG_LINE_NS, 1.0, 256, true);
 	fprintf(f, "model pin_fast after/before at 256 CPUs: %.1fx (seed 2021: 25,617 -> "
 		"1,194,790 ops/s, x46.6)\n", (ea / a) / (eb / b));
 	/* The ratio scales with this machine's 1-CPU cost; the before's collapse does not: it

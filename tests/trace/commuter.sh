@@ -58,5 +58,13 @@ t $? "model: mmap1 in the range design has none"
 grep -q "^model gup_fast_nochurn  *before .*critical section [1-9][0-9]*% (struct pm_page\[pfn [0-9]*\]\.ptl" \
 	"$OUT/model.out"
 t $? "model: slow GUP's pages share their PTE table's lock"
+# visits that read a line and then CAS it, priced apart: a shared pin's refcount is one,
+# the has-pinned flag's plain store is not
+awk -F'\t' '$1 == "pin_hot_same" && $2 == "before" && $9 > 0 { f = 1 } END { exit !f }' \
+	"$OUT/model.tsv"
+t $? "model: pin_hot before reads its count, then CASes it"
+awk -F'\t' '$1 == "pin_fast" && $2 == "before" && $9 == 0 { f = 1 } END { exit !f }' \
+	"$OUT/model.tsv"
+t $? "model: pin_fast before's flag store is no read-then-RMW visit"
 echo "1..$n"
 exit $fail

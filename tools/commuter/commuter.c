@@ -1068,7 +1068,7 @@ struct result {
 	char cs_label[192];	/* the lock's label, taken while its machine lives */
 	/* --model: the conflicting lines' visits per order (line_visits()), in all and of the
 	 * most visited line */
-	double visits[2], hot[2];
+	double visits[2], hot[2], rw[2];
 };
 
 static uint64_t min_gen(const struct pm_trace_log *l)
@@ -1167,38 +1167,54 @@ static double lock_share(const struct pm_trace_log *l, const struct pm_trace_log
  * where one that follows the previous one by more than VISIT_GAP other accesses starts a new
  * visit. Between two visits another CPU can take the line, so each visit of a conflicting
  * line stands for a transfer (mmap_lock's reader count: one at down_read, one at up_read).
+ * *@rw: the visits that read the line and then make a read-modify-write there before any
+ * plain write (a count read, then its compare-and-swap): the read fetches the line shared,
+ * the RMW must take it again, and a CAS that lost to the other CPU starts over, so such a
+ * visit may cost more than one that writes first (the report's probe measures both kinds).
  */
 #define VISIT_GAP 32
 
-static unsigned line_visits(const struct pm_trace_log *l, uintptr_t line)
+static unsigned line_visits(const struct pm_trace_log *l, uintptr_t line, unsigned *rw)
 {
 	unsigned n = 0;
 	size_t last = 0;
+	bool reading = false; /* this visit has read the line and not written it yet */
 
+	*rw = 0;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pm_trace_access *a = &l->acc[i];
+		bool w = a->flags & PM_TRACE_WRITE;
 
 		if (a->addr >= line + 64 || a->addr + a->size <= line)
 			continue;
-		if (!n || i - last > VISIT_GAP)
+		if (!n || i - last > VISIT_GAP) {
 			n++;
+			reading = !w;
+		} else if (reading && w) {
+			*rw += !!(a->flags & PM_TRACE_RMW);
+			reading = false;
+		}
 		last = i;
 	}
 	return n;
 }
 
-/* The C64-conflicting lines' visits, the mean of the two logs: in all, and the most. */
-static void count_visits(const struct pm_trace_log *l, double *all, double *hot)
+/* The C64-conflicting lines' visits, the mean of the two logs: in all, the most, and those
+ * that read before they write. */
+static void count_visits(const struct pm_trace_log *l, double *all, double *hot, double *rw)
 {
 	struct pm_trace_conflict *cf;
 	long n = pm_trace_conflicts(&l[0], &l[1], PM_TRACE_C64, &cf);
 
-	*all = *hot = 0;
+	*all = *hot = *rw = 0;
 	for (long i = 0; i < n; i++) {
-		double v = (line_visits(&l[0], cf[i].line) + line_visits(&l[1], cf[i].line)) / 2.0;
+		unsigned rw0, rw1;
+		double v = (line_visits(&l[0], cf[i].line, &rw0) +
+			    line_visits(&l[1], cf[i].line, &rw1)) / 2.0;
 
 		*all += v;
 		*hot = v > *hot ? v : *hot;
+		*rw += (rw0 + rw1) / 2.0;
 	}
 	free(cf);
 }
@@ -1226,7 +1242,7 @@ static bool run_order(struct result *res, unsigned flags, unsigned knobs, int fi
 		if (res->cs_share[first] > 0)
 			pm_trace_label(res->cs_lock, 1, min_gen(r.log), res->cs_label,
 				       sizeof(res->cs_label));
-		count_visits(r.log, &res->visits[first], &res->hot[first]);
+		count_visits(r.log, &res->visits[first], &res->hot[first], &res->rw[first]);
 		if (first == 0) {
 			res->rmw[0] = count_rmw(&r.log[0]);
 			res->rmw[1] = count_rmw(&r.log[1]);
@@ -1835,10 +1851,12 @@ static int seed_2020(void)
  * one row per will-it-scale experiment and configuration: the pair of its unit operation
  * that two of its tasks run, each on its own data, as the benchmark places them, in the
  * loop's steady state (model_steady: a fault's table already exists). Columns: id,
- * configuration, C64-conflicting lines per unit (distinct labelled fields, at most 16),
- * locked RMWs per unit (the mean of the two), the share of the unit's accesses made inside
- * the critical section of a lock that both take and one takes exclusively (lock_share()),
- * and the units per counted iteration of the benchmark (pin_fast's iteration is 1024 pins).
+ * configuration, C64-conflicting lines per unit (distinct labelled fields, at most 16), their
+ * visits per unit and the most visited line's (line_visits()), locked RMWs per unit (the
+ * mean of the two), the share of the unit's accesses made inside the critical section of a
+ * lock that both take and one takes exclusively (lock_share()), the units per counted
+ * iteration of the benchmark (pin_fast's iteration is 1024 pins), and the visits that read
+ * their line before writing it.
  */
 struct model_row {
 	const char *id, *cfg, *a;
@@ -1905,7 +1923,7 @@ static int write_model(const char *path)
 		return 1;
 	}
 	fprintf(f, "# id\tcfg\tc64_lines\tvisits\thot_visits\trmw\tcs_share\tunits\t"
-		"(pinmm-commuter --model)\n");
+		"rw_visits\t(pinmm-commuter --model)\n");
 	model_steady = true;
 	for (size_t i = 0; i < sizeof(model_rows) / sizeof(model_rows[0]); i++) {
 		const struct model_row *m = &model_rows[i];
@@ -1929,13 +1947,15 @@ static int write_model(const char *path)
 			double share = (r.cs_share[0] + r.cs_share[1]) / 2;
 			const char *lock = share > 0 ? r.cs_label : "none";
 			double visits = (r.visits[0] + r.visits[1]) / 2, hot = (r.hot[0] + r.hot[1]) / 2;
+			double rw = (r.rw[0] + r.rw[1]) / 2;
 
-			fprintf(f, "%s\t%s\t%d\t%.2f\t%.2f\t%.1f\t%.3f\t%u\n", m->id, m->cfg,
-				r.nhit[1], visits, hot, (r.rmw[0] + r.rmw[1]) / 2.0, share, m->units);
+			fprintf(f, "%s\t%s\t%d\t%.2f\t%.2f\t%.1f\t%.3f\t%u\t%.2f\n", m->id,
+				m->cfg, r.nhit[1], visits, hot, (r.rmw[0] + r.rmw[1]) / 2.0, share,
+				m->units, rw);
 			printf("model %-16s %-9s %s x%u: %d C64 lines, %.1f visits (%.1f the most "
-			       "visited), rmw %ld + %ld, critical section %.0f%% (%s)%s\n", m->id,
-			       m->cfg, m->a, m->units, r.nhit[1], visits, hot, r.rmw[0], r.rmw[1],
-			       100 * share, lock, r.nhit[1] ? ":" : "");
+			       "visited, %.1f read before an RMW), rmw %ld + %ld, critical section "
+			       "%.0f%% (%s)%s\n", m->id, m->cfg, m->a, m->units, r.nhit[1], visits, hot,
+			       rw, r.rmw[0], r.rmw[1], 100 * share, lock, r.nhit[1] ? ":" : "");
 			for (int h = 0; h < r.nhit[1]; h++)
 				printf("    %s\n", r.hit[1][h].label);
 		}
