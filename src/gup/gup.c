@@ -120,6 +120,22 @@ static __noinline bool gup_put_hot(struct pm_machine *m, struct pm_folio *folio,
 	return pm__folio_hot_put(m, folio, refs);
 }
 
+/* Release @refs pins of @folio, not the zero page, on its shared counts. False: refused. */
+static bool unpin_shared(struct pm_folio *folio, int refs)
+{
+	int old;
+
+	if (!folio_test_large(folio))
+		return put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS);
+	/* Every folio size refuses an underflow the same way: nothing changes. */
+	if (unlikely(!sub_unless_below(&folio->page.xpincount, refs, &old))) {
+		bad_put(folio, "pincount", old, refs);
+		return false;
+	}
+	put_refs_checked(folio, refs);
+	return true;
+}
+
 /* Release @refs references of kind @flags taken by try_grab_folio (or the fast path). */
 void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 {
@@ -128,21 +144,10 @@ void pm__gup_put_folio(struct pm_folio *folio, int refs, unsigned flags)
 	if (flags & FOLL_PIN) {
 		struct pm_machine *m = page_machine(&folio->page);
 
-		if (unlikely(folio_hot(folio)) && gup_put_hot(m, folio, refs)) {
-			/* mem/folio_hot.c: this CPU's slot; an underflow shows at the fold */
-		} else if (folio_test_large(folio)) {
-			int old;
-
-			/* Every folio size refuses an underflow the same way: nothing changes. */
-			if (unlikely(!sub_unless_below(&folio->page.xpincount, refs, &old))) {
-				bad_put(folio, "pincount", old, refs);
-				return;
-			}
-			put_refs_checked(folio, refs);
-		} else if (!put_refs_checked(folio, refs * GUP_PIN_COUNTING_BIAS)) {
-			return;
-		}
-		count_event(m, NR_FOLL_PIN_RELEASED, (unsigned)refs);
+		/* A hot folio's pins go to this CPU's slot (an underflow shows at the fold). */
+		if ((unlikely(folio_hot(folio)) && gup_put_hot(m, folio, refs)) ||
+		    unpin_shared(folio, refs))
+			count_event(m, NR_FOLL_PIN_RELEASED, (unsigned)refs);
 	} else {
 		put_refs_checked(folio, refs);
 	}
@@ -620,13 +625,14 @@ void pm_unpin_user_page(struct pm_page *page)
 	folio = page_folio(page);
 	m = page_machine(&folio->page);
 	if (unlikely(folio_test_large(folio) || folio_is_zero(folio) || folio_hot(folio))) {
-		/* A hot folio's unpin inline (pin_hot's loop); the rest, and a hot unpin that
-		 * found the folio leaving hot mode, as every unpin. */
-		if (folio_hot(folio) && pm__folio_hot_put(m, folio, 1))
-			count_event(m, NR_FOLL_PIN_RELEASED, 1);
-		else
-			pm__gup_put_folio(folio, 1, FOLL_PIN);
-		count_event(m, UNPIN_FOLIO_UPDATES, 1);
+		struct pm_stat_block *b = pm__stat_block(m);
+
+		/* A hot folio's unpin inline (pin_hot's loop); a hot unpin that found the folio
+		 * leaving hot mode goes to the shared counts, as the rest do. */
+		if (!folio_is_zero(folio) &&
+		    ((folio_hot(folio) && pm__folio_hot_put(m, folio, 1)) || unpin_shared(folio, 1)))
+			count_event_in(m, b, NR_FOLL_PIN_RELEASED, 1);
+		count_event_in(m, b, UNPIN_FOLIO_UPDATES, 1);
 		return;
 	}
 	/* The common case: pm__gup_put_folio() for a small folio, without its calls. */

@@ -5,9 +5,10 @@
  *
  * The kernel keeps the answer in the thread's rseq area, which glibc (2.35 and later)
  * registers for every thread, so reading it is one load at a fixed offset from the thread
- * pointer. sched_getcpu() reads the same field, but through a call into libc on every hot
- * pin and unpin, a few nanoseconds each. Where the registration failed (__rseq_size is 0:
- * an old kernel, a sandbox, valgrind) the field holds a negative value and we fall back to
+ * pointer. sched_getcpu() reads the same field through a call into libc, which the hot pin
+ * and unpin paths are written to avoid. Where glibc registered no area (__rseq_size is 0: an
+ * old kernel, a sandbox, valgrind, GLIBC_TUNABLES=glibc.pthread.rseq=0) the area is not read;
+ * where it did, a negative cpu_id (the kernel has not filled it in yet) also falls back to
  * sched_getcpu().
  *
  * The answer may be stale by the time it is used (the thread migrates): every user treats

@@ -77,16 +77,6 @@
 
 #include "mem/folio_hot.h"
 
-/*
- * The table entry of a folio that is or was hot (so the table exists). The table pointer is
- * loaded explicitly: GCC reads an _Atomic pointer that is subscripted with a plain load.
- */
-static inline struct pm_folio_hot *_Atomic *hot_entry(struct pm_machine *m,
-						      const struct pm_folio *folio)
-{
-	return &atomic_load_acquire(&m->xhot)[page_to_pfn(m, &folio->page)];
-}
-
 /* The grace period after a leave has passed: the state may serve another period ((H5)). */
 static void hot_state_retired(struct pm_rcu_head *head)
 {
@@ -145,7 +135,7 @@ void pm__folio_leave_hot(struct pm_folio *folio)
 	} while (!atomic_cas_mb(&folio->page.xflags, &flags,
 				(flags & ~PGF(PG_hot)) | PGF(PG_hot_leave)));
 
-	h = atomic_load_acquire(hot_entry(m, folio));
+	h = atomic_load_acquire(folio_hot_entry(m, folio));
 	pm_assert(h);
 	for (unsigned cpu = 0; cpu < m->nr_cpus; cpu++) {
 		int64_t v = atomic_xchg_mb(&h->slot[cpu].xv, HOT_FOLDED); /* (H1) */
@@ -153,7 +143,7 @@ void pm__folio_leave_hot(struct pm_folio *folio)
 		pm_assert(!hot_folded(v));
 		pins += v;
 	}
-	atomic_store_release(hot_entry(m, folio), NULL);
+	atomic_store_release(folio_hot_entry(m, folio), NULL);
 	if (folio_test_large(folio))
 		refs = pins;
 	else
@@ -270,9 +260,8 @@ out:
 static void hot_sum(struct pm_folio *folio, long *refs, long *pins)
 {
 	struct pm_machine *m = page_machine(&folio->page);
-	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
-	struct pm_folio_hot *h = table ? atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]) : NULL;
-
+	struct pm_folio_hot *_Atomic *entry = folio_hot_entry(m, folio);
+	struct pm_folio_hot *h = entry ? atomic_load_acquire(entry) : NULL;
 	long n = 0;
 
 	*refs = *pins = 0;

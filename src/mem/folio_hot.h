@@ -20,27 +20,40 @@ __hidden int pm__folio_counts_exact(struct pm_folio *folio, int *pincount);
 __hidden void pm__machine_hot_exit(struct pm_machine *m);
 
 /*
+ * The table entry of @folio, a folio of machine @m, in the table of hot states; NULL while no
+ * folio of @m was ever hot (no table). The table pointer is loaded explicitly: GCC reads an
+ * _Atomic pointer that is subscripted with a plain load.
+ */
+static __always_inline struct pm_folio_hot *_Atomic *folio_hot_entry(struct pm_machine *m,
+								      const struct pm_folio *folio)
+{
+	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+
+	return table ? &table[page_to_pfn(m, &folio->page)] : NULL;
+}
+
+/*
  * One hot operation, inline in GUP and the unpins: @pins pins (negative: unpins) of @folio, a
  * folio of machine @m, on this CPU's slot of its state, if it is hot ((H1)). A pin that would
  * take the slot past its share of PM_HOT_REF_LIMIT references is not taken here: the shared
  * counts, with their own limit, take it or refuse it, so however the slots are folded the
  * refcount stays below PM_GUP_REF_LIMIT + PM_HOT_REF_LIMIT, far from INT_MAX. The caller has
  * @m at hand: looking it up from the folio would add two dependent loads. Inline, with the
- * CPU read from the rseq area (lib/cpu.h), because each call and each nested read lock cost
- * as much as the locked add itself. Context: an RCU read section, the one in which the state
+ * CPU read from the rseq area (lib/cpu.h), so that a hot pin is the locked add and a few
+ * loads, with no call. Context: an RCU read section, the one in which the state
  * is loaded and used ((H5)). Return: counted here; false: not hot (use the shared counts).
  */
 static __always_inline bool folio_hot_op_rcu(struct pm_machine *m, struct pm_folio *folio,
 					     long pins)
 {
-	struct pm_folio_hot *_Atomic *table = atomic_load_acquire(&m->xhot);
+	struct pm_folio_hot *_Atomic *entry = folio_hot_entry(m, folio);
 	struct pm_folio_hot *h;
 	struct pm_hot_slot *s;
 
 	rcu_assert_held();
-	if (!table)
+	if (!entry)
 		return false;
-	h = atomic_load_acquire(&table[page_to_pfn(m, &folio->page)]);
+	h = atomic_load_acquire(entry);
 	if (!h)
 		return false;
 	s = &h->slot[pm__this_cpu(m)];
