@@ -61,6 +61,8 @@ struct report_check {
 	double others_max;
 	double line_ns;		/* x: a shared visit's extra cost at this row's gap */
 	double line_rw_ns;	/* ... of a visit that reads the line, then CASes it */
+	double clear_ns;	/* c: clearing a frame that comes from DRAM, alone */
+	double stream_ns;	/* s: ... beside the other CPU doing the same, the extra ns */
 	double gap_ns;		/* the private work between two visits, t1 / visits */
 	double ceiling;		/* 2-CPU efficiency of private work, measured */
 };

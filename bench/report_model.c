@@ -22,6 +22,10 @@
  *   units     units per counted iteration (pin_fast's iteration is 1024 pins);
  *   rw        of the visits, those that read their line before writing it (a count read,
  *             then its compare-and-swap; 0 where the file has no such column);
+ *   frames    4 KiB frames the unit writes whole (a fault's cleared page; 0 where the file
+ *             has no such column). The experiments that fault fresh memory every iteration
+ *             (page_fault1, shmem_fault) stream them from DRAM, far past the caches, and two
+ *             CPUs streaming share the memory's bandwidth: a cost no line shows;
  * and, from this run, each number the model uses at 2 CPUs, measured for each configuration
  * right after its own series of runs (report.c, run_check(): 1 and N tasks in turn, the
  * fastest sample of each task count):
@@ -38,6 +42,10 @@
  *             own, then on one line). It is not a transfer's latency: at short gaps the CPU
  *             holding the line makes several visits before the other's request takes it,
  *             and the two CPUs' waits overlap; at long gaps a visit pays a whole transfer;
+ *   c, s      what clearing a frame costs alone, and how much more while the other CPU
+ *             clears frames all the time too (probe_stream(): CPU 0 clears the pages of a
+ *             ring of MODEL_STREAM_MIB, far larger than the last-level cache, alone, then
+ *             beside CPU 1 doing the same);
  *   x_rw      the same for a visit that reads the line and then compare-and-swaps it, as
  *             the rw visits do: the read may fetch the line shared and the CAS take it
  *             again, and a CAS that lost starts over, so it may cost more than a locked add;
@@ -50,8 +58,10 @@
  * measures the hypervisor, not the line).
  *
  * The model. With N >= 2 tasks, L = visits * units visits per iteration, and their cost
- * V = units * ((visits - rw) * x + rw * x_rw):
- *   (a) line visits: t(N) = tN + V, so X(N) <= N / t(N);
+ * V = units * ((visits - rw) * x + rw * x_rw), and the frames' S = F * s * min(1, F * c / t1)
+ * with F = units * frames: a frame pays s in full only if the other CPU is clearing all the
+ * time, and the other task clears for the share F * c / t1 of its iteration:
+ *   (a) line visits and streaming: t(N) = tN + V + S, so X(N) <= N / t(N);
  *   (b) a hot line is owned by one CPU at a time: the machine moves it at most once per x,
  *       and each iteration moves it hot * units times: X(N) <= 1 / (hot * units * x);
  *   (c) a conflicting lock's critical section serialises (Amdahl; an M/D/1 queue at its
@@ -65,8 +75,10 @@
  * cross-socket transfer (MODEL_BIG_LINE_NS): the published figures for 2-socket Xeons are of
  * the order of 100-200 ns (David, Guerraoui and Trigonakis, "Everything you always wanted to
  * know about synchronization", SOSP 2013, measure cross-socket transfers of this order); the
- * model takes 150 ns.
- * What it leaves out: queueing on locks below saturation, memory bandwidth, the per-task
+ * model takes 150 ns. S is left out there: how a big machine's memory channels share out
+ * among its sockets is no figure the model can cite.
+ * What it leaves out: queueing on locks below saturation, memory bandwidth past two CPUs
+ * (and at two, for work other than whole frames), the per-task
  * working set outgrowing caches, visits spaced unevenly (the gap is a mean), and every
  * conflict the trace cannot see.
  */
@@ -89,12 +101,14 @@
 #define MODEL_RING 64		/* ... and a 4 KiB page cleared of a ring of this many */
 #define MODEL_MAX_STEPS 20000	/* the longest gap the line probe reproduces */
 #define MODEL_PROBE_TRIES 5
+#define MODEL_STREAM_MIB 64	/* each CPU's ring of frames to clear: past a 32 MiB L3 */
+#define MODEL_STREAM_BATCH 256	/* frames a batch of the stream probe clears */
 
 static const unsigned model_cpus[] = { 16, 64, 256 };
 
 struct model_in {
 	bool have;
-	double lines, visits, hot, rmws, cs_share, units, rw;
+	double lines, visits, hot, rmws, cs_share, units, rw, frames;
 };
 
 /* The trace's figures (report_model_load()), per experiment and configuration. */
@@ -299,6 +313,105 @@ out:
 	free(h);
 }
 
+/*
+ * probe_stream() - s: how much more CPU 0 takes to clear a 4 KiB frame while CPU 1 clears
+ * frames too, each walking a ring of its own of MODEL_STREAM_MIB, so that every frame comes
+ * from DRAM as a fault's fresh page does. The medians of MODEL_BATCHES batches alone and
+ * then beside the partner (only batches in which the partner cleared between half and twice
+ * as many frames). NAN where there are not two CPUs or no memory.
+ */
+struct stream {
+	char *ring[2];
+	size_t frames;
+	volatile int stop;
+	volatile int go;
+	_Alignas(64) unsigned long done1;
+	int err;
+};
+
+static void stream_clear(struct stream *st, int cpu, size_t *pos)
+{
+	size_t i = (*pos)++;
+
+	memset(st->ring[cpu] + i % st->frames * 4096, (int)i, 4096);
+	__asm__ volatile("" : : "r"(st->ring[cpu]) : "memory");
+}
+
+static void *stream_partner(void *arg)
+{
+	struct stream *st = arg;
+	size_t pos = 0;
+
+	st->err = pin_to(1);
+	__atomic_store_n(&st->go, 1, __ATOMIC_RELEASE);
+	while (!st->stop) {
+		stream_clear(st, 1, &pos);
+		__atomic_store_n(&st->done1, st->done1 + 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+static double stream_phase(struct stream *st, bool both, size_t *pos)
+{
+	double t[MODEL_BATCHES];
+	unsigned n = 0;
+
+	for (unsigned b = 0; b < MODEL_BATCHES; b++) {
+		unsigned long d0 = __atomic_load_n(&st->done1, __ATOMIC_RELAXED), other;
+		double t0 = now_ns(), t1;
+
+		for (unsigned i = 0; i < MODEL_STREAM_BATCH; i++)
+			stream_clear(st, 0, pos);
+		t1 = now_ns();
+		other = __atomic_load_n(&st->done1, __ATOMIC_RELAXED) - d0;
+		if (!both || (other * 2 >= MODEL_STREAM_BATCH && other <= 2 * MODEL_STREAM_BATCH))
+			t[n++] = (t1 - t0) / MODEL_STREAM_BATCH;
+	}
+	if (!n)
+		return NAN;
+	qsort(t, n, sizeof(t[0]), cmp_double);
+	return t[n / 2];
+}
+
+static double probe_stream(double *alone_ns)
+{
+	size_t len = (size_t)MODEL_STREAM_MIB << 20, pos = 0;
+	struct stream *st = aligned_alloc(64, sizeof(*st));
+	double alone = NAN, both = NAN;
+	cpu_set_t old;
+	pthread_t t;
+
+	*alone_ns = NAN;
+	if (!st)
+		return NAN;
+	memset(st, 0, sizeof(*st));
+	st->frames = len / 4096;
+	st->ring[0] = aligned_alloc(4096, 2 * len);
+	if (!st->ring[0] || bench_nproc() < 2 ||
+	    pthread_getaffinity_np(pthread_self(), sizeof(old), &old) || pin_to(0)) {
+		free(st->ring[0]);
+		free(st);
+		return NAN;
+	}
+	st->ring[1] = st->ring[0] + len;
+	memset(st->ring[0], 1, 2 * len); /* every frame backed before the clock runs */
+	alone = stream_phase(st, false, &pos);
+	if (!pthread_create(&t, NULL, stream_partner, st)) {
+		while (!__atomic_load_n(&st->go, __ATOMIC_ACQUIRE))
+			sched_yield();
+		both = stream_phase(st, true, &pos);
+		st->stop = 1;
+		pthread_join(t, NULL);
+	}
+	int err = st->err;
+
+	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	free(st->ring[0]);
+	free(st);
+	*alone_ns = alone;
+	return err || isnan(alone) || isnan(both) ? NAN : fmax(both - alone, 0);
+}
+
 /* ---- the trace's figures ---- */
 
 static enum report_cfg cfg_by_name(const char *s)
@@ -328,13 +441,15 @@ static int read_inputs(const struct report *rep, struct model_in in[][NR_CFG])
 
 		if (line[0] == '#')
 			continue;
-		/* rw_visits came last, later: a file without it has none */
-		got = sscanf(line, "%63s %31s %lf %lf %lf %lf %lf %lf %lf", id, cfg, &m.lines,
-			     &m.visits, &m.hot, &m.rmws, &m.cs_share, &m.units, &m.rw);
+		/* rw_visits and frames came last, later: a file without them has none */
+		got = sscanf(line, "%63s %31s %lf %lf %lf %lf %lf %lf %lf %lf", id, cfg, &m.lines,
+			     &m.visits, &m.hot, &m.rmws, &m.cs_share, &m.units, &m.rw, &m.frames);
 		if (got < 8 || m.units < 1)
 			continue;
 		if (got == 8 || m.rw < 0 || m.rw > m.visits)
 			m.rw = 0;
+		if (got < 10 || !(m.frames >= 0))
+			m.frames = 0;
 		c = cfg_by_name(cfg);
 		for (unsigned i = 0; c < NR_CFG && i < rep->nr_exps; i++) {
 			if (!strcmp(rep->exps[i].id, id)) {
@@ -395,8 +510,9 @@ void report_model_calibrate(const struct report *rep, unsigned exp, enum report_
 	/* A probe in which no batch had both CPUs running (others took one) is made again. */
 	for (int tries = 0; tries < MODEL_PROBE_TRIES; tries++) {
 		probe(k->gap_ns, &k->ceiling, &k->line_ns, m->rw > 0 ? &k->line_rw_ns : NULL);
+		k->stream_ns = m->frames > 0 ? probe_stream(&k->clear_ns) : 0;
 		if (!isnan(k->ceiling) && !isnan(k->line_ns) &&
-		    (m->rw <= 0 || !isnan(k->line_rw_ns)))
+		    (m->rw <= 0 || !isnan(k->line_rw_ns)) && !isnan(k->stream_ns))
 			break;
 		usleep(20000);
 	}
@@ -421,15 +537,17 @@ static bool report_model_has_any(const struct report *rep)
  * two CPUs queueing on one line pay per visit, so (b) would count the queue twice.
  */
 static double model_eff(const struct model_in *m, double t1_ns, double tn_ns, double x,
-			double x_rw, double ceil, unsigned n, bool hot_bound)
+			double x_rw, double c, double s, double ceil, unsigned n, bool hot_bound)
 {
 	double one = 1.0 / t1_ns, xn;
 	/* the iteration's visits, those that read first at their own cost */
 	double lx = m->units * ((m->visits - m->rw) * x + m->rw * x_rw);
+	/* its frames, each paying s for the share of time the other task streams */
+	double f = m->units * m->frames, sx = f > 0 ? f * s * fmin(1, f * c / t1_ns) : 0;
 
 	if (n < 2)
 		return 1.0;
-	xn = n / (tn_ns + lx);
+	xn = n / (tn_ns + lx + sx);
 	if (hot_bound && m->hot > 0)
 		xn = fmin(xn, 1.0 / (m->hot * m->units * x));
 	if (m->cs_share > 0)
@@ -458,10 +576,12 @@ static bool model_eff_here(const struct model_in *m, const struct report_check *
 			   double t1_ns, unsigned n, double *eff)
 {
 	double x = m->visits > 0 ? k->line_ns : 0, x_rw = m->rw > 0 ? k->line_rw_ns : 0;
+	double s = m->frames > 0 ? k->stream_ns : 0, c = m->frames > 0 ? k->clear_ns : 0;
 
-	if (isnan(x) || isnan(x_rw) || isnan(k->ceiling) || k->ceiling <= 0)
+	if (isnan(x) || isnan(x_rw) || isnan(s) || isnan(c) || isnan(k->ceiling) ||
+	    k->ceiling <= 0)
 		return false;
-	*eff = model_eff(m, t1_ns, model_tn(m, k, t1_ns), x, x_rw, k->ceiling, n, false);
+	*eff = model_eff(m, t1_ns, model_tn(m, k, t1_ns), x, x_rw, c, s, k->ceiling, n, false);
 	return true;
 }
 
@@ -485,6 +605,9 @@ static void print_cfg(FILE *f, const struct report_experiment *e, enum report_cf
 		m->units, m->rmws, 100 * m->cs_share, m->cs_share * t1, k->gap_ns, k->line_ns);
 	if (m->rw > 0)
 		fprintf(f, " (%.1f read before an RMW: %.0f ns)", m->rw, k->line_rw_ns);
+	if (m->frames > 0)
+		fprintf(f, " frames %.1f c %.0f ns s %.0f ns", m->frames, k->clear_ns,
+			k->stream_ns);
 	fprintf(f, " ceil %.2f path %.2f", k->ceiling, t1 / model_tn(m, k, t1));
 	if (!model_eff_here(m, k, t1, n, &pred))
 		fprintf(f, "  eff(%u) model -", n);
@@ -507,7 +630,7 @@ static void print_cfg(FILE *f, const struct report_experiment *e, enum report_cf
 	for (size_t j = 0; j < sizeof(model_cpus) / sizeof(model_cpus[0]); j++)
 		fprintf(f, "  eff(%u) %.3f", model_cpus[j],
 			model_eff(m, t1, model_tn(m, k, t1), MODEL_BIG_LINE_NS,
-				  MODEL_BIG_LINE_NS, 1.0, model_cpus[j], true));
+				  MODEL_BIG_LINE_NS, 0, 0, 1.0, model_cpus[j], true));
 	fputc('\n', f);
 }
 
@@ -521,9 +644,9 @@ static void print_pin_fast(FILE *f, const struct report_experiment *e,
 	    !model_t1(e, CFG_BEFORE, &b) || !model_t1(e, CFG_AFTER, &a))
 		return;
 	eb = model_eff(&in[CFG_BEFORE], b, model_tn(&in[CFG_BEFORE], &e->check[CFG_BEFORE], b),
-		       MODEL_BIG_LINE_NS, MODEL_BIG_LINE_NS, 1.0, 256, true);
+		       MODEL_BIG_LINE_NS, MODEL_BIG_LINE_NS, 0, 0, 1.0, 256, true);
 	ea = model_eff(&in[CFG_AFTER], a, model_tn(&in[CFG_AFTER], &e->check[CFG_AFTER], a),
-		       MODEL_BIG_LINE_NS, MODEL_BIG_LINE_NS, 1.0, 256, true);
+		       MODEL_BIG_LINE_NS, MODEL_BIG_LINE_NS, 0, 0, 1.0, 256, true);
 	fprintf(f, "model pin_fast after/before at 256 CPUs: %.1fx (seed 2021: 25,617 -> "
 		"1,194,790 ops/s, x46.6)\n", (ea / a) / (eb / b));
 	/* The ratio scales with this machine's 1-CPU cost; the before's collapse does not: it

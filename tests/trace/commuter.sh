@@ -66,5 +66,18 @@ t $? "model: pin_hot before reads its count, then CASes it"
 awk -F'\t' '$1 == "pin_fast" && $2 == "before" && $9 == 0 { f = 1 } END { exit !f }' \
 	"$OUT/model.tsv"
 t $? "model: pin_fast before's flag store is no read-then-RMW visit"
+# a lock taken again after its release is a new visit: the slow walk's 64-page call visits
+# its PTE table's lock once per page, mmap_lock twice in all
+awk -F'\t' '$1 == "gup_fast_nochurn" && $2 == "before" && $4 >= 64 && $4 < 70 { f = 1 }
+	END { exit !f }' "$OUT/model.tsv"
+t $? "model: a 64-page slow pin visits its table's lock once per page"
+# frames written whole: an anonymous fault clears its page; page_fault3's fault finds its
+# page in the page cache and clears none
+awk -F'\t' '$1 == "page_fault1" && $2 == "after" && $10 == 1 { f = 1 } END { exit !f }' \
+	"$OUT/model.tsv"
+t $? "model: page_fault1's fault clears one frame"
+awk -F'\t' '$1 == "page_fault3" && $2 == "after" && $10 == 0 { f = 1 } END { exit !f }' \
+	"$OUT/model.tsv"
+t $? "model: page_fault3's fault of a cached page clears none"
 echo "1..$n"
 exit $fail

@@ -103,6 +103,14 @@ static const struct op ops[] = {
 };
 #define NR_OPS ((int)(sizeof(ops) / sizeof(ops[0])))
 
+/* --model: pages that one pin_fast pins (and the set-up faults), from the row being traced;
+ * 1 in the matrix. The pins beyond the first are kept here, one row at a time. */
+#define MODEL_MAX_PAGES 64
+static unsigned model_pages = 1;
+/* --model: a shmem fault's page is in the page cache already, not mapped (model_row) */
+static bool model_cached;
+static struct pm_page *model_pins[2][MODEL_MAX_PAGES];
+
 /* Operations of the whole mm: where the other one's target lies is all a placement says. */
 static bool mm_wide(const struct op *o)
 {
@@ -707,6 +715,17 @@ static void op_real(struct run *r, int k)
 		rv = pm_fault(mm, t, PM_FAULT_WRITE);
 		break;
 	case OK_PIN_FAST:
+		if (model_pages > 1) {
+			rv = pm_pin_user_pages_fast(mm, t, model_pages, PM_FOLL_WRITE,
+						    model_pins[k]);
+			if (rv > 0 && rv < (long)model_pages) {
+				pm_unpin_user_pages(model_pins[k], (unsigned long)rv);
+				rv = -EIO; /* the set-up faulted them all: a short pin is a bug */
+			}
+			r->out[k].page = rv > 0 ? model_pins[k][0] : NULL;
+			rv = rv > 0 ? 1 : rv;
+			break;
+		}
 		rv = pm_pin_user_pages_fast(mm, t, 1, PM_FOLL_WRITE, &r->out[k].page);
 		break;
 	case OK_PIN:
@@ -896,7 +915,9 @@ static void run_teardown(struct run *r)
 			pm_unpin_user_page(r->setup_pin[k]);
 		if (r->prep_pin[k])
 			pm_unpin_user_page(r->prep_pin[k]);
-		if (r->out[k].page) {
+		if (r->out[k].page && o->kind == OK_PIN_FAST && model_pages > 1) {
+			pm_unpin_user_pages(model_pins[k], model_pages);
+		} else if (r->out[k].page) {
 			if (o->kind == OK_GET_FAST)
 				pm_put_page(r->out[k].page);
 			else
@@ -921,6 +942,7 @@ static void run_teardown(struct run *r)
  * region's first; each mmap is preceded by an mmap and munmap of its kind, as the loop's
  * previous iteration (see write_model). */
 static bool model_steady;
+
 
 /*
  * The loop's previous iteration of a non-fixed mmap: an mmap and munmap of its kind, made by
@@ -1008,6 +1030,23 @@ static int run_setup(struct run *r)
 		    !(r->prep_umem[k] = pm_umem_get(mm, c->t[k], PG, PM_UMEM_WRITE)))
 			return -EIO;
 	}
+	if (model_pages > 1)
+		for (int k = 0; k < 2; k++) {
+			uint64_t v = 0x0101010101010101ULL * (uint64_t)tag_setup[k];
+
+			for (unsigned i = 1; i < model_pages; i++)
+				if (pm_access(r->mm[c->mmi[k]], c->t[k] + i * PG, &v, 8, 1) != 8)
+					return -EIO;
+		}
+	if (model_cached)
+		for (int k = 0; k < 2; k++) {
+			struct pm_mm *mm = r->mm[c->mmi[k]];
+			uint64_t v = 0;
+
+			if (pm_access(mm, c->t[k], &v, 8, 1) != 8 ||
+			    pm_madvise(mm, c->t[k], PG, PM_MADV_DONTNEED))
+				return -EIO;
+		}
 	if (model_steady && c->in < IN_FAULTED)
 		for (int k = 0; k < 2; k++)
 			if (ops[k ? c->b : c->a].kind == OK_FAULT &&
@@ -1069,6 +1108,7 @@ struct result {
 	/* --model: the conflicting lines' visits per order (line_visits()), in all and of the
 	 * most visited line */
 	double visits[2], hot[2], rw[2];
+	double frames[2];	/* --model: frames each log wrote whole (count_frames()) */
 };
 
 static uint64_t min_gen(const struct pm_trace_log *l)
@@ -1179,24 +1219,43 @@ static unsigned line_visits(const struct pm_trace_log *l, uintptr_t line, unsign
 	unsigned n = 0;
 	size_t last = 0;
 	bool reading = false; /* this visit has read the line and not written it yet */
+	bool released = false; /* its last access was a plain write (a lock's release) */
 
 	*rw = 0;
 	for (size_t i = 0; i < l->n; i++) {
 		const struct pm_trace_access *a = &l->acc[i];
-		bool w = a->flags & PM_TRACE_WRITE;
+		bool w = a->flags & PM_TRACE_WRITE, rmw = a->flags & PM_TRACE_RMW;
 
 		if (a->addr >= line + 64 || a->addr + a->size <= line)
 			continue;
-		if (!n || i - last > VISIT_GAP) {
+		if (!n || i - last > VISIT_GAP || (rmw && released)) {
 			n++;
 			reading = !w;
 		} else if (reading && w) {
-			*rw += !!(a->flags & PM_TRACE_RMW);
+			*rw += rmw;
 			reading = false;
 		}
+		released = w && !rmw;
 		last = i;
 	}
 	return n;
+}
+
+/*
+ * count_frames() - the 4 KiB frames that @l writes whole, by memset or memcpy: a fault's
+ * cleared page, a COW's copy. A benchmark that faults fresh memory streams them from DRAM,
+ * and two CPUs streaming share its bandwidth, which no line shows (the report's model
+ * prices them with a probe of its own).
+ */
+static double count_frames(const struct pm_trace_log *l)
+{
+	uint64_t bytes = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if ((l->acc[i].flags & (PM_TRACE_MEMFN | PM_TRACE_WRITE)) ==
+			    (PM_TRACE_MEMFN | PM_TRACE_WRITE) && l->acc[i].size >= PG)
+			bytes += l->acc[i].size;
+	return (double)bytes / PG;
 }
 
 /* The C64-conflicting lines' visits, the mean of the two logs: in all, the most, and those
@@ -1244,6 +1303,8 @@ static bool run_order(struct result *res, unsigned flags, unsigned knobs, int fi
 				       sizeof(res->cs_label));
 		count_visits(r.log, &res->visits[first], &res->hot[first], &res->rw[first]);
 		if (first == 0) {
+			res->frames[0] = count_frames(&r.log[0]);
+			res->frames[1] = count_frames(&r.log[1]);
 			res->rmw[0] = count_rmw(&r.log[0]);
 			res->rmw[1] = count_rmw(&r.log[1]);
 			res->res[0] = r.res[0];
@@ -1856,7 +1917,10 @@ static int seed_2020(void)
  * mean of the two), the share of the unit's accesses made inside the critical section of a
  * lock that both take and one takes exclusively (lock_share()), the units per counted
  * iteration of the benchmark (pin_fast's iteration is 1024 pins), and the visits that read
- * their line before writing it.
+ * their line before writing it, and the frames the unit writes whole (count_frames()). A
+ * row's unit is one call, of as many pages as the bench's (pages; 0 is 1): a lock that a call
+ * takes once is visited once per unit. cached: the fault finds its page in the page cache,
+ * as page_fault3's loop does from its second iteration on (the object outlives each munmap).
  */
 struct model_row {
 	const char *id, *cfg, *a;
@@ -1866,21 +1930,21 @@ struct model_row {
 	int design;
 	unsigned knobs;
 	unsigned units;
+	unsigned pages;
+	bool cached;
 };
 
 static const struct model_row model_rows[] = {
 	{ "pin_fast", "before", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0,
 	  PM_KNOB_HAS_PINNED_ALWAYS_WRITE, 1024 },
 	{ "pin_fast", "after", "pin_fast", PL_SAME_VMA, BK_ANON, IN_FAULTED, 0, 0, 1024 },
-	/* gup_fast: each task pins its 64 pages and unpins them, in one call each. The tasks'
-	 * buffers are neighbours in one PTE table, and the slow walk takes its lock once per
-	 * page, so the unit is one page's pin, 64 to the iteration. mmap_lock is taken once
-	 * per call, not per page: counted per page here, its visits are overstated (2 of
-	 * the unit's 3). */
+	/* gup_fast: each task pins its 64 pages and unpins them, in one call each: the unit is
+	 * the 64-page pin, mmap_lock taken once and, on the slow walk, the PTE table's lock
+	 * once per page. The tasks' buffers are neighbours in one PTE table (256 KiB apart). */
 	{ "gup_fast_nochurn", "before", "pin_fast", PL_SAME_PTE_TABLE, BK_ANON, IN_FAULTED, 0,
-	  PM_KNOB_NO_GUP_FAST, 64 },
+	  PM_KNOB_NO_GUP_FAST, 1, 64 },
 	{ "gup_fast_nochurn", "after", "pin_fast", PL_SAME_PTE_TABLE, BK_ANON, IN_FAULTED, 0, 0,
-	  64 },
+	  1, 64 },
 	{ "shmem_fault", "before", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0,
 	  PM_KNOB_SHMEM_LOCK_TWICE, 1 },
 	{ "shmem_fault", "after", "fault:shmem", PL_SAME_VMA, BK_ANON, IN_MAPPED, 0, 0, 1 },
@@ -1890,10 +1954,10 @@ static const struct model_row model_rows[] = {
 	{ "page_fault1", "proc", "fault:anon", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 1 },
 	{ "page_fault1", "range", "fault:anon", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0, 1 },
 	{ "page_fault3", "before", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0,
-	  PM_KNOB_NO_PER_VMA_LOCK, 1 },
-	{ "page_fault3", "after", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0, 1 },
-	{ "page_fault3", "proc", "fault:shmem", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 1 },
-	{ "page_fault3", "range", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0, 1 },
+	  PM_KNOB_NO_PER_VMA_LOCK, 1, 0, true },
+	{ "page_fault3", "after", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 0, 0, 1, 0, true },
+	{ "page_fault3", "proc", "fault:shmem", PL_DIFF_MMS, BK_ANON, IN_MAPPED, 0, 0, 1, 0, true },
+	{ "page_fault3", "range", "fault:shmem", PL_ADJACENT, BK_ANON, IN_MAPPED, 1, 0, 1, 0, true },
 	/* pin_hot: one pin and its unpin: two units. Both configurations run in the range
 	 * design (bench/report_experiments.c): before with every pin on the folio's counts,
 	 * after with the folio hot (the warm-up leaves it so). */
@@ -1923,7 +1987,7 @@ static int write_model(const char *path)
 		return 1;
 	}
 	fprintf(f, "# id\tcfg\tc64_lines\tvisits\thot_visits\trmw\tcs_share\tunits\t"
-		"rw_visits\t(pinmm-commuter --model)\n");
+		"rw_visits\tframes\t(pinmm-commuter --model)\n");
 	model_steady = true;
 	for (size_t i = 0; i < sizeof(model_rows) / sizeof(model_rows[0]); i++) {
 		const struct model_row *m = &model_rows[i];
@@ -1932,6 +1996,14 @@ static int write_model(const char *path)
 		struct result r;
 
 		memset(&r, 0, sizeof(r));
+		model_pages = m->pages ? m->pages : 1;
+		model_cached = m->cached;
+		if (model_pages > MODEL_MAX_PAGES) {
+			fprintf(stderr, "model: %s %s: more than %d pages\n", m->id, m->cfg,
+				MODEL_MAX_PAGES);
+			bad = 1;
+			continue;
+		}
 		r.c = (struct cs){ find_op(m->a), find_op(m->a), m->pl, m->sbk, m->in };
 		if (r.c.a < 0 || case_derive(&r.c) || !model_setup(&r.c, &init)) {
 			fprintf(stderr, "model: %s %s: no such case\n", m->id, m->cfg);
@@ -1948,14 +2020,21 @@ static int write_model(const char *path)
 			const char *lock = share > 0 ? r.cs_label : "none";
 			double visits = (r.visits[0] + r.visits[1]) / 2, hot = (r.hot[0] + r.hot[1]) / 2;
 			double rw = (r.rw[0] + r.rw[1]) / 2;
+			char pages[32] = "";
 
-			fprintf(f, "%s\t%s\t%d\t%.2f\t%.2f\t%.1f\t%.3f\t%u\t%.2f\n", m->id,
+			if (model_pages > 1)
+				snprintf(pages, sizeof(pages), " of %u pages", model_pages);
+
+			double frames = (r.frames[0] + r.frames[1]) / 2;
+
+			fprintf(f, "%s\t%s\t%d\t%.2f\t%.2f\t%.1f\t%.3f\t%u\t%.2f\t%.2f\n", m->id,
 				m->cfg, r.nhit[1], visits, hot, (r.rmw[0] + r.rmw[1]) / 2.0, share,
-				m->units, rw);
-			printf("model %-16s %-9s %s x%u: %d C64 lines, %.1f visits (%.1f the most "
+				m->units, rw, frames);
+			printf("model %-16s %-9s %s%s x%u: %d C64 lines, %.1f visits (%.1f the most "
 			       "visited, %.1f read before an RMW), rmw %ld + %ld, critical section "
-			       "%.0f%% (%s)%s\n", m->id, m->cfg, m->a, m->units, r.nhit[1], visits, hot,
-			       rw, r.rmw[0], r.rmw[1], 100 * share, lock, r.nhit[1] ? ":" : "");
+			       "%.0f%% (%s), %.1f frames written whole%s\n", m->id, m->cfg, m->a,
+			       pages, m->units, r.nhit[1], visits, hot, rw, r.rmw[0], r.rmw[1],
+			       100 * share, lock, frames, r.nhit[1] ? ":" : "");
 			for (int h = 0; h < r.nhit[1]; h++)
 				printf("    %s\n", r.hit[1][h].label);
 		}
@@ -1966,6 +2045,8 @@ static int write_model(const char *path)
 		}
 	}
 	model_steady = false;
+	model_pages = 1;
+	model_cached = false;
 	fclose(f);
 	return bad;
 }
