@@ -90,7 +90,25 @@
  *
  * Installing a leaf races with other faults on the same PMD (under another VMA read lock or
  * mmap_lock held for read), with GUP-fast (no lock at all) and with MADV_DONTNEED (mmap_lock
- * for read). Everything is decided under the PMD lock on a re-read of the entry:
+ * for read). Everything is decided under the PMD lock, by a compare-and-swap from the none
+ * entry (pmd_install_none()) - except that, in the range design, a fault that needs a PTE
+ * table publishes it by the same compare-and-swap without the PMD lock (pm__pte_alloc), so
+ * that the first faults of two 2 MiB blocks of one PMD table share no lock word. Whichever
+ * CAS comes first wins; the other finds the entry taken, backs out (a leaf: its folio or the
+ * huge zero folio's use, its deposit; a table: freed unpublished) and the dispatcher looks
+ * again, as after a lost race under the lock:
+ *
+ *	THP write fault (PMD lock)		fault falling back to PTEs (no PMD lock)
+ *	--------------------------		----------------------------------------
+ *	PMD none: allocate THP, deposit		PMD none: allocate a zeroed PTE table
+ *	PMD lock; mapcount 1
+ *	CAS pmd: none -> leaf			CAS pmd: none -> table
+ *	  won: deposit, unlock			  won: the THP's CAS fails: it puts its
+ *	  lost: unlock, put THP, AGAIN		  folio and its table, and finds the table
+ *	   (finds the table: 4 KiB pages)	  lost: frees its table, finds the leaf
+ *
+ * The deposit goes on the PMD table's list after the CAS, under the same hold of the lock:
+ * everyone who withdraws one (split, zap, move) takes that lock first. Otherwise:
  *
  *	read fault (huge zero)			racing fault / GUP-fast / DONTNEED
  *	----------------------			----------------------------------
@@ -98,18 +116,19 @@
  *	huge zero folio (this mm's use of it,
  *	  mem/machine.c), deposit table
  *	PMD lock				  PMD lock (waits)
- *	still empty? deposit, set_pmd		  not empty: frees its THP, VM_FAULT_AGAIN,
- *	  (release)				  finds the leaf: COW of the huge zero page
+ *	CAS none -> leaf? deposit		  not empty: frees its THP, VM_FAULT_AGAIN,
+ *	  (full barrier)			  finds the leaf: COW of the huge zero page
  *	  else: free the table, AGAIN		GUP-fast: acquire load of the PMD; empty or
  *	PMD unlock				  special leaf: stops, the slow path decides
  *						  under the PMD lock (gup/gup.c)
  *						DONTNEED: PMD lock, clears the leaf, frees
  *						  the deposit; drops no reference
  *
- * To summarize: 1) only an empty PMD becomes a leaf, under its lock, so two faults never both
- * install one and a THP is never installed over the huge zero leaf; 2) the leaf is published
- * with a release store after its deposit and after the folio's zeroing (published by a release
- * store under huge_zero_lock), so whoever reads it sees zeros; 3) no walker ever takes a
+ * To summarize: 1) only an empty PMD becomes a leaf, by a CAS under its lock, so two faults
+ * never both install one, a THP is never installed over the huge zero leaf, and no leaf over
+ * a lockless PTE table nor a table over a leaf; 2) the leaf is published by that CAS after the
+ * folio's zeroing (published by a release store under huge_zero_lock), so whoever reads it
+ * sees zeros, and its deposit is in place before anyone who withdraws it gets the lock; 3) no walker ever takes a
  * reference through the leaf without the PMD lock (GUP-fast leaves special leaves to the slow
  * path, as Linux 6.18 does), and the folio lives while this mm does (its use of it ends at
  * teardown, after every leaf is gone), so a zap or split racing a reader frees nothing that
@@ -218,13 +237,13 @@ static vm_fault_t do_huge_zero_page(struct pm_mm *mm, struct pm_vma *vma, pm_ent
 	}
 	pml = pm__pmd_lockptr(mm, pmdp);
 	pm__ptl_lock(pml);
-	if (!pmd_none(pmdp_get(pmdp))) {
+	if (!pmd_install_none(pmdp, mk_huge_zero_pmd(page_to_pfn(m, &zero->page),
+						     vma_is_accessible(vma)))) {
 		pm_spin_unlock(pml);
 		pm__pte_free_now(m, deposit);
 		return VM_FAULT_AGAIN;
 	}
 	pm__pgtable_deposit(mm, pmdp, deposit);
-	set_pmd(pmdp, mk_huge_zero_pmd(page_to_pfn(m, &zero->page), vma_is_accessible(vma)));
 	pm_spin_unlock(pml);
 	return 0;
 }
@@ -270,15 +289,15 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 
 	pml = pm__pmd_lockptr(mm, pmdp);
 	pm__ptl_lock(pml);
-	if (!pmd_none(pmdp_get(pmdp))) {
+	atomic_store_relaxed(&folio->page.xentire_mapcount, 1); /* private until the CAS */
+	if (!pmd_install_none(pmdp, entry)) {
 		pm_spin_unlock(pml);
+		atomic_store_relaxed(&folio->page.xentire_mapcount, 0);
 		folio_put(folio);
 		pm__pte_free_now(m, deposit);
 		return VM_FAULT_AGAIN;
 	}
-	atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
 	pm__pgtable_deposit(mm, pmdp, deposit);
-	set_pmd(pmdp, entry);
 	pm_spin_unlock(pml);
 	count_event(m, THP_FAULTS, 1);
 	return 0;

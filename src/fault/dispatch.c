@@ -14,6 +14,7 @@
  * faults, MADV_DONTNEED and truncation change them under their locks concurrently.
  */
 #include "fault/fault.h"
+#include "pgtable/pte_cas.h"
 
 /* Would an unshare fault change anything for this read-only mapped page? */
 static bool needs_unshare(struct pm_page *page, bool special)
@@ -67,7 +68,7 @@ vm_fault_t pm__handle_mm_fault(struct pm_mm *mm, struct pm_vma *vma, unsigned lo
 					return ret;
 				/* No 2 MiB block: go on at PTE level. */
 			}
-			if (pm__pte_alloc(mm, pmdp))
+			if (pm__pte_alloc(mm, pmdp, pte_lockless(mm)))
 				return VM_FAULT_OOM;
 			continue;
 		}

@@ -189,7 +189,7 @@ static int copy_page_range(struct pm_mm *dst, struct pm_mm *src, struct pm_vma *
 			/* PM_FORK_LEAF_COPY: split it, and copy at PTE level below. */
 			pm__split_huge_pmd(src, src_pmdp);
 		}
-		if (pm__pte_alloc(dst, dst_pmdp))
+		if (pm__pte_alloc(dst, dst_pmdp, false)) /* the child has no other user */
 			return -ENOMEM;
 		ret = copy_pte_range(dst, src, vma, dst_pmdp, src_pmdp, addr, next);
 		if (ret)

@@ -60,8 +60,6 @@ enum pm_pageflag {
 	PG_hot,		   /* head: pins count per CPU, the bias is held (mem/folio_hot.c) */
 	PG_hot_leave,	   /* head: hot mode is ending; its pins are being folded */
 	PG_hugetlb_restore, /* head: freed, it gives a reservation back (mem/hugetlb_pool.c) */
-	PG_table_used,	   /* a PMD table: a slot was handed out since it was last all empty
-			    * (pgtable/pgtable.c, pm__pmd_alloc) */
 };
 #define PGF(bit) (1UL << (bit))
 /* The top byte of a head's flags: the thread of the folio's last contended pin (folio_hot.h). */
@@ -89,8 +87,16 @@ struct pm_page {
 		/* Both at once: a small folio's unmap drops one of each (pm__folio_unmap_put) */
 		_Atomic uint64_t xref_map;
 	};
-	_Atomic int xpincount;		  /* head of a large folio: outstanding pins */
-	_Atomic int xentire_mapcount;	  /* head of a large folio: PMD mappings */
+	union {
+		struct {
+			_Atomic int xpincount;	      /* head of a large folio: outstanding pins */
+			_Atomic int xentire_mapcount; /* head of a large folio: PMD mappings */
+		};
+		/* A PMD table: a byte per class of CPUs (CPU % 8) that handed out one of its
+		 * slots since it was last all empty (pgtable/pgtable.c, "Used PMD tables") */
+		_Atomic uint8_t xtable_used[8];
+		_Atomic uint64_t xtable_used_any;
+	};
 	_Atomic uint8_t xorder;		  /* folio order (head), or free block order (buddy) */
 	uint8_t free_cpu;		  /* 1 + the CPU whose cache took the frame when it
 					   * was last freed (mod 255), 0 = never; its owner's */

@@ -262,7 +262,7 @@ static int prepare_tables(struct pm_mm *mm, unsigned long old, unsigned long new
 		/* Only a PTE table moves at PTE level. Read without the i_mmap lock, a hugetlbfs
 		 * page's entry may be another mm's migration entry: a leaf or none again by the
 		 * time move_page_tables() holds that lock, never a table. */
-		if (pmd_table(pmd) && pm__pte_alloc(mm, new_pmdp))
+		if (pmd_table(pmd) && pm__pte_alloc(mm, new_pmdp, false))
 			return -ENOMEM;
 	}
 	return 0;

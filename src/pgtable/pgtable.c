@@ -74,6 +74,7 @@
 static void table_init(struct pm_page *page, int level)
 {
 	atomic_store_relaxed(&page->xflags, PGF(PG_table));
+	atomic_store_relaxed(&page->xtable_used_any, 0);
 	pm_spin_init(&page->ptl);
 	page->level = (int16_t)level;
 	atomic_store_relaxed(&page->xaccess_threads, 0);
@@ -119,6 +120,7 @@ static void table_free_now(struct pm_machine *m, pm_entry_t *table)
 
 	table_readers_free(m, page);
 	atomic_store_relaxed(&page->xflags, 0);
+	atomic_store_relaxed(&page->xtable_used_any, 0); /* xpincount again for the allocator */
 	pm__trace_object_gone(table);
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
 }
@@ -132,6 +134,7 @@ static void table_free_rcu_cb(struct pm_rcu_head *head)
 		return; /* queued by a fork parent, for a copy the child cannot use (mem/mem.c) */
 	table_readers_free(m, page);
 	atomic_store_relaxed(&page->xflags, 0);
+	atomic_store_relaxed(&page->xtable_used_any, 0);
 	pm__trace_object_gone(page_address(m, page));
 	pm__free_frames(m, page, 0, PM_ALLOC_UNMOVABLE);
 	atomic_sub_relaxed(&m->xrcu_pending, 1);
@@ -215,27 +218,32 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
  * The CAS is SC: it publishes the zeroed table as the release store does.
  */
 /*
- * PG_table_used: every slot of a PMD table becomes non-empty only through pm__pmd_alloc()
+ * Used PMD tables. Every slot of a PMD table becomes non-empty only through pm__pmd_alloc()
  * (faults, fork's and mremap's copies, THP and hugetlb alike: everything else rewrites a slot
- * that is not empty already), which sets the flag on the table first when it finds the slot
- * empty, tested before set; and
- * the flag is cleared only where the table is found all empty and wiped (free_range()). So a
- * table without it holds nothing, and the walks and the munmap of the range design's eager
- * tables - mmap1's - skip it instead of reading its 512 slots. Set before the slot, with a
- * full barrier, and read with acquire: a walker that finds it clear saw the table empty, as
- * it would have by reading each slot.
+ * that is not empty already), which marks the table first when it finds the slot empty; and
+ * the marks are cleared only where the table is found all empty and wiped (free_range()). So
+ * a table without a mark holds nothing, and the walks and the munmap of the range design's
+ * eager tables - mmap1's - skip it instead of reading its 512 slots.
+ * The mark is a byte per class of CPUs (the CPU number % 8, xtable_used[]), each tested
+ * before it is set, and a reader tests all eight at once (xtable_used_any): so the first
+ * faults of two CPUs in different 2 MiB blocks of one fresh 1 GiB span write different bytes,
+ * and neither reads the other's (one flag was a byte that the second fault read after the
+ * first wrote it). Set before the slot, with a full barrier, and read with acquire: a walker
+ * that finds no mark saw the table empty, as it would have by reading each slot. The byte
+ * stores and the word load are atomics of two sizes on one location, which C11 leaves
+ * undefined; the hardware orders them as any accesses to one line (as for xref_map).
  */
 static void table_mark_used(struct pm_machine *m, pm_entry_t *pmd)
 {
-	struct pm_page *tp = table_page(m, pmd);
+	_Atomic uint8_t *mark = &table_page(m, pmd)->xtable_used[pm_cpu_index(8)];
 
-	if (!(atomic_load_relaxed(&tp->xflags) & PGF(PG_table_used)))
-		atomic_or_mb(&tp->xflags, PGF(PG_table_used));
+	if (!atomic_load_relaxed(mark))
+		atomic_store_mb(mark, 1);
 }
 
 static bool table_used(struct pm_machine *m, pm_entry_t *pmd)
 {
-	return atomic_load_acquire(&table_page(m, pmd)->xflags) & PGF(PG_table_used);
+	return atomic_load_acquire(&table_page(m, pmd)->xtable_used_any) != 0;
 }
 
 static pm_entry_t *populate_upper(struct pm_mm *mm, pm_entry_t *slot, int level)
@@ -338,10 +346,10 @@ pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr)
 	slot = &pmd[pmd_index(addr)];
 	/* Linux would have this table now: mark the slot if nothing else is there. A fault
 	 * writes the slot anyway; a failed CAS means another writer (a PTE table, a leaf, the
-	 * mark) came first, and every one of them marks the table as well. The table's flag is
-	 * set only here: a slot that is not empty was handed out by a call that found it empty
-	 * and set the flag, which stays set while the slot is not empty (PG_table_used above),
-	 * so the faults that follow never read the table's descriptor. */
+	 * mark) came first, and every one of them marks the table as well. The table's marks
+	 * are set only here: a slot that is not empty was handed out by a call that found it
+	 * empty and marked the table, which stays marked while the slot is not empty (Used
+	 * PMD tables above), so the faults that follow never read the table's descriptor. */
 	if (!atomic_load_relaxed(slot)) {
 		table_mark_used(mm_pgtables(mm)->m, pmd);
 		atomic_cas_strong_mb(slot, &none, _PAGE_TABLE_USED);
@@ -506,13 +514,20 @@ void pm__table_readers_exit(struct pm_machine *m)
 
 /**
  * pm__pte_alloc() - make sure *@pmdp points to a PTE table, allocating it outside any lock.
+ * @lockless: publish it by compare-and-swap without the PMD lock (the range design's
+ *	lockless PTE installs, pgtable/pte_cas.h's pte_lockless()), so that the first faults of
+ *	two 2 MiB blocks of one PMD table share no lock word; otherwise under the PMD lock, as
+ *	Linux's pmd_install(). Either way the install is pmd_install_none(), as a THP leaf's is
+ *	(fault/anon.c), so the two never both succeed; the table, zeroed while private, is
+ *	published by the CAS as by populate_upper()'s.
  * Context: mmap_lock held, or the faulting VMA's read lock.
  * Return: 0 (a table is there, or a THP leaf is: the caller re-reads), -ENOMEM.
  */
-int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
+int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp, bool lockless)
 {
-	struct pm_spinlock *pml;
+	struct pm_spinlock *pml = NULL;
 	pm_entry_t *new;
+	pmd_t table;
 
 	pgtable_populate_assert_held(mm);
 	if (!pmd_none(pmdp_get(pmdp)))
@@ -520,13 +535,15 @@ int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp)
 	new = table_alloc(mm_pgtables(mm)->m, 1);
 	if (!new)
 		return -ENOMEM;
-	pml = pm__pmd_lockptr(mm, pmdp);
-	pm__ptl_lock(pml);
-	if (pmd_none(pmdp_get(pmdp))) {
-		set_pmd(pmdp, (pmd_t){ (virt_to_pfn(mm_pgtables(mm)->m, new) << PAGE_SHIFT) | _PAGE_TABLE });
-		new = NULL;
+	table = (pmd_t){ (virt_to_pfn(mm_pgtables(mm)->m, new) << PAGE_SHIFT) | _PAGE_TABLE };
+	if (!lockless) {
+		pml = pm__pmd_lockptr(mm, pmdp);
+		pm__ptl_lock(pml);
 	}
-	pm_spin_unlock(pml);
+	if (pmd_install_none(pmdp, table))
+		new = NULL;
+	if (pml)
+		pm_spin_unlock(pml);
 	if (new)
 		table_free_now(mm_pgtables(mm)->m, new);
 	return 0;
@@ -678,7 +695,7 @@ static void free_range(struct pm_mm *mm, unsigned long start, unsigned long end,
 			if (contents == TABLE_MARKS)
 				pmd_table_wipe(pmd);
 			if (table_used(m, pmd)) /* all empty now */
-				page_clear(table_page(m, pmd), PG_table_used);
+				atomic_store_release(&table_page(m, pmd)->xtable_used_any, 0);
 			if (!keep_upper)
 				free_upper(mm, pudp, pmd);
 		}
@@ -714,7 +731,7 @@ void pm__free_pgd_range(struct pm_mm *mm, unsigned long start, unsigned long end
 /**
  * pm__pgd_range_has_tables() - could pm__free_pgd_range() over [@start, @end) free or wipe a
  * table, whatever the bounds? Without upper_cas, yes where a PUD table is reached. With it,
- * only a PMD table marked PG_table_used can hold anything that goes (a PTE table, a mark):
+ * only a PMD table marked used can hold anything that goes (a PTE table, a mark):
  * the upper tables stay, and free_range() skips an unmarked table unread. So a munmap of
  * memory no fault reached does not look up the gap's bounds at all.
  * Context: as pm__free_pgd_range().

@@ -138,6 +138,24 @@ static inline pmd_t make_pmd_migration_entry(pmd_t old, bool exclusive)
  */
 static inline bool pmd_none(pmd_t p) { return !(p.val & ~_PAGE_TABLE_USED); }
 static inline bool pmd_present(pmd_t p) { return p.val & _PAGE_PRESENT; }
+
+/*
+ * Install @v into the PMD entry at @p if it is none (0 or the mark): a compare-and-swap from
+ * the none value seen, with a full barrier (it publishes a table or a leaf made while
+ * private). Every install into a none PMD entry goes this way, under the PMD lock or, for
+ * the range design's PTE tables, without it (pm__pte_alloc), so a lockless install and a
+ * locked one never both succeed. Return: false if the entry held something (nothing written).
+ */
+static inline bool pmd_install_none(pm_entry_t *p, pmd_t v)
+{
+	uint64_t old = atomic_load_relaxed(p);
+
+	do {
+		if (!pmd_none((pmd_t){ old }))
+			return false;
+	} while (!atomic_cas_mb(p, &old, v.val));
+	return true;
+}
 static inline bool pmd_leaf(pmd_t p) { return (p.val & (_PAGE_PRESENT | _PAGE_PSE)) ==
 					    (_PAGE_PRESENT | _PAGE_PSE); }
 static inline bool pmd_table(pmd_t p) { return pmd_present(p) && !(p.val & _PAGE_PSE); }
@@ -309,7 +327,7 @@ __hidden pm_entry_t *pm__pmd_span_mapped(struct pm_mm *mm, unsigned long *addr,
 __hidden pm_entry_t *pm__pmd_alloc(struct pm_mm *mm, unsigned long addr);
 __hidden void pm__upper_tables_prepare(struct pm_mm *mm, unsigned long start, unsigned long end);
 __hidden bool pm__pmd_table_used(struct pm_mm *mm, pm_entry_t *pmdp);
-__hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden int pm__pte_alloc(struct pm_mm *mm, pm_entry_t *pmdp, bool lockless);
 __hidden pm_entry_t *pm__pte_alloc_one(struct pm_machine *m);
 __hidden void pm__pte_free_now(struct pm_machine *m, pm_entry_t *table);
 __hidden pm_entry_t *pm__pte_offset_map_lock(struct pm_mm *mm, pm_entry_t *pmdp,

@@ -116,7 +116,7 @@ static void test_pte_table(void)
 	mmap_write_lock_all(mm); /* either design: the whole address space */
 	pmdp = pm__pmd_alloc(mm, a);
 	ASSERT_TRUE(pmdp != NULL);
-	ASSERT_EQ(pm__pte_alloc(mm, pmdp), 0);
+	ASSERT_EQ(pm__pte_alloc(mm, pmdp, false), 0);
 	mmap_write_unlock(mm);
 	fprintf(stderr, "# a warning about the PTE table is expected below\n");
 	is_int(pmt_poke(mm, a, 'x'), -EFAULT, "a write over the PTE table: -EFAULT, not a hang");
