@@ -128,11 +128,11 @@
  * never both install one, a THP is never installed over the huge zero leaf, and no leaf over
  * a lockless PTE table nor a table over a leaf; 2) the leaf is published by that CAS after the
  * folio's zeroing (published by a release store under huge_zero_lock), so whoever reads it
- * sees zeros, and its deposit is in place before anyone who withdraws it gets the lock; 3) no walker ever takes a
- * reference through the leaf without the PMD lock (GUP-fast leaves special leaves to the slow
- * path, as Linux 6.18 does), and the folio lives while this mm does (its use of it ends at
- * teardown, after every leaf is gone), so a zap or split racing a reader frees nothing that
- * reader can hold.
+ * sees zeros, and its deposit is in place before anyone who withdraws it gets the lock;
+ * 3) no walker ever takes a reference through the leaf without the PMD lock (GUP-fast leaves
+ * special leaves to the slow path, as Linux 6.18 does), and the folio lives while this mm
+ * does (its use of it ends at teardown, after every leaf is gone), so a zap or split racing a
+ * reader frees nothing that reader can hold.
  */
 #include "fault/fault.h"
 #include "pgtable/pte_cas.h"
