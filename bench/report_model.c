@@ -5,7 +5,7 @@
  * trace gives, beside the efficiency measured in the same run.
  *
  * Inputs, per experiment and configuration (a line of <out>/commuter/model.tsv:
- * "id cfg lines visits hot rmws cs_share units", tab-separated, '#' starts a comment;
+ * "id cfg lines visits hot rmws cs_share units rw frames", tab-separated, '#' starts a comment;
  * make bench writes it with pinmm-commuter --model, which traces two tasks' unit operations
  * in the loop's steady state):
  *   lines     C64-conflicting lines per unit (lines that another task's unit also writes, or
@@ -380,6 +380,7 @@ static double probe_stream(double *alone_ns)
 	double alone = NAN, both = NAN;
 	cpu_set_t old;
 	pthread_t t;
+	int err;
 
 	*alone_ns = NAN;
 	if (!st)
@@ -403,8 +404,7 @@ static double probe_stream(double *alone_ns)
 		st->stop = 1;
 		pthread_join(t, NULL);
 	}
-	int err = st->err;
-
+	err = st->err;
 	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
 	free(st->ring[0]);
 	free(st);
