@@ -101,7 +101,7 @@
 #define MODEL_RING 64		/* ... and a 4 KiB page cleared of a ring of this many */
 #define MODEL_MAX_STEPS 20000	/* the longest gap the line probe reproduces */
 #define MODEL_PROBE_TRIES 5
-#define MODEL_STREAM_MIB 64	/* each CPU's ring of frames to clear: past a 32 MiB L3 */
+#define MODEL_STREAM_MIB 64	/* each CPU's ring of frames to clear: larger than the LLC */
 #define MODEL_STREAM_BATCH 256	/* frames a batch of the stream probe clears */
 
 static const unsigned model_cpus[] = { 16, 64, 256 };
@@ -139,6 +139,32 @@ static int pin_to(int cpu)
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	return pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/*
+ * A probe runs on CPU 0 with a partner on CPU 1. probe_begin() saves the caller's affinity in
+ * @old and pins it to CPU 0: false where there are not two CPUs to pin to. probe_partner()
+ * starts @fn, which pins itself to CPU 1 and then sets *@go, and waits for that: false where
+ * no thread started. probe_end() gives the caller its affinity back.
+ */
+static bool probe_begin(cpu_set_t *old)
+{
+	return bench_nproc() >= 2 && !pthread_getaffinity_np(pthread_self(), sizeof(*old), old) &&
+	       !pin_to(0);
+}
+
+static bool probe_partner(pthread_t *t, void *(*fn)(void *), void *arg, volatile int *go)
+{
+	if (pthread_create(t, NULL, fn, arg))
+		return false;
+	while (!__atomic_load_n(go, __ATOMIC_ACQUIRE))
+		sched_yield();
+	return true;
+}
+
+static void probe_end(const cpu_set_t *old)
+{
+	pthread_setaffinity_np(pthread_self(), sizeof(*old), old);
 }
 
 /*
@@ -264,8 +290,7 @@ static void probe(double gap_ns, double *ceiling, double *x, double *x_rw)
 		return;
 	memset(h, 0, sizeof(*h));
 	h->ring[0] = aligned_alloc(4096, 2 * MODEL_RING * 4096);
-	if (!h->ring[0] || bench_nproc() < 2 ||
-	    pthread_getaffinity_np(pthread_self(), sizeof(old), &old) || pin_to(0)) {
+	if (!h->ring[0] || !probe_begin(&old)) {
 		free(h->ring[0]);
 		free(h);
 		return;
@@ -281,10 +306,8 @@ static void probe(double gap_ns, double *ceiling, double *x, double *x_rw)
 	t64 = probe_phase(h, false, &h->own[0][0], false, NULL);
 	h->phase = PROBE_PAGES;
 	h->steps = MODEL_STEPS;
-	if (pthread_create(&t, NULL, partner, h))
+	if (!probe_partner(&t, partner, h, &h->go))
 		goto out;
-	while (!__atomic_load_n(&h->go, __ATOMIC_ACQUIRE))
-		sched_yield();
 	both = probe_phase(h, true, &h->own[0][0], false, h->ring[0]);
 	/* steps so that an iteration alone takes about the gap */
 	h->steps = t64 > t0 && gap_ns > t0 ?
@@ -308,7 +331,7 @@ static void probe(double gap_ns, double *ceiling, double *x, double *x_rw)
 	if (x_rw && !h->err && !isnan(own_rw) && !isnan(shared_rw))
 		*x_rw = fmax(shared_rw - own_rw, 0);
 out:
-	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	probe_end(&old);
 	free(h->ring[0]);
 	free(h);
 }
@@ -388,8 +411,7 @@ static double probe_stream(double *alone_ns)
 	memset(st, 0, sizeof(*st));
 	st->frames = len / 4096;
 	st->ring[0] = aligned_alloc(4096, 2 * len);
-	if (!st->ring[0] || bench_nproc() < 2 ||
-	    pthread_getaffinity_np(pthread_self(), sizeof(old), &old) || pin_to(0)) {
+	if (!st->ring[0] || !probe_begin(&old)) {
 		free(st->ring[0]);
 		free(st);
 		return NAN;
@@ -397,15 +419,13 @@ static double probe_stream(double *alone_ns)
 	st->ring[1] = st->ring[0] + len;
 	memset(st->ring[0], 1, 2 * len); /* every frame backed before the clock runs */
 	alone = stream_phase(st, false, &pos);
-	if (!pthread_create(&t, NULL, stream_partner, st)) {
-		while (!__atomic_load_n(&st->go, __ATOMIC_ACQUIRE))
-			sched_yield();
+	if (probe_partner(&t, stream_partner, st, &st->go)) {
 		both = stream_phase(st, true, &pos);
 		st->stop = 1;
 		pthread_join(t, NULL);
 	}
 	err = st->err;
-	pthread_setaffinity_np(pthread_self(), sizeof(old), &old);
+	probe_end(&old);
 	free(st->ring[0]);
 	free(st);
 	*alone_ns = alone;

@@ -227,8 +227,7 @@ pm_entry_t *pm__pmd_lookup(struct pm_mm *mm, unsigned long addr)
  * The mark is a byte per class of CPUs (the CPU number % 8, xtable_used[]), each tested
  * before it is set, and a reader tests all eight at once (xtable_used_any): so the first
  * faults of two CPUs in different 2 MiB blocks of one fresh 1 GiB span write different bytes,
- * and neither reads the other's (one flag was a byte that the second fault read after the
- * first wrote it). Set before the slot, with a full barrier, and read with acquire: a walker
+ * and neither reads the other's. Set before the slot, with a full barrier, and read with acquire: a walker
  * that finds no mark saw the table empty, as it would have by reading each slot. The byte
  * stores and the word load are atomics of two sizes on one location, which C11 leaves
  * undefined; the hardware orders them as any accesses to one line (as for xref_map).

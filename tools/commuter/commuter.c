@@ -103,13 +103,26 @@ static const struct op ops[] = {
 };
 #define NR_OPS ((int)(sizeof(ops) / sizeof(ops[0])))
 
-/* --model: pages that one pin_fast pins (and the set-up faults), from the row being traced;
- * 1 in the matrix. The pins beyond the first are kept here, one row at a time. */
+/*
+ * How --model traces a case, from the row being traced; the matrix runs with the default.
+ * - steady: each fault's neighbouring page is faulted before the traced one, so that the
+ *   traced fault is a will-it-scale loop's steady-state one (its tables exist), not the
+ *   region's first; each mmap is preceded by an mmap and munmap of its kind, as the loop's
+ *   previous iteration (see write_model).
+ * - pages: pages that one pin_fast pins (and the set-up faults), into model_pins, one
+ *   row at a time.
+ * - cached: a shmem fault's page is in the page cache already, not mapped.
+ */
 #define MODEL_MAX_PAGES 64
-static unsigned model_pages = 1;
-/* --model: a shmem fault's page is in the page cache already, not mapped (model_row) */
-static bool model_cached;
-static struct pm_page *model_pins[2][MODEL_MAX_PAGES];
+struct model_mode {
+	bool steady;
+	unsigned pages;
+	bool cached;
+};
+static const struct model_mode matrix_mode = { .pages = 1 };
+static struct model_mode trace_mode = { .pages = 1 };
+/* a row per CPU, each a whole number of lines: the pins' output arrays share none */
+static _Alignas(64) struct pm_page *model_pins[2][MODEL_MAX_PAGES];
 
 /* Operations of the whole mm: where the other one's target lies is all a placement says. */
 static bool mm_wide(const struct op *o)
@@ -715,10 +728,10 @@ static void op_real(struct run *r, int k)
 		rv = pm_fault(mm, t, PM_FAULT_WRITE);
 		break;
 	case OK_PIN_FAST:
-		if (model_pages > 1) {
-			rv = pm_pin_user_pages_fast(mm, t, model_pages, PM_FOLL_WRITE,
+		if (trace_mode.pages > 1) {
+			rv = pm_pin_user_pages_fast(mm, t, trace_mode.pages, PM_FOLL_WRITE,
 						    model_pins[k]);
-			if (rv > 0 && rv < (long)model_pages) {
+			if (rv > 0 && rv < (long)trace_mode.pages) {
 				pm_unpin_user_pages(model_pins[k], (unsigned long)rv);
 				rv = -EIO; /* the set-up faulted them all: a short pin is a bug */
 			}
@@ -915,8 +928,8 @@ static void run_teardown(struct run *r)
 			pm_unpin_user_page(r->setup_pin[k]);
 		if (r->prep_pin[k])
 			pm_unpin_user_page(r->prep_pin[k]);
-		if (r->out[k].page && o->kind == OK_PIN_FAST && model_pages > 1) {
-			pm_unpin_user_pages(model_pins[k], model_pages);
+		if (r->out[k].page && o->kind == OK_PIN_FAST && trace_mode.pages > 1) {
+			pm_unpin_user_pages(model_pins[k], trace_mode.pages);
 		} else if (r->out[k].page) {
 			if (o->kind == OK_GET_FAST)
 				pm_put_page(r->out[k].page);
@@ -936,12 +949,6 @@ static void run_teardown(struct run *r)
 			pm_shmem_put(r->obj[i]);
 	pm_machine_destroy(r->m);
 }
-
-/* --model: each fault's neighbouring page is faulted before the traced one, so that the
- * traced fault is a will-it-scale loop's steady-state one (its tables exist), not the
- * region's first; each mmap is preceded by an mmap and munmap of its kind, as the loop's
- * previous iteration (see write_model). */
-static bool model_steady;
 
 
 /*
@@ -1030,15 +1037,15 @@ static int run_setup(struct run *r)
 		    !(r->prep_umem[k] = pm_umem_get(mm, c->t[k], PG, PM_UMEM_WRITE)))
 			return -EIO;
 	}
-	if (model_pages > 1)
+	if (trace_mode.pages > 1)
 		for (int k = 0; k < 2; k++) {
 			uint64_t v = 0x0101010101010101ULL * (uint64_t)tag_setup[k];
 
-			for (unsigned i = 1; i < model_pages; i++)
+			for (unsigned i = 1; i < trace_mode.pages; i++)
 				if (pm_access(r->mm[c->mmi[k]], c->t[k] + i * PG, &v, 8, 1) != 8)
 					return -EIO;
 		}
-	if (model_cached)
+	if (trace_mode.cached)
 		for (int k = 0; k < 2; k++) {
 			struct pm_mm *mm = r->mm[c->mmi[k]];
 			uint64_t v = 0;
@@ -1047,12 +1054,12 @@ static int run_setup(struct run *r)
 			    pm_madvise(mm, c->t[k], PG, PM_MADV_DONTNEED))
 				return -EIO;
 		}
-	if (model_steady && c->in < IN_FAULTED)
+	if (trace_mode.steady && c->in < IN_FAULTED)
 		for (int k = 0; k < 2; k++)
 			if (ops[k ? c->b : c->a].kind == OK_FAULT &&
 			    pm_fault(r->mm[c->mmi[k]], c->t[k] + c->len[k], PM_FAULT_WRITE))
 				return -EIO;
-	if (model_steady)
+	if (trace_mode.steady)
 		for (int k = 0; k < 2; k++) {
 			struct prior_mmap pm = { r, k, -EIO };
 
@@ -1911,7 +1918,7 @@ static int seed_2020(void)
  * --model FILE: the trace's figures for the report's scaling model (bench/report_model.c),
  * one row per will-it-scale experiment and configuration: the pair of its unit operation
  * that two of its tasks run, each on its own data, as the benchmark places them, in the
- * loop's steady state (model_steady: a fault's table already exists). Columns: id,
+ * loop's steady state (trace_mode.steady: a fault's table already exists). Columns: id,
  * configuration, C64-conflicting lines per unit (distinct labelled fields, at most 16), their
  * visits per unit and the most visited line's (line_visits()), locked RMWs per unit (the
  * mean of the two), the share of the unit's accesses made inside the critical section of a
@@ -1988,7 +1995,6 @@ static int write_model(const char *path)
 	}
 	fprintf(f, "# id\tcfg\tc64_lines\tvisits\thot_visits\trmw\tcs_share\tunits\t"
 		"rw_visits\tframes\t(pinmm-commuter --model)\n");
-	model_steady = true;
 	for (size_t i = 0; i < sizeof(model_rows) / sizeof(model_rows[0]); i++) {
 		const struct model_row *m = &model_rows[i];
 		unsigned flags = m->design ? PM_MACHINE_RANGE_MM : PM_MACHINE_LINUX_MM;
@@ -1996,9 +2002,8 @@ static int write_model(const char *path)
 		struct result r;
 
 		memset(&r, 0, sizeof(r));
-		model_pages = m->pages ? m->pages : 1;
-		model_cached = m->cached;
-		if (model_pages > MODEL_MAX_PAGES) {
+		trace_mode = (struct model_mode){ true, m->pages ? m->pages : 1, m->cached };
+		if (trace_mode.pages > MODEL_MAX_PAGES) {
 			fprintf(stderr, "model: %s %s: more than %d pages\n", m->id, m->cfg,
 				MODEL_MAX_PAGES);
 			bad = 1;
@@ -2022,8 +2027,8 @@ static int write_model(const char *path)
 			double rw = (r.rw[0] + r.rw[1]) / 2;
 			char pages[32] = "";
 
-			if (model_pages > 1)
-				snprintf(pages, sizeof(pages), " of %u pages", model_pages);
+			if (trace_mode.pages > 1)
+				snprintf(pages, sizeof(pages), " of %u pages", trace_mode.pages);
 
 			double frames = (r.frames[0] + r.frames[1]) / 2;
 
@@ -2044,9 +2049,7 @@ static int write_model(const char *path)
 			free(r.hit[l]);
 		}
 	}
-	model_steady = false;
-	model_pages = 1;
-	model_cached = false;
+	trace_mode = matrix_mode;
 	fclose(f);
 	return bad;
 }
