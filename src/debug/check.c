@@ -19,8 +19,8 @@
  *      AnonExclusive page (or PMD-mapped THP) is mapped by one address space only;
  *  (C) every folio in a shmem page cache carries PG_shmem, points back to its object and index,
  *      and the cache's page count matches;
- *  (D) each PMD table holds exactly one empty deposited PTE table per 2 MiB THP leaf (hugetlb
- *      leaves have none);
+ *  (D) each 2 MiB THP leaf has exactly one empty deposited PTE table, on its PMD table or
+ *      parked on its folio (hugetlb leaves have none);
  *  (H) the hugetlb pool: its free pages are whole order-9 PG_hugetlb folios with refcount 0,
  *      as many as it counts; free + in use = total; reserved <= free; hugetlb folios are
  *      mapped only at PMD level, in hugetlb VMAs, and only hugetlb VMAs map at PMD level
@@ -154,7 +154,31 @@ static void check_leaf(struct check *c, struct pm_mm *mm, struct pm_vma *vma,
 	}
 }
 
-/* A PMD table holds one deposited, empty PTE table per 2 MiB leaf (pgtable.c). */
+/* A deposited table: allocated, a table nobody else holds, empty. Return: false if unusable. */
+static bool check_deposit(struct check *c, struct pm_page *p)
+{
+	unsigned long pfn = page_to_pfn(c->m, p);
+	pm_entry_t *t = page_address(c->m, p);
+
+	if (pfn >= c->nr) {
+		complain(c, "deposited table pfn %lu was never allocated", pfn);
+		return false;
+	}
+	if (!page_test(p, PG_table) || c->table[pfn])
+		complain(c, "deposited table pfn %lu is not a free-standing table", pfn);
+	c->table[pfn] = 1;
+	for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
+		if (atomic_load_relaxed(&t[i])) {
+			complain(c, "deposited table pfn %lu is not empty", pfn);
+			break;
+		}
+	return true;
+}
+
+/*
+ * A PMD table's 2 MiB leaves each have one deposit: parked on the leaf's folio, or on the
+ * table's list (pgtable/huge_memory.c, "Deposit").
+ */
 static void check_deposits(struct check *c, pm_entry_t *pmd)
 {
 	struct pm_machine *m = c->m;
@@ -162,31 +186,25 @@ static void check_deposits(struct check *c, pm_entry_t *pmd)
 
 	for (unsigned d = 0; d < PTRS_PER_TABLE; d++) {
 		pmd_t e = { atomic_load_relaxed(&pmd[d]) };
+		struct pm_folio *folio;
 
-		if (pmd_leaf(e) && pmd_pfn(e) < c->nr &&
-		    !folio_test_hugetlb(page_folio(pfn_to_page(m, pmd_pfn(e)))))
+		if (!pmd_leaf(e) || pmd_pfn(e) >= c->nr)
+			continue;
+		folio = page_folio(pfn_to_page(m, pmd_pfn(e)));
+		if (folio_test_hugetlb(folio))
+			continue;
+		if (folio_page(folio, 1)->thp_deposit)
+			check_deposit(c, folio_page(folio, 1)->thp_deposit);
+		else
 			leaves++;
 	}
 	for (struct pm_page *p = table_page(m, pmd)->huge_ptes; p && deposits <= leaves;
-	     p = p->deposit_next, deposits++) {
-		unsigned long pfn = page_to_pfn(m, p);
-		pm_entry_t *t = page_address(m, p);
-
-		if (pfn >= c->nr) {
-			complain(c, "deposited table pfn %lu was never allocated", pfn);
+	     p = p->deposit_next, deposits++)
+		if (!check_deposit(c, p))
 			break;
-		}
-		if (!page_test(p, PG_table) || c->table[pfn])
-			complain(c, "deposited table pfn %lu is not a free-standing table", pfn);
-		c->table[pfn] = 1;
-		for (unsigned i = 0; i < PTRS_PER_TABLE; i++)
-			if (atomic_load_relaxed(&t[i])) {
-				complain(c, "deposited table pfn %lu is not empty", pfn);
-				break;
-			}
-	}
 	if (deposits != leaves)
-		complain(c, "PMD table with %u leaves holds %u deposited tables", leaves, deposits);
+		complain(c, "PMD table with %u leaves without a deposit on their folio holds %u "
+			 "deposited tables", leaves, deposits);
 }
 
 static void check_vmas(struct check *c, struct pm_mm *mm)

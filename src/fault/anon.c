@@ -90,25 +90,33 @@
  *
  * Installing a leaf races with other faults on the same PMD (under another VMA read lock or
  * mmap_lock held for read), with GUP-fast (no lock at all) and with MADV_DONTNEED (mmap_lock
- * for read). Everything is decided under the PMD lock, by a compare-and-swap from the none
- * entry (pmd_install_none()) - except that, in the range design, a fault that needs a PTE
- * table publishes it by the same compare-and-swap without the PMD lock (pm__pte_alloc), so
- * that the first faults of two 2 MiB blocks of one PMD table share no lock word. Whichever
+ * for read). Everything is decided by a compare-and-swap from the none entry
+ * (pmd_install_none()), under the PMD lock in Linux's design. In the range design a fault
+ * that needs a PTE table publishes it by that CAS without the PMD lock (pm__pte_alloc), and
+ * so does a THP write fault, whose deposit rides on its folio instead of the PMD table's
+ * list (pgtable/huge_memory.c, "Deposit"): the first faults of two 2 MiB blocks of one PMD
+ * table share no lock word. Only the huge zero leaf, whose folio every leaf shares, still
+ * parks its deposit on the list under the lock. Whichever
  * CAS comes first wins; the other finds the entry taken, backs out (a leaf: its folio or the
  * huge zero folio's use, its deposit; a table: freed unpublished) and the dispatcher looks
  * again, as after a lost race under the lock:
  *
- *	THP write fault (PMD lock)		fault falling back to PTEs (no PMD lock)
- *	--------------------------		----------------------------------------
+ *	THP write fault				fault falling back to PTEs (no PMD lock)
+ *	---------------				----------------------------------------
  *	PMD none: allocate THP, deposit		PMD none: allocate a zeroed PTE table
- *	PMD lock; mapcount 1
+ *	mapcount 1; Linux's design: PMD lock;
+ *	  range design: deposit on the folio
  *	CAS pmd: none -> leaf			CAS pmd: none -> table
- *	  won: deposit, unlock			  won: the THP's CAS fails: it puts its
- *	  lost: unlock, put THP, AGAIN		  folio and its table, and finds the table
- *	   (finds the table: 4 KiB pages)	  lost: frees its table, finds the leaf
+ *	  won: Linux's design: deposit on	  won: the THP's CAS fails: it puts its
+ *	    the list, unlock			  folio and its table, and finds the table
+ *	  lost: (unlock,) take the deposit	  lost: frees its table, finds the leaf
+ *	    back, put THP, AGAIN
+ *	   (finds the table: 4 KiB pages)
  *
- * The deposit goes on the PMD table's list after the CAS, under the same hold of the lock:
- * everyone who withdraws one (split, zap, move) takes that lock first. Otherwise:
+ * Linux's design puts the deposit on the PMD table's list after the CAS, under the same hold
+ * of the lock; the range design's is on the folio before the CAS publishes it. Either way
+ * everyone who withdraws one (split, zap, move) takes the lock and reads the leaf first, and
+ * finds it. Otherwise:
  *
  *	read fault (huge zero)			racing fault / GUP-fast / DONTNEED
  *	----------------------			----------------------------------
@@ -124,7 +132,7 @@
  *						DONTNEED: PMD lock, clears the leaf, frees
  *						  the deposit; drops no reference
  *
- * To summarize: 1) only an empty PMD becomes a leaf, by a CAS under its lock, so two faults
+ * To summarize: 1) only an empty PMD becomes a leaf, by a CAS, so two faults
  * never both install one, a THP is never installed over the huge zero leaf, and no leaf over
  * a lockless PTE table nor a table over a leaf; 2) the leaf is published by that CAS after the
  * folio's zeroing (published by a release store under huge_zero_lock), so whoever reads it
@@ -287,9 +295,22 @@ vm_fault_t pm__do_huge_pmd_anonymous_page(struct pm_mm *mm, struct pm_vma *vma, 
 	entry = mk_huge_pmd(page_to_pfn(m, &folio->page), vma_is_accessible(vma),
 			    vma->flags & VM_WRITE);
 
+	atomic_store_relaxed(&folio->page.xentire_mapcount, 1); /* private until the CAS */
+	if (pte_lockless(mm)) {
+		/* The deposit rides on the folio: no PMD lock (pgtable/huge_memory.c). */
+		pm__pgtable_deposit_folio(m, folio, deposit);
+		if (!pmd_install_none(pmdp, entry)) {
+			pm__pgtable_deposit_folio(m, folio, NULL);
+			atomic_store_relaxed(&folio->page.xentire_mapcount, 0);
+			folio_put(folio);
+			pm__pte_free_now(m, deposit);
+			return VM_FAULT_AGAIN;
+		}
+		count_event(m, THP_FAULTS, 1);
+		return 0;
+	}
 	pml = pm__pmd_lockptr(mm, pmdp);
 	pm__ptl_lock(pml);
-	atomic_store_relaxed(&folio->page.xentire_mapcount, 1); /* private until the CAS */
 	if (!pmd_install_none(pmdp, entry)) {
 		pm_spin_unlock(pml);
 		atomic_store_relaxed(&folio->page.xentire_mapcount, 0);

@@ -95,6 +95,10 @@ void pm__fork_share_huge_pmd_locked(struct pm_mm *dst, struct pm_mm *src, pm_ent
 
 	pm_assert_locked(pm__pmd_lockptr(src, src_pmdp));
 	mmap_assert_write_locked(src);
+	/* One leaf per parked deposit (pgtable/huge_memory.c, "Deposit"): the parent's goes to
+	 * its list before the child's leaf maps the folio too. */
+	if (deposit)
+		pm__pgtable_deposit_unfold(src, src_pmdp, folio);
 	if (folio_test_anon(folio)) {
 		share_anon_page(&folio->page);
 		if (pmd_write(pmd)) {

@@ -108,6 +108,10 @@ struct pm_page {
 			unsigned long index;	  /* page index in mapping */
 		};
 		struct pm_list lru;	     /* free: buddy or per-CPU list link */
+		/* tail page 1 of a THP: the deposited PTE table of the one leaf that maps it,
+		 * where its fault installed that leaf without the PMD lock; else NULL
+		 * (pgtable/huge_memory.c, "Deposit") */
+		struct pm_page *thp_deposit;
 		struct {		     /* a page-table page */
 			struct pm_spinlock ptl; /* split lock: PTE table's PTL, PMD table's PMD lock */
 			int16_t level;		/* 4 = PGD ... 1 = PTE */

@@ -863,6 +863,8 @@ struct pm_folio *pm__folio_prep(struct pm_page *page, unsigned order)
 		atomic_store_relaxed(&page[i].xflags, 0);
 		atomic_store_relaxed(&page[i].xcompound_head, (uintptr_t)page | 1);
 	}
+	if (order)
+		page[1].thp_deposit = NULL;
 	atomic_store_relaxed(&page->xflags, order ? PGF(PG_head) : 0);
 	/* Publishes the folio: a speculative try_get can succeed from here on. */
 	atomic_store_release(&page->xrefcount, 1);

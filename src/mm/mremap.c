@@ -186,7 +186,7 @@ static bool move_huge_pmd(struct pm_mm *mm, pm_entry_t *old_pmdp, pm_entry_t *ne
 	pmd = pmdp_get_and_clear(old_pmdp);
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	if (!folio_test_hugetlb(folio) && new_pml != old_pml)
-		pm__pgtable_deposit(mm, new_pmdp, pm__pgtable_withdraw(mm, old_pmdp));
+		pm__pgtable_deposit(mm, new_pmdp, pm__pgtable_withdraw(mm, old_pmdp, folio));
 	set_pmd(new_pmdp, pmd);
 	if (new_pml != old_pml)
 		pm_spin_unlock(new_pml);

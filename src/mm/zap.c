@@ -119,7 +119,7 @@ static struct pm_folio *clear_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp)
 	pmdp_get_and_clear(pmdp);
 	folio = page_folio(pfn_to_page(mm->m, pmd_pfn(pmd)));
 	/* A hugetlb leaf carries no deposited table (fault/hugetlb_fault.c). */
-	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp);
+	deposit = folio_test_hugetlb(folio) ? NULL : pm__pgtable_withdraw(mm, pmdp, folio);
 	/* The huge zero folio's leaf is special: it held no mapcount (nor reference). */
 	if (!pmd_special(pmd))
 		atomic_sub_relaxed(&folio->page.xentire_mapcount, 1);

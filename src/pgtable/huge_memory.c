@@ -9,6 +9,22 @@
  * COW fault on a shared THP, fork of a pinned THP - none can fail for want of a page. The
  * tables on a PMD table's list are interchangeable; there is one per leaf in that table.
  *
+ * Deposit in the range design. The list is the PMD table's, guarded by its PMD lock, so two
+ * THP faults in different 2 MiB blocks of one PMD table would share that lock word only to
+ * park their deposits. There, a THP's own fault installs its leaf by a compare-and-swap from
+ * the none entry without the PMD lock (fault/anon.c), and parks the deposit on the folio
+ * instead (tail page 1's thp_deposit), before that CAS publishes the folio. Invariant: a
+ * folio's thp_deposit is set only while exactly one leaf maps the folio - the one its fault
+ * installed, wherever mremap has moved it since - and is that leaf's deposit. Hence:
+ *  - a withdrawer (PMD lock held, the leaf read by an acquire load or cleared by an exchange,
+ *    both ordered after the publishing CAS, so the parked pointer is visible) takes the
+ *    folio's deposit when there is one, else one from the table's list;
+ *  - whatever would give the folio a second leaf (fork's share) first moves the parked
+ *    deposit to the list (pm__pgtable_deposit_unfold), under the PMD lock;
+ *  - a THP leaf of another origin (fork's child, the huge zero leaf's COW, mremap to another
+ *    PMD table) deposits on the list, and the folio's pointer is NULL from pm__folio_prep.
+ * Linux's design, and the range design under PM_KNOB_PTE_TABLE_LOCK, use the list alone.
+ *
  * Split. The leaf is replaced by its deposited table filled with 512 PTEs mapping the same
  * order-9 folio page by page, with the same protection. The folio itself is never split. A
  * leaf of the huge zero folio (special) becomes 512 PTEs of the 4 KiB zero page instead.
@@ -29,16 +45,51 @@ void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
 	pmd_page->huge_ptes = pte_page;
 }
 
-/* Context: the PMD lock of the table holding @pmdp; *@pmdp was a leaf. */
-pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp)
+/*
+ * pm__pgtable_deposit_folio() - park @table on @folio, a THP whose fault is about to map it by
+ * a CAS without the PMD lock; NULL @table takes it back after a lost CAS. Context: the folio
+ * is still private to that fault.
+ */
+void pm__pgtable_deposit_folio(struct pm_machine *m, struct pm_folio *folio, pm_entry_t *table)
 {
-	struct pm_page *pmd_page = table_page(mm_pgtables(mm)->m, pmdp), *pte_page = pmd_page->huge_ptes;
+	folio_page(folio, 1)->thp_deposit = table ? table_page(m, table) : NULL;
+}
+
+/*
+ * pm__pgtable_deposit_unfold() - move the deposit parked on @folio, if any, to the list of the
+ * PMD table holding @pmdp, its leaf's, before the folio gets a second leaf.
+ * Context: the PMD lock of that table.
+ */
+void pm__pgtable_deposit_unfold(struct pm_mm *mm, pm_entry_t *pmdp, struct pm_folio *folio)
+{
+	struct pm_machine *m = mm_pgtables(mm)->m;
+	struct pm_page *pte_page = folio_page(folio, 1)->thp_deposit;
+
+	if (pte_page) {
+		folio_page(folio, 1)->thp_deposit = NULL;
+		pm__pgtable_deposit(mm, pmdp, page_address(m, pte_page));
+	}
+}
+
+/*
+ * pm__pgtable_withdraw() - the deposit of the leaf of @folio that *@pmdp holds, or held until
+ * the caller cleared it. Context: the PMD lock of the table holding @pmdp.
+ */
+pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp, struct pm_folio *folio)
+{
+	struct pm_machine *m = mm_pgtables(mm)->m;
+	struct pm_page *pmd_page = table_page(m, pmdp), *pte_page = folio_page(folio, 1)->thp_deposit;
 
 	pm_assert_locked(&pmd_page->ptl);
+	if (pte_page) {
+		folio_page(folio, 1)->thp_deposit = NULL;
+		return page_address(m, pte_page);
+	}
+	pte_page = pmd_page->huge_ptes;
 	pm_bug_on(!pte_page); /* a leaf without its deposit */
 	pmd_page->huge_ptes = pte_page->deposit_next;
 	pte_page->deposit_next = NULL;
-	return page_address(mm_pgtables(mm)->m, pte_page);
+	return page_address(m, pte_page);
 }
 
 /*
@@ -55,7 +106,7 @@ static void split_huge_zero_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp, pmd_t
 
 	pm_assert_locked(pm__pmd_lockptr(mm, pmdp));
 	pm_assert(pmd_special(pmd) && !pmd_write(pmd));
-	table = pm__pgtable_withdraw(mm, pmdp);
+	table = pm__pgtable_withdraw(mm, pmdp, page_folio(pfn_to_page(m, pmd_pfn(pmd))));
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
 		atomic_store_relaxed(&table[i], zero.val);
 	set_pmd(pmdp, (pmd_t){ (virt_to_pfn(m, table) << PAGE_SHIFT) | _PAGE_TABLE });
@@ -91,7 +142,7 @@ static void split_huge_pmd_locked(struct pm_mm *mm, pm_entry_t *pmdp)
 		return;
 	}
 	pm_bug_on(folio_test_hugetlb(folio)); /* never split: the VMA layer refuses the cut */
-	table = pm__pgtable_withdraw(mm, pmdp);
+	table = pm__pgtable_withdraw(mm, pmdp, folio);
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {
 		struct pm_page *p = head + i;
 

@@ -343,7 +343,12 @@ __hidden void pm__free_pgtables(struct pm_mm *mm);
 
 /* // pgtable/huge_memory.c */
 __hidden void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table);
-__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp);
+__hidden void pm__pgtable_deposit_folio(struct pm_machine *m, struct pm_folio *folio,
+				       pm_entry_t *table);
+__hidden void pm__pgtable_deposit_unfold(struct pm_mm *mm, pm_entry_t *pmdp,
+					struct pm_folio *folio);
+__hidden pm_entry_t *pm__pgtable_withdraw(struct pm_mm *mm, pm_entry_t *pmdp,
+					  struct pm_folio *folio);
 __hidden void pm__split_huge_pmd(struct pm_mm *mm, pm_entry_t *pmdp);
 __hidden void pm__split_huge_pmd_folio(struct pm_mm *mm, pm_entry_t *pmdp,
 				       const struct pm_folio *folio);
