@@ -139,6 +139,34 @@
 #include "gup/gup.h"
 #include "gup/gup_pte.h"
 
+/* Take the page of the entry at @ptep, in the table @pmd (read at *@pmdp) leads to. Return:
+ * the page, or NULL where the fast path cannot take it. */
+static __always_inline struct pm_page *gup_fast_pte(struct pm_machine *m, pm_entry_t *pmdp,
+						    pmd_t pmd, pm_entry_t *ptep, unsigned flags)
+{
+	pte_t pte = ptep_get(ptep);
+	struct pm_folio *folio;
+	struct pm_page *page;
+
+	if (!pte_present(pte) || !pte_user(pte) || pte_special(pte))
+		return NULL;
+	if ((flags & FOLL_WRITE) && !pte_write(pte))
+		return NULL;
+	page = pfn_to_page(m, pte_pfn(pte));
+	folio = try_grab_folio_fast(m, page, 1, flags, true);
+	if (!folio)
+		return NULL;
+	if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) || !pte_same(ptep_get_mb(ptep), pte))) {
+		ungrab_folio(m, folio, 1, flags);
+		return NULL;
+	}
+	if (!pte_write(pte) && pm__gup_must_unshare(NULL, flags, page)) {
+		ungrab_folio(m, folio, 1, flags);
+		return NULL;
+	}
+	return page;
+}
+
 /* Walk one PTE table's entries for [addr, end). Return: pages taken; stops at the first miss. */
 static __always_inline unsigned long gup_fast_pte_range(struct pm_machine *m, pm_entry_t *pmdp,
 							pmd_t pmd, unsigned long addr,
@@ -149,27 +177,10 @@ static __always_inline unsigned long gup_fast_pte_range(struct pm_machine *m, pm
 	unsigned long nr = 0;
 
 	for (; addr < end; addr += PAGE_SIZE, ptep++) {
-		pte_t pte = ptep_get(ptep);
-		struct pm_folio *folio;
-		struct pm_page *page;
+		struct pm_page *page = gup_fast_pte(m, pmdp, pmd, ptep, flags);
 
-		if (!pte_present(pte) || !pte_user(pte) || pte_special(pte))
+		if (!page)
 			break;
-		if ((flags & FOLL_WRITE) && !pte_write(pte))
-			break;
-		page = pfn_to_page(m, pte_pfn(pte));
-		folio = try_grab_folio_fast(m, page, 1, flags, true);
-		if (!folio)
-			break;
-		if (unlikely(!pmd_same(pmdp_get_mb(pmdp), pmd) ||
-			     !pte_same(ptep_get_mb(ptep), pte))) {
-			ungrab_folio(m, folio, 1, flags);
-			break;
-		}
-		if (!pte_write(pte) && pm__gup_must_unshare(NULL, flags, page)) {
-			ungrab_folio(m, folio, 1, flags);
-			break;
-		}
 		pages[nr++] = page;
 	}
 	return nr;
@@ -205,6 +216,20 @@ static unsigned long gup_fast_pmd_leaf(struct pm_machine *m, pm_entry_t *pmdp, p
 	return (unsigned long)refs;
 }
 
+/* The PMD slot of @addr, through the PGD and PUD entries; NULL if one is not present. */
+static __always_inline pm_entry_t *gup_fast_pmdp(struct pm_mm *mm, unsigned long addr)
+{
+	struct pm_machine *m = mm->m;
+	uint64_t e = atomic_load_acquire(&mm->pgd[pgd_index(addr)]);
+
+	if (!(e & _PAGE_PRESENT))
+		return NULL;
+	e = atomic_load_acquire(&entry_table(m, e)[pud_index(addr)]);
+	if (!(e & _PAGE_PRESENT))
+		return NULL;
+	return &entry_table(m, e)[pmd_index(addr)];
+}
+
 /* Walk [start, end) from the PGD; stop at the first thing the fast path cannot take. */
 static __always_inline unsigned long gup_fast_walk(struct pm_mm *mm, unsigned long start,
 						   unsigned long end, unsigned flags,
@@ -214,18 +239,12 @@ static __always_inline unsigned long gup_fast_walk(struct pm_mm *mm, unsigned lo
 	unsigned long addr = start, nr = 0;
 
 	while (addr < end) {
-		uint64_t e = atomic_load_acquire(&mm->pgd[pgd_index(addr)]);
-		pm_entry_t *pud, *pmdp;
+		pm_entry_t *pmdp = gup_fast_pmdp(mm, addr);
 		unsigned long next, got;
 		pmd_t pmd;
 
-		if (!(e & _PAGE_PRESENT))
+		if (!pmdp)
 			break;
-		pud = entry_table(m, e);
-		e = atomic_load_acquire(&pud[pud_index(addr)]);
-		if (!(e & _PAGE_PRESENT))
-			break;
-		pmdp = &entry_table(m, e)[pmd_index(addr)];
 		pmd = pmdp_get(pmdp);
 		next = span_end(addr, end, PMD_SIZE);
 		if (pmd_leaf(pmd))
@@ -240,6 +259,32 @@ static __always_inline unsigned long gup_fast_walk(struct pm_mm *mm, unsigned lo
 		addr = next;
 	}
 	return nr;
+}
+
+/*
+ * gup_fast_walk() for the one page at @addr, the most common call (a driver's pin of one
+ * buffer page, pin_fast's loop): the same steps without the loops' bookkeeping.
+ */
+static __always_inline unsigned long gup_fast_walk_one(struct pm_mm *mm, unsigned long addr,
+						       unsigned flags, struct pm_page **pages)
+{
+	struct pm_machine *m = mm->m;
+	pm_entry_t *pmdp = gup_fast_pmdp(mm, addr);
+	struct pm_page *page;
+	pmd_t pmd;
+
+	if (!pmdp)
+		return 0;
+	pmd = pmdp_get(pmdp);
+	if (pmd_leaf(pmd))
+		return gup_fast_pmd_leaf(m, pmdp, pmd, addr, addr + PAGE_SIZE, flags, pages);
+	if (!pmd_table(pmd))
+		return 0;
+	page = gup_fast_pte(m, pmdp, pmd, &entry_table(m, pmd.val)[pte_index(addr)], flags);
+	if (!page)
+		return 0;
+	pages[0] = page;
+	return 1;
 }
 
 /**
@@ -273,7 +318,10 @@ static __always_inline unsigned long gup_fast_range(struct pm_mm *mm, unsigned l
 	 */
 	stats = pm__stat_block(m);
 	pm_rcu_read_lock();
-	nr = gup_fast_walk(mm, start, end, flags, pages);
+	if (end - start == PAGE_SIZE)
+		nr = gup_fast_walk_one(mm, start, flags, pages);
+	else
+		nr = gup_fast_walk(mm, start, end, flags, pages);
 	pm_rcu_read_unlock();
 	if (unlikely(knob(m, PM_KNOB_GUP_FAST_RESTART)) && nr &&
 	    nr != (end - start) >> PAGE_SHIFT)
