@@ -23,6 +23,23 @@
  * pages is the sum of the leaves' counts (pm__shmem_nr_pages), so no insert writes an
  * object-wide counter either.
  *
+ * Interior nodes made ahead. An object made by pm_shmem_create() gets, when its size is set -
+ * at creation and when a truncate grows it (pm__shmem_cache_grow) - a root that covers the
+ * whole size, and the interior nodes down to the leaves' parents for its first
+ * SHMEM_AHEAD_PAGES pages (1 GiB: 65 nodes, about 40 KiB; beyond, they are made on first use),
+ * marked kept: never unlinked for being empty, they stay until the object goes, and keep no
+ * count of their children. A first insert into a leaf under a kept parent makes
+ * the leaf and links it by compare-and-swap from the empty slot, without tree_lock (and
+ * tree_leaf_create links its leaves there by the same CAS), so that the first inserts of two
+ * leaves write two slots and share nothing: Linux's xarray takes the mapping's lock for both,
+ * as PM_KNOB_SHMEM_TREE_LOCK does (no nodes ahead then). The loser of the CAS gives its leaf
+ * back unpublished and uses the winner's. Unlinking is unchanged: a leaf that empties is
+ * marked dead and its slot cleared under tree_lock and its lock, and an insert that finds it
+ * dead takes tree_lock, where it finds the slot empty or a live leaf. The object behind a
+ * MAP_SHARED|MAP_ANONYMOUS mapping, made and freed by each mmap and munmap, gets none: mmap
+ * stays as cheap as Linux's. Since a leaf may be linked without tree_lock, every walk reads
+ * a child pointer with acquire, under tree_lock too, pairing with the linking CAS.
+ *
  * Nodes come from the machine's cache of free nodes (m->shmem_nodes, mem/objcache.c), as
  * Linux's come from a slab cache, and go back to it: malloc only when it is empty, free only
  * past its bounds. So an object's teardown does not hand its nodes back to malloc for the
@@ -44,6 +61,7 @@
 #define SHMEM_TREE_SHIFT 6
 #define SHMEM_TREE_SLOTS (1U << SHMEM_TREE_SHIFT)
 #define SHMEM_TREE_MASK (SHMEM_TREE_SLOTS - 1)
+#define SHMEM_AHEAD_PAGES (1UL << 18) /* interior nodes made ahead for this many pages */
 
 /* Tree readers: tree_lock held by this thread, or an RCU read section. */
 #define tree_assert_held(f) pm_assert(pm_spin_held(&(f)->tree_lock) || pm_rcu_read_ongoing())
@@ -52,7 +70,9 @@ struct pm_shmem_node {
 	struct pm_machine *m;		/* whose node cache it goes back to */
 	unsigned shift;			/* index bits below this node; 0 for a leaf */
 	unsigned count;			/* non-empty slots; a leaf's under its lock, others' under
-					 * tree_lock */
+					 * tree_lock; none kept for a kept node */
+	_Atomic bool xkept;		/* an interior node made ahead: never unlinked; set under
+					 * tree_lock, never cleared */
 	struct pm_shmem_node *parent;	/* under tree_lock */
 	unsigned offset;		/* slot in the parent */
 	struct pm_spinlock lock;	/* a leaf's slots, count and dead flag */
@@ -119,19 +139,48 @@ static struct pm_shmem_node *node_alloc(struct pm_shmem *f, unsigned shift)
 }
 
 /*
- * The leaf node that holds @index's slot, growing the tree and creating nodes on the way.
- * Context: tree_lock. Return: the leaf, or NULL when a node could not be allocated.
+ * Link @child, made for slot @off of @n, unless the slot is taken: by a plain store and the
+ * count, or by a CAS from empty where lockless inserts link leaves too (a kept @n). Return:
+ * what the slot holds afterwards (@child, or the node that won: @child is then given back).
+ * Context: tree_lock.
  */
-static struct pm_shmem_node *tree_leaf_create(struct pm_shmem *f, unsigned long index)
+static struct pm_shmem_node *node_link(struct pm_shmem *f, struct pm_shmem_node *n, unsigned off,
+				       struct pm_shmem_node *child)
+{
+	void *old = NULL;
+
+	child->parent = n;
+	child->offset = off;
+	if (!atomic_load_relaxed(&n->xkept)) {
+		atomic_store_release(&n->slots[off], child);
+		n->count++;
+		return child;
+	}
+	if (atomic_cas_strong_mb(&n->slots[off], &old, child))
+		return child;
+	pm__obj_cache_put(f->m, f->m->shmem_nodes, child); /* never published */
+	/* The winner's node, read with acquire as its publication pairs (the failed CAS read
+	 * it relaxed); only tree_lock, held, empties the slot. */
+	return atomic_load_acquire(&n->slots[off]);
+}
+
+/*
+ * The root, made (of shift @shift) if there is none and grown until it covers @index; with
+ * @keep, the nodes made are kept. Context: tree_lock. Return: the root, or NULL when a node
+ * could not be allocated.
+ */
+static struct pm_shmem_node *tree_grow(struct pm_shmem *f, unsigned long index, unsigned shift,
+				       bool keep)
 {
 	struct pm_shmem_node *n = atomic_load_relaxed(&f->xroot);
 
 	pm_assert_locked(&f->tree_lock);
 
 	if (!n) {
-		n = node_alloc(f, 0);
+		n = node_alloc(f, shift);
 		if (!n)
 			return NULL;
+		atomic_store_relaxed(&n->xkept, keep && n->shift);
 		atomic_store_release(&f->xroot, n);
 	}
 	while (!node_covers(n, index)) {
@@ -141,27 +190,72 @@ static struct pm_shmem_node *tree_leaf_create(struct pm_shmem *f, unsigned long 
 			return NULL;
 		atomic_store_relaxed(&top->slots[0], n);
 		top->count = 1;
+		atomic_store_relaxed(&top->xkept, keep);
 		n->parent = top;
 		n->offset = 0;
 		atomic_store_release(&f->xroot, top);
 		n = top;
 	}
-	while (n->shift) {
-		unsigned off = (index >> n->shift) & SHMEM_TREE_MASK;
-		struct pm_shmem_node *child = atomic_load_relaxed(&n->slots[off]);
+	return n;
+}
 
+/*
+ * The node of shift @stop on @index's path, growing the tree and creating nodes on the way;
+ * with @keep, every interior node on the way is (made) kept. Context: tree_lock.
+ * Return: the node, or NULL when a node could not be allocated.
+ */
+static struct pm_shmem_node *tree_node_create(struct pm_shmem *f, unsigned long index,
+					      unsigned stop, bool keep)
+{
+	struct pm_shmem_node *n = tree_grow(f, index, stop, keep);
+
+	if (!n)
+		return NULL;
+	while (n->shift > stop) {
+		unsigned off = (index >> n->shift) & SHMEM_TREE_MASK;
+		struct pm_shmem_node *child = atomic_load_acquire(&n->slots[off]);
+
+		if (keep)
+			atomic_store_relaxed(&n->xkept, true);
 		if (!child) {
 			child = node_alloc(f, n->shift - SHMEM_TREE_SHIFT);
 			if (!child)
 				return NULL;
-			child->parent = n;
-			child->offset = off;
-			atomic_store_release(&n->slots[off], child);
-			n->count++;
+			child = node_link(f, n, off, child);
 		}
 		n = child;
 	}
+	if (keep && n->shift)
+		atomic_store_relaxed(&n->xkept, true);
 	return n;
+}
+
+/* The leaf node that holds @index's slot (tree_node_create). Context: tree_lock. */
+static struct pm_shmem_node *tree_leaf_create(struct pm_shmem *f, unsigned long index)
+{
+	return tree_node_create(f, index, 0, false);
+}
+
+/**
+ * pm__shmem_cache_grow() - @f, made by pm_shmem_create(), now has @pages pages: make its root
+ * cover them all, and its interior nodes ahead for the first SHMEM_AHEAD_PAGES of them (see
+ * the top of this file).
+ * Best effort: a node that cannot be had is left to the first insert under it. Nothing under
+ * PM_KNOB_SHMEM_TREE_LOCK, nor for a hugetlbfs object (one index per 2 MiB: its leaves'
+ * parents cover 8 GiB each). Context: truncate_lock, or @f not published yet.
+ */
+void pm__shmem_cache_grow(struct pm_shmem *f, unsigned long pages)
+{
+	unsigned long span = 1UL << (2 * SHMEM_TREE_SHIFT); /* pages under a leaves' parent */
+
+	if (f->hugetlb || knob(f->m, PM_KNOB_SHMEM_TREE_LOCK) || pages <= SHMEM_TREE_SLOTS)
+		return;
+	pm_spin_lock(&f->tree_lock);
+	if (tree_grow(f, pages - 1, SHMEM_TREE_SHIFT, true)) /* no root to grow in the object */
+		for (unsigned long index = 0; index < min(pages, SHMEM_AHEAD_PAGES); index += span)
+			if (!tree_node_create(f, index, SHMEM_TREE_SHIFT, true))
+				break;
+	pm_spin_unlock(&f->tree_lock);
 }
 
 static void node_free_rcu(struct pm_rcu_head *head)
@@ -196,9 +290,11 @@ static void tree_clear_slot(struct pm_shmem *f, struct pm_shmem_node *leaf,
 		struct pm_shmem_node *parent = n->parent;
 
 		atomic_store_release(&parent->slots[n->offset], NULL);
-		parent->count--;
 		n->parent = *dead;
 		*dead = n;
+		if (atomic_load_relaxed(&parent->xkept))
+			break; /* kept: no count, never unlinked */
+		parent->count--;
 		n = parent;
 	}
 }
@@ -221,7 +317,7 @@ static struct pm_shmem_node *leaf_of(struct pm_shmem *f, unsigned long index)
 	if (!n || !node_covers(n, index))
 		return NULL;
 	while (n && n->shift)
-		n = atomic_load_relaxed(&n->slots[(index >> n->shift) & SHMEM_TREE_MASK]);
+		n = atomic_load_acquire(&n->slots[(index >> n->shift) & SHMEM_TREE_MASK]);
 	return n;
 }
 
@@ -261,7 +357,7 @@ static unsigned tree_gang(struct pm_shmem *f, struct pm_shmem_node *n, unsigned 
 	for (unsigned i = 0; i < SHMEM_TREE_SLOTS && found < max; i++) {
 		unsigned long lo = base + ((unsigned long)i << n->shift);
 		unsigned long span = n->shift >= 64 ? ~0UL : (1UL << n->shift) - 1;
-		void *p = atomic_load_relaxed(&n->slots[i]);
+		void *p = atomic_load_acquire(&n->slots[i]);
 
 		if (lo >= end)
 			break;
@@ -342,11 +438,54 @@ static struct pm_shmem_node *leaf_of_rcu(struct pm_shmem *f, unsigned long index
 	return n;
 }
 
+/*
+ * Make the leaf for @index under its kept parent and link it by CAS, without tree_lock.
+ * Return: 0 with *@leafp the leaf linked there (ours or another's, maybe dead), or NULL where
+ * the parent is missing or not kept (take tree_lock); -ENOMEM.
+ * Context: pm_rcu_read_lock().
+ */
+static int leaf_create_lockless(struct pm_shmem *f, unsigned long index,
+				struct pm_shmem_node **leafp)
+{
+	struct pm_shmem_node *n = atomic_load_acquire(&f->xroot), *leaf;
+	void *_Atomic *slot;
+	void *old;
+
+	rcu_assert_held();
+	*leafp = NULL;
+	if (!n || !node_covers(n, index))
+		return 0;
+	while (n && n->shift > SHMEM_TREE_SHIFT)
+		n = atomic_load_acquire(&n->slots[(index >> n->shift) & SHMEM_TREE_MASK]);
+	if (!n || n->shift != SHMEM_TREE_SHIFT || !atomic_load_relaxed(&n->xkept))
+		return 0;
+	slot = &n->slots[(index >> SHMEM_TREE_SHIFT) & SHMEM_TREE_MASK];
+	old = atomic_load_acquire(slot);
+	if (!old) {
+		leaf = node_alloc(f, 0);
+		if (!leaf)
+			return -ENOMEM;
+		leaf->parent = n;
+		leaf->offset = (index >> SHMEM_TREE_SHIFT) & SHMEM_TREE_MASK;
+		if (atomic_cas_strong_mb(slot, &old, leaf)) {
+			old = leaf;
+		} else {
+			pm__obj_cache_put(f->m, f->m->shmem_nodes, leaf); /* never published */
+			/* The winner's leaf, read with acquire (the failed CAS read it relaxed); or
+			 * NULL if it has gone again meanwhile: tree_lock then. */
+			old = atomic_load_acquire(slot);
+		}
+	}
+	*leafp = old;
+	return 0;
+}
+
 /**
  * pm__shmem_add() - insert @folio (PG_shmem not yet set, the cache's reference already taken)
  * at @index, charging the exact limit once the insert can no longer fail, so that a loser of
  * an insert race never takes quota (Linux 6.7's order). Takes only the leaf's lock when the
- * leaf exists; tree_lock too when it must be made, or always with PM_KNOB_SHMEM_TREE_LOCK.
+ * leaf exists or its parent is kept; tree_lock too when it must be made otherwise, or always
+ * with PM_KNOB_SHMEM_TREE_LOCK.
  * Return: 0, -EEXIST (another folio is there), -ENOSPC (over the limit), -ENOMEM.
  */
 int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *folio)
@@ -358,6 +497,10 @@ int pm__shmem_add(struct pm_shmem *f, unsigned long index, struct pm_folio *foli
 		goto locked;
 	pm_rcu_read_lock();
 	leaf = leaf_of_rcu(f, index);
+	if (!leaf && leaf_create_lockless(f, index, &leaf)) {
+		pm_rcu_read_unlock();
+		return -ENOMEM;
+	}
 	if (leaf) {
 		pm_spin_lock(&leaf->lock);
 		if (!leaf->dead)
@@ -395,7 +538,7 @@ static unsigned long count_pages(struct pm_shmem_node *n)
 		return sum;
 	}
 	for (unsigned i = 0; i < SHMEM_TREE_SLOTS; i++) {
-		struct pm_shmem_node *c = atomic_load_relaxed(&n->slots[i]);
+		struct pm_shmem_node *c = atomic_load_acquire(&n->slots[i]);
 
 		if (c)
 			sum += count_pages(c);

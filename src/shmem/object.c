@@ -50,11 +50,16 @@ static struct pm_shmem *shmem_alloc(struct pm_machine *m, size_t size, size_t ma
 
 struct pm_shmem *pm_shmem_create(struct pm_machine *m, size_t size, size_t max_bytes)
 {
+	struct pm_shmem *f;
+
 	if (unlikely(!m)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	return shmem_alloc(m, size, max_bytes, false);
+	f = shmem_alloc(m, size, max_bytes, false);
+	if (f)
+		pm__shmem_cache_grow(f, shmem_size_pages(f)); /* interior nodes ahead (cache.c) */
+	return f;
 }
 
 struct pm_shmem *pm__shmem_create_internal(struct pm_machine *m, size_t size)
@@ -80,7 +85,7 @@ struct pm_shmem *pm_shmem_create_hugetlb(struct pm_machine *m, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	f = pm_shmem_create(m, size, 0);
+	f = shmem_alloc(m, size, 0, false); /* no nodes ahead: one index per 2 MiB */
 	if (f)
 		f->hugetlb = true;
 	return f;

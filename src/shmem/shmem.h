@@ -90,6 +90,7 @@ __hidden bool pm__shmem_migrate_folio(struct pm_shmem *f, unsigned long index,
 __hidden unsigned pm__shmem_remove_from(struct pm_shmem *f, unsigned long start,
 					unsigned long end, struct pm_folio **batch, unsigned max);
 __hidden void pm__shmem_cache_fini(struct pm_shmem *f);
+__hidden void pm__shmem_cache_grow(struct pm_shmem *f, unsigned long pages);
 
 /* // shmem/limit.c */
 __hidden int pm__shmem_limit_init(struct pm_shmem *f);

@@ -167,7 +167,8 @@ static void test_injected_failure(void)
 	ASSERT_TRUE(pmt_run_on(0));
 	ok(fill_and_tear_down(1024, 16), "16 leaves faulted");
 	ASSERT_TRUE(obj_map(&o, 1024));
-	/* Index 0: a leaf that is the root. Index 64 then needs a new root and a leaf. */
+	/* 1024 pages: the leaves' parent, the root, is made ahead with the object
+	 * (shmem/cache.c); index 64 then needs only its leaf. */
 	ASSERT_EQ(fault_at(o.addr, 0), 0);
 	before = cached_total();
 	pm_fail_nth(m, 2);
@@ -176,13 +177,14 @@ static void test_injected_failure(void)
 	is_int(cached_total(), before, "and took no node from the cache");
 	pm_fail_nth(m, 0);
 	is_int(fault_at(o.addr, 64), 0, "the retry succeeds");
-	is_int(cached_total(), before - 2, "with two cached nodes, the new root and the leaf");
+	is_int(cached_total(), before - 1, "with one cached node, the leaf");
 	obj_tear_down(&o);
 	pmt_teardown(&m, &mm, free0, "injected failure");
 }
 
 struct insert_arg {
 	struct obj *o;
+	unsigned long index;
 	atomic_int ret; /* 1 while the fault runs */
 };
 
@@ -190,25 +192,27 @@ static void *insert_thread(void *p)
 {
 	struct insert_arg *a = p;
 
-	atomic_store(&a->ret, fault_at(a->o->addr, 1));
+	atomic_store(&a->ret, fault_at(a->o->addr, a->index));
 	return NULL;
 }
 
 /*
- * A fault that inserts index 1 into the leaf that index 0 made, while this thread holds the
- * object's tree_lock: it finishes without the knob, and waits for the lock with it. (A
- * fault that finishes while the lock is held is what fails; the 100 ms only give it time to.)
+ * A fault that inserts @index - 1, into the leaf that index 0 made, or 64, into a new leaf
+ * under the root made ahead with the 1024-page object - while this thread holds the object's
+ * tree_lock: it finishes without the knob, and waits for the lock with it. (A fault that
+ * finishes while the lock is held is what fails; the 100 ms only give it time to.)
  */
-static void test_tree_lock_knob(unsigned knobs)
+static void test_tree_lock_knob(unsigned knobs, unsigned long index)
 {
-	struct insert_arg a = { .ret = 1 };
+	struct insert_arg a = { .index = index, .ret = 1 };
 	const char *what = knobs ? "PM_KNOB_SHMEM_TREE_LOCK" : "no knob";
+	const char *leaf = index < 64 ? "a leaf that exists" : "a new leaf under a node made ahead";
 	struct timespec ts = { 0, 100 * 1000 * 1000 };
 	pthread_t t;
 	struct obj o;
 
 	free0 = pmt_setup(&m, &mm, 64, knobs);
-	ASSERT_TRUE(obj_map(&o, 64));
+	ASSERT_TRUE(obj_map(&o, 1024));
 	ASSERT_EQ(fault_at(o.addr, 0), 0);
 	a.o = &o;
 	pm_spin_lock(&o.f->tree_lock);
@@ -216,11 +220,12 @@ static void test_tree_lock_knob(unsigned knobs)
 	if (!knobs) {
 		while (atomic_load(&a.ret) == 1)
 			sched_yield();
-		is_int(atomic_load(&a.ret), 0, "%s: an insert into a leaf that exists takes only the "
-		       "leaf's lock", what);
+		is_int(atomic_load(&a.ret), 0, "%s: an insert into %s takes no tree_lock", what,
+		       leaf);
 	} else {
 		nanosleep(&ts, NULL);
-		is_int(atomic_load(&a.ret), 1, "%s: the insert waits for tree_lock", what);
+		is_int(atomic_load(&a.ret), 1, "%s: an insert into %s waits for tree_lock", what,
+		       leaf);
 	}
 	pm_spin_unlock(&o.f->tree_lock);
 	pthread_join(t, NULL);
@@ -233,11 +238,11 @@ int main(void)
 {
 	cpu_set_t saved;
 
-	plan(28 + 2 * 4);
+	plan(28 + 4 * 4);
 	ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
 	if (CPU_COUNT(&saved) < 2 || !CPU_ISSET(0, &saved) || !CPU_ISSET(1, &saved) ||
 	    !pmt_run_on(1) || !pmt_run_on(0)) {
-		skip(28 + 2 * 4, "needs CPUs 0 and 1");
+		skip(28 + 4 * 4, "needs CPUs 0 and 1");
 		return done_testing();
 	}
 	test_reuse(false);
@@ -245,8 +250,10 @@ int main(void)
 	test_depot();
 	test_injected_failure();
 	sched_setaffinity(0, sizeof(saved), &saved);
-	test_tree_lock_knob(0);
-	test_tree_lock_knob(PM_KNOB_SHMEM_TREE_LOCK);
+	test_tree_lock_knob(0, 1);
+	test_tree_lock_knob(PM_KNOB_SHMEM_TREE_LOCK, 1);
+	test_tree_lock_knob(0, 64);
+	test_tree_lock_knob(PM_KNOB_SHMEM_TREE_LOCK, 64);
 	sched_setaffinity(0, sizeof(saved), &saved);
 	return done_testing();
 }
