@@ -46,9 +46,9 @@ void pm__pgtable_deposit(struct pm_mm *mm, pm_entry_t *pmdp, pm_entry_t *table)
 }
 
 /*
- * pm__pgtable_deposit_folio() - park @table on @folio, a THP whose fault is about to map it by
- * a CAS without the PMD lock; NULL @table takes it back after a lost CAS. Context: the folio
- * is still private to that fault.
+ * pm__pgtable_deposit_folio() - park @table on @folio, a THP that its fault has not published
+ * yet (it is about to map it by a CAS from the none entry); NULL @table takes it back after a
+ * lost CAS. The folio is private to that fault: nothing else reads the pointer meanwhile.
  */
 void pm__pgtable_deposit_folio(struct pm_machine *m, struct pm_folio *folio, pm_entry_t *table)
 {
@@ -65,6 +65,7 @@ void pm__pgtable_deposit_unfold(struct pm_mm *mm, pm_entry_t *pmdp, struct pm_fo
 	struct pm_machine *m = mm_pgtables(mm)->m;
 	struct pm_page *pte_page = folio_page(folio, 1)->thp_deposit;
 
+	pm_assert_locked(&table_page(m, pmdp)->ptl);
 	if (pte_page) {
 		folio_page(folio, 1)->thp_deposit = NULL;
 		pm__pgtable_deposit(mm, pmdp, page_address(m, pte_page));

@@ -149,6 +149,7 @@ static struct pm_shmem_node *node_link(struct pm_shmem *f, struct pm_shmem_node 
 {
 	void *old = NULL;
 
+	pm_assert_locked(&f->tree_lock);
 	child->parent = n;
 	child->offset = off;
 	if (!atomic_load_relaxed(&n->xkept)) {
@@ -207,8 +208,10 @@ static struct pm_shmem_node *tree_grow(struct pm_shmem *f, unsigned long index, 
 static struct pm_shmem_node *tree_node_create(struct pm_shmem *f, unsigned long index,
 					      unsigned stop, bool keep)
 {
-	struct pm_shmem_node *n = tree_grow(f, index, stop, keep);
+	struct pm_shmem_node *n;
 
+	pm_assert_locked(&f->tree_lock);
+	n = tree_grow(f, index, stop, keep);
 	if (!n)
 		return NULL;
 	while (n->shift > stop) {
@@ -233,6 +236,7 @@ static struct pm_shmem_node *tree_node_create(struct pm_shmem *f, unsigned long 
 /* The leaf node that holds @index's slot (tree_node_create). Context: tree_lock. */
 static struct pm_shmem_node *tree_leaf_create(struct pm_shmem *f, unsigned long index)
 {
+	pm_assert_locked(&f->tree_lock);
 	return tree_node_create(f, index, 0, false);
 }
 
@@ -242,7 +246,8 @@ static struct pm_shmem_node *tree_leaf_create(struct pm_shmem *f, unsigned long 
  * the top of this file).
  * Best effort: a node that cannot be had is left to the first insert under it. Nothing under
  * PM_KNOB_SHMEM_TREE_LOCK, nor for a hugetlbfs object (one index per 2 MiB: its leaves'
- * parents cover 8 GiB each). Context: truncate_lock, or @f not published yet.
+ * parents cover 8 GiB each). Callers: pm_shmem_create(), before the object is published,
+ * and a truncate that grows it, which holds truncate_lock; this takes tree_lock itself.
  */
 void pm__shmem_cache_grow(struct pm_shmem *f, unsigned long pages)
 {
