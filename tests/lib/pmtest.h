@@ -6,6 +6,7 @@
  *   machines      pmt_machine(), pmt_hmachine() (with a hugetlb pool), pmt_fork(); one
  *                 machine and one address space in a test's file-scope variables:
  *                 pmt_setup() / pmt_teardown()
+ *   between rounds pmt_quiescent_check(): pm_rcu_barrier(), then pm_machine_check()
  *   the end       pmt_end(): after pm_rcu_barrier(), every frame back, every pin released,
  *                 pm_machine_check(); then the machine is destroyed; pmt_hend(): the
  *                 hugetlb pool whole again first
@@ -122,6 +123,14 @@ static const struct pmt_end_names pmt_end_after_destroy = {
 static const struct pmt_end_names pmt_end_free_again = {
 	"every frame is free again", "all pins released", "pm_machine_check"
 };
+
+/* A quiescent check between a stress test's rounds: deferred frees flushed, then
+ * pm_machine_check(). Return: true if it passed. */
+static inline bool pmt_quiescent_check(struct pm_machine *m)
+{
+	pm_rcu_barrier();
+	return pm_machine_check(m) == 0;
+}
 
 /* The stress tests that run one address space for a while check it once, after the run. */
 static const struct pmt_end_names pmt_end_after_run = {
