@@ -261,12 +261,30 @@ static bool vma_is_object(const struct obs_vma *v)
 	return !(v->flags & PM_MAP_HUGETLB) && (v->obj >= 0 || (v->flags & PM_MAP_SHARED));
 }
 
-static bool page_is_object(const struct obs_proc *h, unsigned long addr)
+static const struct obs_vma *vma_at(const struct obs_proc *h, unsigned long addr)
 {
 	for (int k = 0; k < h->nvma; k++)
 		if (addr >= h->vma[k].start && addr < h->vma[k].end)
-			return vma_is_object(&h->vma[k]);
-	return false;
+			return &h->vma[k];
+	return NULL;
+}
+
+static bool page_is_object(const struct obs_proc *h, unsigned long addr)
+{
+	const struct obs_vma *v = vma_at(h, addr);
+
+	return v && vma_is_object(v);
+}
+
+/*
+ * "[anon-read]": a difference where the host allocates pages at anonymous read faults
+ * (caps.anon_read_page, probed) - in a private anonymous mapping, in what that changes: a
+ * page's flags, mapcount and sharing, a VMA's Rss and Anonymous.
+ */
+static const char *anon_read_tag(const struct obs_vma *v)
+{
+	return caps.anon_read_page && v && (v->flags & PM_MAP_PRIVATE) &&
+	       (v->flags & PM_MAP_ANONYMOUS) && !(v->flags & PM_MAP_HUGETLB) ? "[anon-read]" : "";
 }
 
 static void compare_obs(struct run_out *o, int i, const struct op *op, const bool *alive,
@@ -310,8 +328,9 @@ static void compare_obs(struct run_out *o, int i, const struct op *op, const boo
 				continue;
 			vma_str(&h->vma[k], a, sizeof(a));
 			vma_str(&q->vma[k], b, sizeof(b));
-			snprintf(field, sizeof(field), "%s%smaps-%s%s%s", pre, p ? "child-" : "", w,
+			snprintf(field, sizeof(field), "%s%smaps-%s%s%s%s", pre, p ? "child-" : "", w,
 				 vma_is_object(&h->vma[k]) ? "[object]" : "",
+				 !strcmp(w, "rss") || !strcmp(w, "anonymous") ? anon_read_tag(&h->vma[k]) : "",
 				 pt_reclaimed[p] & span_bits(h->vma[k].start, h->vma[k].end) ?
 					 "(pt-reclaim)" : "");
 			FAIL(o, i, op, field, "p%d VMA %d: Linux %s | pinmm %s", p, k, a, b);
@@ -342,13 +361,15 @@ static void compare_obs(struct run_out *o, int i, const struct op *op, const boo
 				continue;
 			const char *ptr = pt_reclaimed[p] & span_bits(addr, addr + 1) ? "(pt-reclaim)" : "";
 
+			const char *ar = strcmp(w, "content") ? anon_read_tag(vma_at(h, addr)) : "";
+
 			if (!strcmp(w, "page-flags"))
-				snprintf(field, sizeof(field), "%s%s%s(L%#x,P%#x)%s%s", pre, p ? "child-" : "", w,
+				snprintf(field, sizeof(field), "%s%s%s(L%#x,P%#x)%s%s%s", pre, p ? "child-" : "", w,
 					 x->flags & cmp_flags, y->flags & cmp_flags,
-					 page_is_object(h, addr) ? "[object]" : "", ptr);
+					 page_is_object(h, addr) ? "[object]" : "", ar, ptr);
 			else
-				snprintf(field, sizeof(field), "%s%s%s%s%s", pre, p ? "child-" : "", w,
-					 page_is_object(h, addr) ? "[object]" : "", ptr);
+				snprintf(field, sizeof(field), "%s%s%s%s%s%s", pre, p ? "child-" : "", w,
+					 page_is_object(h, addr) ? "[object]" : "", ar, ptr);
 			FAIL(o, i, op, field, "p%d page %#lx: Linux flags %#x mapcount %u hash %#llx class %u | "
 			     "pinmm flags %#x mapcount %u hash %#llx class %u", p, addr, x->flags & cmp_flags,
 			     x->mapcount, (unsigned long long)x->hash,

@@ -80,6 +80,7 @@ struct obs_proc {
 struct caps {
 	bool root, kpage, uring, hugetlb, memfd, force, smaps;
 	bool thp;	/* the host's THP is madvise mode, its huge zero page as pinmm's */
+	bool anon_read_page;	/* the host allocates a page at an anonymous read fault (probed) */
 	/* pinmm on this branch */
 	bool pm_mremap, pm_huge_zero, pm_locked, pm_growsdown;
 	bool pm_madv[32];	/* by advice value */
