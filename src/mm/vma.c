@@ -607,12 +607,32 @@ static unsigned long anon_decide(struct pm_vma *vma)
 }
 
 /*
+ * The VMA bordering @v on its side @up (after it if true) if that one's first fault came
+ * before @stamp and its choice is still to be made; its stamp in *@s.
+ */
+static struct pm_vma *anon_earlier(struct pm_vma *v, unsigned long stamp, bool up,
+				   unsigned long *s)
+{
+	struct pm_vma *nb = up ? pm__vma_next(v->mm, v) : pm__vma_prev(v->mm, v);
+
+	if (nb && (up ? nb->start == v->end : nb->end == v->start) && anon_pending(nb, s) &&
+	    *s < stamp)
+		return nb;
+	return NULL;
+}
+
+/*
  * pm__vma_anon_vma() - @vma's anon_vma id, 0 if none; a pending first fault's choice is made
  * here (see "anon_vma identity"), and kept by a compare-and-swap: concurrent readers of one
- * pending VMA choose alike, from the same frozen neighbours. A choice may wait on its source's,
- * pending with an earlier stamp, which may wait on the next one's: that chain runs one way
- * (a source's own source is never the VMA that came to it, whose stamp is later), so it is
- * followed to its end and decided back from there, without recursion however long it is.
+ * pending VMA choose alike, from the same frozen neighbours.
+ *
+ * A choice reads a neighbour's id as "had one at my fault", so a pending VMA is decided only
+ * after each bordering VMA whose first fault came earlier and is still pending: deciding a
+ * VMA changes what the later choices of its neighbours read, and an earlier one would read a
+ * neighbour that got its anon_vma after it as one that had it (seed 0x7e57's sequence 9103:
+ * Linux kept apart two VMAs that pinmm merged). On each side, those earlier neighbours form a
+ * run of stamps that fall away from @vma - each one's other border is @vma's side - so the run
+ * is followed to its end and decided back from there, without recursion however long it is.
  * Every reader that decides by it (fork, split, merge, mremap) holds the VMA's write lock,
  * which waits for the faults that stamped it, or holds the mmap_lock for write and asks about
  * a neighbour before it write-locks it, a check that is racy in the same way as Linux's own
@@ -620,24 +640,26 @@ static unsigned long anon_decide(struct pm_vma *vma)
  */
 unsigned long pm__vma_anon_vma(struct pm_vma *vma)
 {
-	struct pm_vma *cur = vma, *src;
 	unsigned long stamp, s;
-	bool up = false;
 
-	while (anon_pending(cur, &stamp) && (src = anon_source(cur, stamp)) &&
-	       anon_pending(src, &s)) {
-		up = src->start >= cur->end;
-		cur = src;
-	}
-	for (;;) {
-		unsigned long id = anon_decide(cur);
+	if (!anon_pending(vma, &stamp))
+		return anon_decide(vma);
+	for (int up = 0; up < 2; up++) {
+		struct pm_vma *cur = vma, *nb;
+		unsigned long t = stamp;
 
-		if (cur == vma)
-			return id;
-		cur = up ? pm__vma_prev(cur->mm, cur) : pm__vma_next(cur->mm, cur);
-		if (!cur || (up ? cur->end <= vma->start : cur->start >= vma->end))
-			return anon_decide(vma); /* never: the chain is frozen (see above) */
+		while ((nb = anon_earlier(cur, t, up, &s))) {
+			cur = nb;
+			t = s;
+		}
+		while (cur != vma) {
+			anon_decide(cur);
+			cur = up ? pm__vma_prev(cur->mm, cur) : pm__vma_next(cur->mm, cur);
+			if (!cur || (up ? cur->end <= vma->start : cur->start >= vma->end))
+				break; /* never: the run is frozen (see above) */
+		}
 	}
+	return anon_decide(vma);
 }
 
 /* @vma loses its anon_vma (mremap DONTUNMAP of all of it). Caller holds its write lock. */

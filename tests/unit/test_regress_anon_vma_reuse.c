@@ -162,6 +162,29 @@ int main(void)
 	       (long)(WIN + 2 * PG), "the parent's grows the same way");
 	check(1, "... and joins it too");
 
+	/* A choice made late reads a neighbour as it was at the fault: the VMA after the first
+	 * one got its anon_vma (the third's) only after the first's fault, so the first has one
+	 * of its own, whichever of the two is decided first - here the middle one, by the mmap
+	 * that splits it (seed 0x7e57, sequence 9103). */
+	map(0, 4, RW), map(4, 4, RWX), map(8, 4, RW);
+	touch(0), touch(8), touch(5);
+	map(6, 1, PM_PROT_READ);
+	ASSERT_EQ(pm_mprotect(mm, WIN, 6 * PG, PM_PROT_READ), 0);
+	is_int(first_end(), (long)(WIN + 4 * PG), "the middle VMA faulted after the first, "
+						  "decided before it: apart (Linux)");
+	check(5, "... five VMAs");
+
+	/* The same, the later VMA decided first as the one that changes, its earlier
+	 * neighbour then as a border (seed 0x7e57, sequence 24513, range design): the middle
+	 * one, faulted last, takes the third's anon_vma; the first, faulted before it, has its
+	 * own. */
+	map(0, 4, RW), map(4, 4, RWX), map(8, 4, RW);
+	touch(8), touch(0), touch(4);
+	ASSERT_EQ(pm_mprotect(mm, WIN + 4 * PG, 6 * PG, RW), 0);
+	is_int(first_end(), (long)(WIN + 4 * PG), "the first VMA, faulted before the middle "
+						  "one took the third's anon_vma: apart (Linux)");
+	check(2, "... the middle one joins the third: two VMAs (Linux)");
+
 	test_chain();
 
 	is_int(pm_machine_check(m), 0, "pm_machine_check");
