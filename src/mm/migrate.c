@@ -220,6 +220,20 @@ static bool remove_migration_pte(struct pm_mm *mm, pm_entry_t *pmdp, unsigned lo
 }
 
 /*
+ * Does a page table map a page of @folio, which a PMD leaf maps whole? Then another mm maps it
+ * too (a fork's parent whose COW split its leaf): Linux's folio_maybe_mapped_shared(). Such a
+ * leaf is left as it is: the PTE step below would refuse the folio after the leaf had been
+ * split for nothing. A racy look, as Linux's.
+ */
+static bool thp_pte_mapped(struct pm_folio *folio)
+{
+	for (unsigned i = 0; i < HPAGE_PMD_NR; i++)
+		if (atomic_load_relaxed(&folio_page(folio, i)->xmapcount))
+			return true;
+	return false;
+}
+
+/*
  * The unmap both moves of a THP start with (an anonymous order-9 folio of this mm alone,
  * mapped whole at @haddr: by a PMD leaf, or by the 512 PTEs of one table). A PMD leaf is split
  * into PTEs first (its deposited table: no allocation) - pinmm has no PMD migration entry
@@ -255,7 +269,8 @@ static enum migrate_result unmap_thp(struct pm_mm *mm, pm_entry_t *pmdp, unsigne
 		folio = page_folio(pfn_to_page(m, pmd_pfn(pmd)));
 		if ((pmd.val & _PAGE_SPECIAL) || !folio_test_anon(folio) ||
 		    folio_test_hugetlb(folio) || folio_order(folio) != HPAGE_PMD_ORDER ||
-		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1)
+		    atomic_load_relaxed(&folio->page.xentire_mapcount) != 1 ||
+		    thp_pte_mapped(folio))
 			return MIGRATE_REFUSED;
 		if (folio_maybe_dma_pinned(folio)) /* exact: it leaves hot mode to answer */
 			return MIGRATE_PINNED; /* refused before anything changes */

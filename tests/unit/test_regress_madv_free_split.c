@@ -159,6 +159,28 @@ static void not_split(void)
 	ASSERT_EQ(pm_munmap(mm, h - HP, 3 * HP), 0);
 }
 
+/*
+ * Shared, the parent's leaf split by its COW: the child's leaf maps a folio whose pages the
+ * parent's PTEs map too, and stays, as Linux's folio_maybe_mapped_shared() test leaves it
+ * (seed 0x7e57, sequence 10111: pinmm split the child's leaf, then refused the folio).
+ */
+static void shared_parent_split(void)
+{
+	static const unsigned written[] = { 0 };
+	unsigned long h = thp(RW, written, 1);
+	struct pm_mm *c = pmt_fork(mm);
+
+	ASSERT_EQ(pmt_poke(mm, h + 0x71 * PG, 0x3c), 1);
+	is_int((long)vma_at(mm, h).anon_huge_pages, 0, "the parent's COW split its leaf");
+	is_int(pm_madvise(c, h + 0x1fc * PG, 4 * PG, PM_MADV_FREE), 0,
+	       "the child: MADV_FREE of 4 pages");
+	is_int((long)vma_at(c, h).anon_huge_pages, 512, "... its leaf stays (Linux)");
+	is_int(pmt_page_kind(mm, h + 0x72 * PG), PM_PAGE_PRESENT | PM_PAGE_ANON | PM_PAGE_THP,
+	       "... and the parent's PTEs still map the THP");
+	pm_mm_destroy(c);
+	ASSERT_EQ(pm_munmap(mm, h - HP, 3 * HP), 0);
+}
+
 int main(void)
 {
 	size_t free0 = pmt_setup(&m, &mm, 64, 0);
@@ -168,6 +190,7 @@ int main(void)
 	pmd_mapped();
 	pte_mapped();
 	not_split();
+	shared_parent_split();
 	is_int(pm_machine_check(m), 0, "pm_machine_check");
 	pmt_teardown(&m, &mm, free0, "madv free split");
 	return done_testing();
