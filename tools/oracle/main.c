@@ -562,7 +562,9 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		compare_obs(o, i, op, alive, err);
 		if (o->div_at >= 0)
 			break;
-		pt_reclaim_track(op, !err, alive);
+		/* A hole in the range (-ENOMEM) ends a DONTNEED only after every VMA in it was
+		 * zapped (madvise_walk_vmas), as a success does. */
+		pt_reclaim_track(op, !err || hr.ret == -ENOMEM, alive);
 		if (host_pool(&hf, &hrs) == 0 && pm_pool(ps, &pf, &prs) == 0 && caps.hugetlb &&
 		    (hf != pf || hrs != prs)) {
 			char field[40];
