@@ -39,6 +39,8 @@ void pm__folio_free(struct pm_folio *folio)
 	pm_assert_cmp(atomic_load_relaxed(&folio->page.xpincount), ==, 0);
 	pm_assert_cmp(atomic_load_relaxed(&folio->page.xentire_mapcount), ==, 0);
 	pm_assert(!folio_test(folio, PG_locked));
+	/* a parked deposit goes with its leaf: one left here would be a leaked PTE table */
+	pm_assert(folio_order(folio) < 1 || !folio_page(folio, 1)->thp_deposit);
 	folio->page.mapping = NULL;
 	if (folio_test_hugetlb(folio)) {
 		pm__hugetlb_free_folio(folio);

@@ -481,7 +481,9 @@ static enum migrate_result split_thp(struct pm_mm *mm, struct pm_vma *vma, pm_en
 		count_event(m, THP_SPLIT_PAGE_FAILED, 1);
 		return MIGRATE_PINNED;
 	}
-	/* __split_huge_page: nobody can take a reference now; make 512 small folios. */
+	/* __split_huge_page: nobody can take a reference now; make 512 small folios. Its leaf
+	 * is gone, and a deposit parked on it with it (page 1's word is cleared below). */
+	pm_assert(!folio_page(folio, 1)->thp_deposit);
 	flags = atomic_load_relaxed(&folio->page.xflags) &
 		~(PGF(PG_head) | PGF(PG_anon_exclusive) | PGF(PG_hot) | PGF(PG_hot_leave));
 	for (unsigned i = 0; i < HPAGE_PMD_NR; i++) {

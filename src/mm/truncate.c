@@ -158,7 +158,7 @@ int pm_shmem_truncate(struct pm_shmem *f, size_t size)
 	if (size != old_size)
 		zero_partial_page(f, min(size, old_size));
 	if (new_pages >= old_pages) {
-		if (!f->internal)
+		if (new_pages > old_pages && !f->internal)
 			pm__shmem_cache_grow(f, new_pages); /* interior nodes ahead (shmem/cache.c) */
 		pthread_mutex_unlock(&f->truncate_lock);
 		return 0;
