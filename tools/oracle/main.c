@@ -140,6 +140,15 @@ static uint32_t span_bits(unsigned long start, unsigned long end)
 	return bits;
 }
 
+/* Does @h map @addr by a private hugetlb VMA? */
+static bool private_hugetlb_at(const struct obs_proc *h, unsigned long addr)
+{
+	for (int k = 0; k < h->nvma; k++)
+		if (addr >= h->vma[k].start && addr < h->vma[k].end)
+			return (h->vma[k].flags & PM_MAP_HUGETLB) && (h->vma[k].flags & PM_MAP_PRIVATE);
+	return false;
+}
+
 /* After operation @op: mark what its DONTNEED reclaimed on Linux, unmark what converged. */
 static void pt_reclaim_track(const struct op *op, bool ok, const bool *alive)
 {
@@ -421,7 +430,7 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 	bool alive[MAXPROC] = { true }, used[MAXPROC] = { true };
 	struct pstate *ps;
 	long fb0, lastr = 0, lastf = -1;
-	bool backed = false, leaves_part;
+	bool backed = false, cow_unmap = false, leaves_part;
 	int rc;
 
 	o->sig[0] = o->detail[0] = o->ccheck[0] = o->why[0] = 0;
@@ -465,6 +474,13 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		 * page on the host, where a clean pool has none (seed 0x5151, sequence 156). What
 		 * the host allocates beyond a clean pool's pages, a clean pool cannot. */
 		backed = caps.hugetlb && host_pool_leak() > 0 && (lastr < 0 || lastf == 0);
+		/* A write to a private hugetlb mapping while no page is free beyond the
+		 * reservations: an owner's COW fails there, and Linux's unmap_ref_private()
+		 * may zap the owner's own page (decision 9). */
+		cow_unmap = caps.hugetlb && lastf >= 0 && lastf <= lastr &&
+			    (op->kind == OP_WRITE || op->kind == OP_FWRITE || op->kind == OP_PIN ||
+			     op->kind == OP_PINWRITE) &&
+			    private_hugetlb_at(&hobs[op->proc], op->addr);
 		leaves_part = caps.hugetlb && pm_hugetlb_move_leaves_part(ps, op);
 		hr = host_exec(op);
 		pr = pm_do(ps, op);
@@ -598,6 +614,10 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		o->div_at = n - 1;
 		snprintf(o->sig, sizeof(o->sig), "end/leak");
 		snprintf(o->detail, sizeof(o->detail), "%s", o->why);
+	} else if (o->div_at >= 0 && cow_unmap && !o->aborted) {
+		size_t l = strlen(o->sig);
+
+		snprintf(o->sig + l, sizeof(o->sig) - l, "(hugetlb-cow-unmap)");
 	} else if (o->div_at >= 0 && backed && !o->aborted) {
 		/* No verdict: the host allocated from reservations it leaked before the run. A
 		 * failure where the host succeeded shows in the result, or only in the state: the
