@@ -629,8 +629,7 @@ static struct pm_vma *anon_earlier(struct pm_vma *v, unsigned long stamp, bool u
  * A choice reads a neighbour's id as "had one at my fault", so a pending VMA is decided only
  * after each bordering VMA whose first fault came earlier and is still pending: deciding a
  * VMA changes what the later choices of its neighbours read, and an earlier one would read a
- * neighbour that got its anon_vma after it as one that had it (seed 0x7e57's sequence 9103:
- * Linux kept apart two VMAs that pinmm merged). On each side, those earlier neighbours form a
+ * neighbour that got its anon_vma after it as one that had it. On each side, those earlier neighbours form a
  * run of stamps that fall away from @vma - each one's other border is @vma's side - so the run
  * is followed to its end and decided back from there, without recursion however long it is.
  * Every reader that decides by it (fork, split, merge, mremap) holds the VMA's write lock,

@@ -738,9 +738,9 @@ void host_settings_restore(void)
 /*
  * Does a read fault of private anonymous memory map the zero page on this host, as Linux's
  * does (and pinmm)? Sixteen pages are read and the mapping's Rss is looked up in smaps: the
- * zero page counts for none of it, so any Rss is pages the host allocated for reads. One host
- * kernel seen (a 6.18 build with a THP knob upstream lacks) did so for a while and then not,
- * with the same settings: the probe runs every time rather than trusting a version.
+ * zero page counts for none of it, so any Rss is pages the host allocated for reads. A host
+ * kernel may do so only some of the time, with the same settings: the probe runs at every
+ * start rather than trusting a version.
  * Return: the Rss in kB, 0 where reads map the zero page, -1 where it could not be told.
  */
 static long host_anon_read_rss(void)

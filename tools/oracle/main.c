@@ -140,15 +140,6 @@ static uint32_t span_bits(unsigned long start, unsigned long end)
 	return bits;
 }
 
-/* Does @h map @addr by a private hugetlb VMA? */
-static bool private_hugetlb_at(const struct obs_proc *h, unsigned long addr)
-{
-	for (int k = 0; k < h->nvma; k++)
-		if (addr >= h->vma[k].start && addr < h->vma[k].end)
-			return (h->vma[k].flags & PM_MAP_HUGETLB) && (h->vma[k].flags & PM_MAP_PRIVATE);
-	return false;
-}
-
 /* After operation @op: mark what its DONTNEED reclaimed on Linux, unmark what converged. */
 static void pt_reclaim_track(const struct op *op, bool ok, const bool *alive)
 {
@@ -460,6 +451,7 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 	fb0 = host_thp_fallbacks();
 	for (int i = 0; i < n && o->div_at < 0; i++) {
 		const struct op *op = &ops[i];
+		const struct obs_vma *v;
 		struct res hr, pr;
 		long hf = -1, hrs = 0, pf, prs;
 		bool err = false;
@@ -471,8 +463,8 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		 * are really free: HugePages_Rsvd read below zero, so the host can allocate free -
 		 * reserved pages without a reservation, more than the free ones a clean pool has;
 		 * or HugePages_Free read 0, so a fault that consumes its reservation still finds a
-		 * page on the host, where a clean pool has none (seed 0x5151, sequence 156). What
-		 * the host allocates beyond a clean pool's pages, a clean pool cannot. */
+		 * page on the host, where a clean pool has none. What the host allocates beyond
+		 * a clean pool's pages, a clean pool cannot. */
 		backed = caps.hugetlb && host_pool_leak() > 0 && (lastr < 0 || lastf == 0);
 		/* A write to a private hugetlb mapping while no page is free beyond the
 		 * reservations: an owner's COW fails there, and Linux's unmap_ref_private()
@@ -480,7 +472,8 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		cow_unmap = caps.hugetlb && lastf >= 0 && lastf <= lastr &&
 			    (op->kind == OP_WRITE || op->kind == OP_FWRITE || op->kind == OP_PIN ||
 			     op->kind == OP_PINWRITE) &&
-			    private_hugetlb_at(&hobs[op->proc], op->addr);
+			    (v = vma_at(&hobs[op->proc], op->addr)) && (v->flags & PM_MAP_HUGETLB) &&
+			    (v->flags & PM_MAP_PRIVATE);
 		leaves_part = caps.hugetlb && pm_hugetlb_move_leaves_part(ps, op);
 		hr = host_exec(op);
 		pr = pm_do(ps, op);
@@ -622,8 +615,7 @@ static int run_seq(const struct op *ops, int n, unsigned design, struct run_out 
 		/* No verdict: the host allocated from reservations it leaked before the run. A
 		 * failure where the host succeeded shows in the result, or only in the state: the
 		 * owner of a private hugetlb mapping whose COW finds the pool empty unmaps the page
-		 * from its fork children and reuses it (unmap_ref_private; seed 0x5151, sequence
-		 * 7785, child-page-flags). */
+		 * from its fork children and reuses it (unmap_ref_private). */
 		o->aborted = true;
 		snprintf(o->why, sizeof(o->why), "%s after HugePages_Rsvd read below zero or "
 			 "HugePages_Free 0, the host holding leaked reservations", o->sig);
