@@ -28,6 +28,7 @@ static const struct {
 	{ "no_huge_zero_page", PM_KNOB_NO_HUGE_ZERO_PAGE },
 	{ "longterm_pin_in_place", PM_KNOB_LONGTERM_PIN_IN_PLACE },
 	{ "vma_lock_shared_count", PM_KNOB_VMA_LOCK_SHARED_COUNT },
+	{ "hugetlb_pool_lock", PM_KNOB_HUGETLB_POOL_LOCK },
 };
 
 static int parse_one_knob(const struct bench_case *bc, const char *w, unsigned *knobs)

@@ -46,9 +46,12 @@ extern "C" {
 #define PM_KNOB_VMA_LOCK_SHARED_COUNT 0x400 /* the VMA read lock is one shared count, as Linux's */
 #define PM_KNOB_SHMEM_TREE_LOCK 0x800	     /* every page-cache insert takes the object's tree
 					      * lock (Linux's xa_lock), not only its leaf's */
+#define PM_KNOB_HUGETLB_POOL_LOCK 0x1000  /* range design: every hugetlb allocation takes
+					      * the pool's lock (Linux's hugetlb_lock); without
+					      * it reserved faults take pages from per-CPU lists */
 #define PM_KNOB_ALL                                                                    \
 	(0xff | PM_KNOB_LONGTERM_PIN_IN_PLACE | PM_KNOB_NO_HUGE_ZERO_PAGE |            \
-	 PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_SHMEM_TREE_LOCK)
+	 PM_KNOB_VMA_LOCK_SHARED_COUNT | PM_KNOB_SHMEM_TREE_LOCK | PM_KNOB_HUGETLB_POOL_LOCK)
 
 /* At most this many machines are alive at once in a process (each frame's descriptor names
  * its machine in a 16-bit slot); one more pm_machine_create() fails with EMFILE. */

@@ -433,13 +433,13 @@ static void check_frames(struct check *c)
 			complain(c, "pfn %lu flagged in a page cache but in none", pfn);
 		pfn += folio_nr_pages(folio);
 	}
-	pm_spin_lock(&m->hugetlb_lock);
+	pm__hugetlb_lock_exact(m);
 	if (pool_free != m->hugetlb_nr_free || pool_free + pool_used != m->hugetlb_total ||
 	    m->hugetlb_resv > (long)m->hugetlb_nr_free)
 		complain(c, "hugetlb pool: found %lu free + %lu in use; counts %lu free of %lu, "
 			    "%ld reserved", pool_free, pool_used, m->hugetlb_nr_free,
 			 m->hugetlb_total, m->hugetlb_resv);
-	pm_spin_unlock(&m->hugetlb_lock);
+	pm__hugetlb_unlock_exact(m);
 	free_found += m->nr_pages - c->nr; /* never used: free */
 	if (free_found != pm__nr_free_frames(m))
 		complain(c, "found %lu free frames, the allocator counts %zu", free_found,

@@ -61,8 +61,30 @@
  * found the bit clear maps a page anyway, and the zap that finds the bit set later restores
  * nothing (one reservation per bit, where Linux would count one more).
  *
+ * Per-CPU lists (the range design). A reserved allocation - the faults of a mapping that
+ * reserved its pages - takes its page from a short list on its CPU's page cache (struct
+ * pm_pcp's hugetlb list, under that cache's lock), so that the faults of different CPUs write
+ * no byte in common once each list holds a page. A list holds pairs: a free page and a
+ * reservation, moved together off hugetlb_nr_free and hugetlb_resv under hugetlb_lock by a
+ * reserved allocation that found its list empty (HUGETLB_PCP_BATCH - 1 of them, besides its
+ * own page, while some reservation is left there). The pool's counts are then sums:
+ *	free = hugetlb_nr_free + the pages on the lists
+ *	resv = hugetlb_resv + the pages on the lists
+ * and their difference, the pages nobody was promised, is hugetlb_nr_free - hugetlb_resv
+ * alone: a reservation at mmap, an allocation without one, and the restore of a freed page
+ * compare and write the globals under hugetlb_lock as before and never touch a list. Taking a
+ * pair is consuming a reservation: both sums drop by one. What needs the sums themselves or
+ * every free page on one list (the meminfo reads, pm_machine_check, a migration's target,
+ * and an allocation that finds the free list empty) takes every CPU's cache lock, then
+ * hugetlb_lock, and folds the lists back first (pm__hugetlb_lock_exact): then the counts and
+ * the free list are what they would be without lists, so a page on another CPU's list never
+ * fails a fault that Linux would serve. The range design's policy turns the lists on
+ * (pm__hugetlb_lists_enable); PM_KNOB_HUGETLB_POOL_LOCK, and Linux's design, leave them off:
+ * every allocation under hugetlb_lock, as Linux's.
+ *
  * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
- * creation); resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
+ * creation); CPUs' cache locks nest outside it, the lower index first, and are never taken
+ * under it; resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
  * the VMA lock), and never two fault mutexes at once.
  */
 #include "mem/mem.h"
@@ -94,6 +116,128 @@ static void clear_bit(unsigned long *map, unsigned long i)
 }
 
 /* ---- the pool ---- */
+
+/* Pages an empty per-CPU list takes at once: the fault's and one for the next. */
+#define HUGETLB_PCP_BATCH 2
+
+static bool pool_lists(struct pm_machine *m)
+{
+	return atomic_load_relaxed(&m->xhugetlb_lists);
+}
+
+/**
+ * pm__hugetlb_lists_enable() - the machine's mms take their reserved pages from per-CPU lists
+ * (the policy's hugetlb_lists, at each mm's creation): set once, under hugetlb_lock, so that a
+ * holder of hugetlb_lock that reads it clear knows that no list holds a page.
+ */
+void pm__hugetlb_lists_enable(struct pm_machine *m)
+{
+	if (atomic_load_relaxed(&m->xhugetlb_lists))
+		return;
+	pm_spin_lock(&m->hugetlb_lock);
+	atomic_store_relaxed(&m->xhugetlb_lists, true);
+	pm_spin_unlock(&m->hugetlb_lock);
+}
+
+static struct pm_folio *list_pop(struct pm_list *list)
+{
+	struct pm_folio *folio = pm_list_entry(list->next, struct pm_folio, page.lru);
+
+	pm_list_del(&folio->page.lru);
+	return folio;
+}
+
+/* @pcp's pairs back on the pool's counts. Context: @pcp's lock, hugetlb_lock. */
+static void pcp_fold(struct pm_machine *m, struct pm_pcp *pcp)
+{
+	pm_assert_locked(&pcp->lock);
+	pm_assert_locked(&m->hugetlb_lock);
+	while (pcp->nr_hugetlb) {
+		pm_list_add(&list_pop(&pcp->hugetlb)->page.lru, &m->hugetlb_free);
+		m->hugetlb_nr_free++;
+		m->hugetlb_resv++;
+		pcp->nr_hugetlb--;
+	}
+}
+
+/**
+ * pm__hugetlb_lock_exact() - take hugetlb_lock with the pool's counts exact and every free page
+ * on its free list: with per-CPU lists, every CPU's cache lock first, and the lists folded
+ * back ("Per-CPU lists" above). Called without any of those locks held.
+ */
+void pm__hugetlb_lock_exact(struct pm_machine *m)
+{
+	bool lists = pool_lists(m);
+
+	for (unsigned c = 0; lists && c < m->nr_cpus; c++)
+		pm_spin_lock(&m->pcp[c].lock);
+	pm_spin_lock(&m->hugetlb_lock);
+	if (!lists && pool_lists(m)) {
+		/* Enabled meanwhile: take the CPUs' locks in their order after all. */
+		pm_spin_unlock(&m->hugetlb_lock);
+		pm__hugetlb_lock_exact(m);
+		return;
+	}
+	for (unsigned c = 0; lists && c < m->nr_cpus; c++)
+		pcp_fold(m, &m->pcp[c]);
+}
+
+void pm__hugetlb_unlock_exact(struct pm_machine *m)
+{
+	bool lists = pool_lists(m); /* as pm__hugetlb_lock_exact() read it: set only under the lock */
+
+	pm_spin_unlock(&m->hugetlb_lock);
+	for (unsigned c = m->nr_cpus; lists && c--;)
+		pm_spin_unlock(&m->pcp[c].lock);
+}
+
+/*
+ * A free page off the free list, for a caller with a reservation (which it consumes) or for
+ * one without (only a page nobody was promised; a count below zero lets it past free pages
+ * that are not there). Context: hugetlb_lock. Return: NULL if none is there for the caller.
+ */
+static struct pm_folio *pool_take_locked(struct pm_machine *m, bool reserved)
+{
+	struct pm_folio *folio;
+
+	pm_assert_locked(&m->hugetlb_lock);
+	if (!m->hugetlb_nr_free || (!reserved && (long)m->hugetlb_nr_free <= m->hugetlb_resv))
+		return NULL;
+	folio = list_pop(&m->hugetlb_free);
+	m->hugetlb_nr_free--;
+	if (reserved)
+		m->hugetlb_resv--;
+	return folio;
+}
+
+/* A reserved allocation's page: a pair from this CPU's list, or, if that is empty, a page off
+ * the free list, and pairs for the list while reservations are left. Return: NULL when both
+ * lists are empty. */
+static struct pm_folio *pcp_take_reserved(struct pm_machine *m)
+{
+	struct pm_pcp *pcp = &m->pcp[pm__this_cpu(m)];
+	struct pm_folio *folio;
+
+	pm_spin_lock(&pcp->lock);
+	if (pcp->nr_hugetlb) {
+		folio = list_pop(&pcp->hugetlb);
+		pcp->nr_hugetlb--;
+		pm_spin_unlock(&pcp->lock);
+		return folio;
+	}
+	pm_spin_lock(&m->hugetlb_lock);
+	folio = pool_take_locked(m, true);
+	for (int i = 1; folio && i < HUGETLB_PCP_BATCH && m->hugetlb_nr_free && m->hugetlb_resv > 0;
+	     i++) {
+		pm_list_add(&list_pop(&m->hugetlb_free)->page.lru, &pcp->hugetlb);
+		m->hugetlb_nr_free--;
+		m->hugetlb_resv--;
+		pcp->nr_hugetlb++;
+	}
+	pm_spin_unlock(&m->hugetlb_lock);
+	pm_spin_unlock(&pcp->lock);
+	return folio;
+}
 
 /* Context: hugetlb_lock. */
 static void pool_add_locked(struct pm_machine *m, struct pm_folio *folio)
@@ -168,7 +312,8 @@ bool pm__hugetlb_reserve_credit(struct pm_machine *m, unsigned long nr, unsigned
 
 	pm_spin_lock(&m->hugetlb_lock);
 	/* Not nr_free - resv: resv may pass nr_free a moment (pm__hugetlb_resv_undo), and
-	 * be below zero (the top of the file): signed, as Linux's unsigned sums wrap. */
+	 * be below zero (the top of the file): signed, as Linux's unsigned sums wrap. The
+	 * per-CPU lists' pairs count on both sides: left out of both here. */
 	ok = (long)(m->hugetlb_nr_free + credit) >= m->hugetlb_resv + (long)nr;
 	if (ok)
 		m->hugetlb_resv += nr;
@@ -200,18 +345,24 @@ static struct pm_folio *hugetlb_prep(struct pm_machine *m, struct pm_folio *foli
  */
 struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 {
-	struct pm_folio *folio = NULL;
+	struct pm_folio *folio;
+	bool none_free;
 
-	pm_spin_lock(&m->hugetlb_lock);
-	/* A count below zero lets an unreserved caller past free pages that are not there. */
-	if (m->hugetlb_nr_free && (reserved || (long)m->hugetlb_nr_free > m->hugetlb_resv)) {
-		folio = pm_list_entry(m->hugetlb_free.next, struct pm_folio, page.lru);
-		pm_list_del(&folio->page.lru);
-		m->hugetlb_nr_free--;
-		if (reserved)
-			m->hugetlb_resv--;
+	if (reserved && pool_lists(m)) {
+		folio = pcp_take_reserved(m);
+		none_free = !folio;
+	} else {
+		pm_spin_lock(&m->hugetlb_lock);
+		folio = pool_take_locked(m, reserved);
+		none_free = !m->hugetlb_nr_free;
+		pm_spin_unlock(&m->hugetlb_lock);
 	}
-	pm_spin_unlock(&m->hugetlb_lock);
+	/* The free list was empty: the per-CPU lists may hold the pages. */
+	if (!folio && none_free && pool_lists(m)) {
+		pm__hugetlb_lock_exact(m);
+		folio = pool_take_locked(m, reserved);
+		pm__hugetlb_unlock_exact(m);
+	}
 	if (!folio) {
 		count_event(m, ALLOC_FAILURES, 1);
 		return NULL;
@@ -237,7 +388,7 @@ struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_
 
 	if (pm__should_fail(m))
 		return NULL;
-	pm_spin_lock(&m->hugetlb_lock);
+	pm__hugetlb_lock_exact(m);
 	if ((long)m->hugetlb_nr_free > m->hugetlb_resv) {
 		pm_list_for_each(pos, &m->hugetlb_free) {
 			struct pm_folio *f = pm_list_entry(pos, struct pm_folio, page.lru);
@@ -252,7 +403,7 @@ struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_
 			break;
 		}
 	}
-	pm_spin_unlock(&m->hugetlb_lock);
+	pm__hugetlb_unlock_exact(m);
 	if (!folio) {
 		count_event(m, ALLOC_FAILURES, 1);
 		return NULL;
@@ -267,7 +418,7 @@ bool pm__hugetlb_free_in(struct pm_machine *m, unsigned alloc_flags)
 	struct pm_list *pos;
 	bool found = false;
 
-	pm_spin_lock(&m->hugetlb_lock);
+	pm__hugetlb_lock_exact(m);
 	pm_list_for_each(pos, &m->hugetlb_free) {
 		struct pm_folio *f = pm_list_entry(pos, struct pm_folio, page.lru);
 		bool movable = pfn_in_movable_zone(m, page_to_pfn(m, &f->page));
@@ -278,7 +429,7 @@ bool pm__hugetlb_free_in(struct pm_machine *m, unsigned alloc_flags)
 			break;
 		}
 	}
-	pm_spin_unlock(&m->hugetlb_lock);
+	pm__hugetlb_unlock_exact(m);
 	return found;
 }
 
@@ -338,12 +489,12 @@ int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free)
 {
 	if (unlikely(!m))
 		return -EINVAL;
-	pm_spin_lock(&m->hugetlb_lock);
+	pm__hugetlb_lock_exact(m);
 	if (total)
 		*total = m->hugetlb_total;
 	if (free)
 		*free = m->hugetlb_nr_free;
-	pm_spin_unlock(&m->hugetlb_lock);
+	pm__hugetlb_unlock_exact(m);
 	return 0;
 }
 

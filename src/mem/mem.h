@@ -170,6 +170,10 @@ struct pm_pcp {
 				 * pcp list for THP-sized pages); under lock */
 	_Atomic int xnr_thp;	/* nr_thp, for readers without the lock */
 	_Atomic unsigned long xids; /* ids this CPU gave (pm__machine_id) */
+	/* The range design's hugetlb pool pages, each with a reservation, set aside for this
+	 * CPU's reserved faults (hugetlb_pool.c, "Per-CPU lists"); under lock */
+	int nr_hugetlb;
+	struct pm_list hugetlb;
 } __cacheline_aligned;
 
 /*
@@ -315,6 +319,8 @@ struct pm_machine {
 	unsigned long hugetlb_total;	/* nr_hugepages; read-only after creation */
 	unsigned long hugetlb_nr_free;	/* pages on hugetlb_free; under hugetlb_lock */
 	long hugetlb_resv;		/* HugePages_Rsvd (may dip below 0); under hugetlb_lock */
+	_Atomic bool xhugetlb_lists;	/* reserved pages come from per-CPU lists; set once,
+					 * under hugetlb_lock (hugetlb_pool.c, "Per-CPU lists") */
 	/* Linux's hugetlb_fault_mutex_table: the faults of private mappings on one 2 MiB page
 	 * (object, index), and MADV_DONTNEED of it, one at a time (mem/hugetlb_pool.c). */
 	pthread_mutex_t hugetlb_fault_mutex[PM_HUGETLB_FAULT_MUTEXES];
@@ -657,6 +663,9 @@ __hidden struct pm_folio *pm__hugetlb_alloc(struct pm_machine *m, bool reserved)
 __hidden struct pm_folio *pm__hugetlb_alloc_migrate(struct pm_machine *m, unsigned alloc_flags);
 __hidden bool pm__hugetlb_free_in(struct pm_machine *m, unsigned alloc_flags);
 __hidden void pm__hugetlb_free_folio(struct pm_folio *folio);
+__hidden void pm__hugetlb_lock_exact(struct pm_machine *m);
+__hidden void pm__hugetlb_lists_enable(struct pm_machine *m);
+__hidden void pm__hugetlb_unlock_exact(struct pm_machine *m);
 __hidden struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m,
 							 unsigned long nr, unsigned long credit);
 __hidden unsigned long pm__hugetlb_resv_count(struct pm_hugetlb_resv *resv, unsigned long start,

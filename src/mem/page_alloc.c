@@ -252,6 +252,8 @@ static void pcp_init(struct pm_machine *m, struct pm_pcp *pcp, unsigned zone)
 	pcp->nr_thp = 0;
 	atomic_store_relaxed(&pcp->xnr_thp, 0);
 	pm_list_init(&pcp->thp);
+	pcp->nr_hugetlb = 0;
+	pm_list_init(&pcp->hugetlb);
 	for (unsigned l = 0; l < PCP_NR_LISTS; l++) {
 		pcp->nr[l] = 0;
 		pm_list_init(&pcp->lists[l]);

@@ -29,6 +29,8 @@ static struct pm_mm *mm_alloc(struct pm_machine *m)
 		free(mm);
 		return NULL;
 	}
+	if (mm->policy->hugetlb_lists && !knob(m, PM_KNOB_HUGETLB_POOL_LOCK))
+		pm__hugetlb_lists_enable(m);
 	mm->vcache = calloc(1, sizeof(*mm->vcache));
 	if (!mm->vcache)
 		goto fail;

@@ -220,6 +220,8 @@ struct pm_mm_policy {
 				 * range's lock (mm/vma_lock.c, pm__vma_absent) */
 	bool eager_upper;	/* mmap fills the PGD entries of its span (pgtable.c,
 				 * pm__upper_tables_prepare) */
+	bool hugetlb_lists;	/* reserved hugetlb faults take pages from per-CPU lists
+				 * (mem/hugetlb_pool.c, "Per-CPU lists") */
 	long (*lock_area)(struct pm_mm *mm, unsigned long hint, unsigned long len,
 			  unsigned long align, bool all);
 	long (*area)(struct pm_mm *mm, unsigned long hint, unsigned long len, unsigned long align);

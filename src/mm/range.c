@@ -719,6 +719,7 @@ static const struct pm_mm_policy range_policy = {
 	.hot_folios = true,
 	.lockless_miss = true,
 	.eager_upper = true,
+	.hugetlb_lists = true,
 	.lock_area = range_lock_area,
 	.area = area_all,
 	.count_charge = range_count_charge,

@@ -81,7 +81,7 @@ expect 1 "unknown benchmark 'bogus'" "$MM" bogus
 expect 1 "-n '0': out of range" "$GT" -n 0
 expect 1 "-m ' 4': not a number" "$GT" -m " 4"
 expect 1 "-j '4x': not a number" "$GT" -j 4x
-expect 1 "-k '0x1000': out of range" "$GT" -k 0x1000
+expect 1 "-k '0x2000': out of range" "$GT" -k 0x2000
 expect 1 "-k '0x10000': out of range" "$GT" -k 0x10000
 expect 1 "at most 8 page indices" "$GT" -c 0 1 2 3 4 5 6 7 8
 expect 1 "Usage:" "$BENCH" pin_fast --size 1Q

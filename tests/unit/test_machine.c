@@ -16,7 +16,7 @@
 static void test_create_errors(void)
 {
 	static const size_t bad_sizes[] = { 1, 4096, 3 * MiB, 2 * MiB + 4096, 64 * MiB - 4096 };
-	static const unsigned bad_knobs[] = { 0x2000, 0x1000, 0x80000000u, PM_KNOB_ALL + 1 };
+	static const unsigned bad_knobs[] = { 0x4000, 0x2000, 0x80000000u, PM_KNOB_ALL + 1 };
 	struct pm_config c;
 
 	for (unsigned i = 0; i < sizeof(bad_sizes) / sizeof(bad_sizes[0]); i++) {

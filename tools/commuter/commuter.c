@@ -878,6 +878,35 @@ static void warm_unpin_fn(void *p)
 		pm_unpin_user_page(w->page);
 }
 
+static void warm_hugetlb_fn(void *p)
+{
+	struct warm_pin *w = p;
+
+	pm_fault(w->mm, w->addr, PM_FAULT_WRITE);
+}
+
+/*
+ * Each CPU's list of hugetlb pool pages holds one, as a steady stream of faults leaves it
+ * (src/mem/hugetlb_pool.c, "Per-CPU lists"): both faults go to one mapping made before
+ * either, since a reservation folds the lists back.
+ */
+static void warm_hugetlb(struct run *r)
+{
+	struct pm_mm *mm = r->mm[0];
+	unsigned long a = SCRATCH + GiB; /* past warm_cpu()'s */
+	struct warm_pin w[2] = { { mm, a }, { mm, a + 2 * MiB } };
+	size_t total = 0;
+
+	if (!mm || pm_hugetlb_pool(r->m, &total, NULL) || !total ||
+	    pm_mmap(mm, a, 4 * MiB, PM_PROT_READ | PM_PROT_WRITE,
+		    PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_HUGETLB | PM_MAP_FIXED, NULL,
+		    0) != (long)a)
+		return;
+	on_cpu(0, warm_hugetlb_fn, &w[0]);
+	on_cpu(1, warm_hugetlb_fn, &w[1]);
+	pm_munmap(mm, a, 4 * MiB);
+}
+
 /* This CPU has copied through the table that maps the target before (pm__access_warm). */
 static void warm_table_fn(void *p)
 {
@@ -1072,6 +1101,7 @@ static int run_setup(struct run *r)
 	/* warm */
 	for (int cpu = 0; cpu < 2; cpu++)
 		on_cpu(cpu, warm_cpu, r);
+	warm_hugetlb(r);
 	if (!(r->knobs & PM_KNOB_VMA_LOCK_SHARED_COUNT))
 		for (int k = 0; k < 2; k++)
 			warm_vma(r->mm[c->mmi[k]], c->t[k]);
