@@ -18,7 +18,9 @@
  *	hugetlb_resv <= hugetlb_nr_free <= hugetlb_total
  * hugetlb_resv is signed: Linux's count can dip below zero (below).
  *
- * A private mapping's reservations are a bitmap over its 2 MiB pages (struct pm_hugetlb_resv):
+ * A private mapping's reservations are a map over its 2 MiB pages (struct pm_hugetlb_resv), a
+ * byte a page, each changed by one atomic exchange or compare-and-swap, so that the faults of
+ * different pages of one mapping write different bytes (no lock):
  * bit set = a pool page is reserved for that page of the mapping and not yet consumed. mmap
  * sets every bit; the fault that first maps an anonymous page there consumes its bit (a read
  * fault that maps the object's cached page read-only consumes nothing until its COW); munmap
@@ -84,35 +86,34 @@
  *
  * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
  * creation); CPUs' cache locks nest outside it, the lower index first, and are never taken
- * under it; resv->lock nests outside it; a fault mutex outside both (and inside mmap_lock or
- * the VMA lock), and never two fault mutexes at once.
+ * under it; a fault mutex outside both (and inside mmap_lock or the VMA lock), and never two
+ * fault mutexes at once. The maps' bytes take no lock.
  */
 #include "mem/mem.h"
 
 struct pm_hugetlb_resv {
 	struct pm_machine *m;
 	_Atomic long xrefs;	/* one per VMA that uses the map */
-	struct pm_spinlock lock; /* the bits */
 	unsigned long base;	/* address of the first 2 MiB page; set before publication */
 	unsigned long nr;	/* 2 MiB pages covered */
-	unsigned long bits[];	/* bit i: page i holds a reservation */
+	_Atomic uint8_t xbits[]; /* xbits[i] == 1: page i holds a reservation (its "bit") */
 };
 
-#define BITS_PER_LONG (8 * sizeof(unsigned long))
-
-static bool test_bit(const unsigned long *map, unsigned long i)
+static bool test_bit(struct pm_hugetlb_resv *resv, unsigned long i)
 {
-	return map[i / BITS_PER_LONG] & (1UL << (i % BITS_PER_LONG));
+	return atomic_load_relaxed(&resv->xbits[i]);
 }
 
-static void set_bit(unsigned long *map, unsigned long i)
+/* Set page i's bit. Return: whether it was clear (this call set it). */
+static bool set_bit(struct pm_hugetlb_resv *resv, unsigned long i)
 {
-	map[i / BITS_PER_LONG] |= 1UL << (i % BITS_PER_LONG);
+	return !atomic_xchg_mb(&resv->xbits[i], 1);
 }
 
-static void clear_bit(unsigned long *map, unsigned long i)
+/* Clear page i's bit. Return: whether it was set (this call took the reservation). */
+static bool clear_bit(struct pm_hugetlb_resv *resv, unsigned long i)
 {
-	map[i / BITS_PER_LONG] &= ~(1UL << (i % BITS_PER_LONG));
+	return atomic_xchg_mb(&resv->xbits[i], 0);
 }
 
 /* ---- the pool ---- */
@@ -508,10 +509,9 @@ int pm_hugetlb_pool(struct pm_machine *m, size_t *total, size_t *free)
 struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned long nr,
 						 unsigned long credit)
 {
-	size_t words = (nr + BITS_PER_LONG - 1) / BITS_PER_LONG;
 	struct pm_hugetlb_resv *resv;
 
-	resv = pm__kzalloc(m, sizeof(*resv) + words * sizeof(unsigned long));
+	resv = pm__kzalloc(m, sizeof(*resv) + nr);
 	if (!resv)
 		return NULL;
 	if (!pm__hugetlb_reserve_credit(m, nr, credit)) {
@@ -520,11 +520,10 @@ struct pm_hugetlb_resv *pm__hugetlb_resv_create(struct pm_machine *m, unsigned l
 	}
 	resv->m = m;
 	atomic_store_relaxed(&resv->xrefs, 1);
-	pm_spin_init(&resv->lock);
 	resv->nr = nr;
 	for (unsigned long i = 0; i < nr; i++)
-		set_bit(resv->bits, i);
-	pm__trace_object(resv, sizeof(*resv) + words * sizeof(unsigned long), "pm_hugetlb_resv");
+		atomic_store_relaxed(&resv->xbits[i], 1);
+	pm__trace_object(resv, sizeof(*resv) + nr, "pm_hugetlb_resv");
 	return resv;
 }
 
@@ -539,15 +538,13 @@ static bool resv_range(struct pm_hugetlb_resv *resv, unsigned long start, unsign
 struct pm_hugetlb_resv *pm__hugetlb_resv_alloc_moved(struct pm_machine *m, unsigned long nr,
 						     unsigned long base)
 {
-	size_t words = (nr + BITS_PER_LONG - 1) / BITS_PER_LONG;
 	struct pm_hugetlb_resv *resv;
 
-	resv = pm__kzalloc(m, sizeof(*resv) + words * sizeof(unsigned long));
+	resv = pm__kzalloc(m, sizeof(*resv) + nr);
 	if (!resv)
 		return NULL;
 	resv->m = m;
 	atomic_store_relaxed(&resv->xrefs, 1);
-	pm_spin_init(&resv->lock);
 	resv->nr = nr;
 	resv->base = base;
 	return resv;
@@ -557,7 +554,7 @@ struct pm_hugetlb_resv *pm__hugetlb_resv_alloc_moved(struct pm_machine *m, unsig
  * pm__hugetlb_resv_move() - the reservations of [@start, @start + @to->nr pages) of @from go
  * to @to, bit for bit: the pool's count does not change (Linux keeps the resv_map with the
  * moved VMA, indexed by pgoff, which a move keeps). Called by mremap with both VMAs
- * write-locked, so no fault consumes a bit meanwhile; the bits change under @from's lock.
+ * write-locked, so no fault consumes a bit meanwhile.
  */
 void pm__hugetlb_resv_move(struct pm_hugetlb_resv *from, unsigned long start,
 			   struct pm_hugetlb_resv *to)
@@ -566,16 +563,12 @@ void pm__hugetlb_resv_move(struct pm_hugetlb_resv *from, unsigned long start,
 
 	if (!from || !resv_range(from, start, start + to->nr * PMD_SIZE, &first, &last))
 		return;
-	pm_spin_lock(&from->lock);
 	for (unsigned long i = first; i < last; i++) {
 		unsigned long j = i - first + ((from->base + first * PMD_SIZE - start) >> PMD_SHIFT);
 
-		if (test_bit(from->bits, i) && j < to->nr) {
-			clear_bit(from->bits, i);
-			set_bit(to->bits, j);
-		}
+		if (j < to->nr && clear_bit(from, i))
+			set_bit(to, j);
 	}
-	pm_spin_unlock(&from->lock);
 }
 
 /* The address the map starts at, known once mmap has placed the mapping. */
@@ -620,10 +613,8 @@ unsigned long pm__hugetlb_resv_count(struct pm_hugetlb_resv *resv, unsigned long
 
 	if (!resv || !resv_range(resv, start, end, &first, &last))
 		return 0;
-	pm_spin_lock(&resv->lock);
 	for (unsigned long i = first; i < last; i++)
-		n += test_bit(resv->bits, i);
-	pm_spin_unlock(&resv->lock);
+		n += test_bit(resv, i);
 	return n;
 }
 
@@ -635,13 +626,8 @@ void pm__hugetlb_resv_release(struct pm_hugetlb_resv *resv, unsigned long start,
 
 	if (!resv || !resv_range(resv, start, end, &first, &last))
 		return;
-	pm_spin_lock(&resv->lock);
 	for (unsigned long i = first; i < last; i++)
-		if (test_bit(resv->bits, i)) {
-			clear_bit(resv->bits, i);
-			n++;
-		}
-	pm_spin_unlock(&resv->lock);
+		n += clear_bit(resv, i);
 	if (n)
 		pm__hugetlb_unreserve(resv->m, n);
 }
@@ -663,12 +649,8 @@ void pm__hugetlb_zap_restore(struct pm_hugetlb_resv *resv, unsigned long addr,
 
 	if (!resv || !folio_test_anon(folio) || !resv_range(resv, addr, addr + 1, &i, &end))
 		return;
-	pm_spin_lock(&resv->lock);
-	if (!test_bit(resv->bits, i)) {
-		set_bit(resv->bits, i);
+	if (set_bit(resv, i))
 		page_set(&folio->page, PG_hugetlb_restore);
-	}
-	pm_spin_unlock(&resv->lock);
 }
 
 /**
@@ -685,21 +667,15 @@ struct pm_folio *pm__hugetlb_alloc_resv(struct pm_machine *m, struct pm_hugetlb_
 	struct pm_folio *folio;
 
 	*consumed = false;
-	if (resv && resv_range(resv, addr, addr + 1, &i, &last)) {
-		pm_spin_lock(&resv->lock);
-		if (test_bit(resv->bits, i)) {
-			clear_bit(resv->bits, i);
-			*consumed = true;
-		}
-		pm_spin_unlock(&resv->lock);
-	}
+	/* Tested before it is cleared: a fault of a page whose reservation went writes
+	 * nothing here. */
+	if (resv && resv_range(resv, addr, addr + 1, &i, &last) && test_bit(resv, i))
+		*consumed = clear_bit(resv, i);
 	folio = pm__hugetlb_alloc(m, *consumed);
 	if (!folio && *consumed) {
 		/* Nothing consumed (the pool is empty while a restored page is held): the
 		 * mapping keeps its reservation, as alloc_hugetlb_folio's failure leaves it. */
-		pm_spin_lock(&resv->lock);
-		set_bit(resv->bits, i);
-		pm_spin_unlock(&resv->lock);
+		set_bit(resv, i);
 		*consumed = false;
 	}
 	return folio;
@@ -715,12 +691,10 @@ void pm__hugetlb_resv_undo(struct pm_hugetlb_resv *resv, unsigned long addr)
 
 	if (!resv_range(resv, addr, addr + 1, &i, &last))
 		return;
-	pm_spin_lock(&resv->lock);
 	pm_spin_lock(&resv->m->hugetlb_lock);
 	/* Not asserted against nr_free: a GUP-fast walker's speculative reference (taken and
 	 * dropped after its re-check failed) may hold the page out of the pool a moment longer. */
 	resv->m->hugetlb_resv++;
 	pm_spin_unlock(&resv->m->hugetlb_lock);
-	set_bit(resv->bits, i);
-	pm_spin_unlock(&resv->lock);
+	set_bit(resv, i); /* counted first: a set bit is always on the count */
 }
