@@ -40,7 +40,8 @@
  *
  * Locking is the THP leaf's: decide without a lock, allocate and copy with none held, take the
  * PMD lock, re-check the entry, install or back out (VM_FAULT_AGAIN, and the reservation comes
- * back).
+ * back). The range design installs the owner's new anonymous pages by the compare-and-swap
+ * alone (hugetlb_install), as its THP leaves.
  * A fault holds mmap_lock or the VMA's read lock (assert_fault_locked); fork holds the
  * parent's mmap_lock for write with every VMA write-locked (fork.c). A fault on an empty
  * entry of a private mapping also holds the page's fault mutex from its look at the entry to
@@ -82,6 +83,7 @@
  * with the very page the owner maps, never with a page reused from the pool meanwhile.
  */
 #include "fault/fault.h"
+#include "pgtable/pte_cas.h"
 
 /*
  * Map @folio (our reference passes to the mapping), @writable or not, at the empty *@pmdp, if
@@ -94,8 +96,29 @@
 static vm_fault_t hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry_t *pmdp,
 				  struct pm_folio *folio, bool writable, struct pm_folio *cache)
 {
-	struct pm_spinlock *pml = pm__pmd_lockptr(mm, pmdp);
+	pmd_t entry = mk_huge_pmd(page_to_pfn(mm->m, &folio->page), vma_is_accessible(vma),
+				  writable);
+	struct pm_spinlock *pml;
 
+	/*
+	 * The range design: a new anonymous page of the mapping's owner goes in by the
+	 * compare-and-swap from none alone, as a THP leaf does (fault/anon.c), so that the first
+	 * faults of two 2 MiB pages of one PMD table share no lock word. Neither check the lock
+	 * orders applies: no truncation barrier for a page outside any cache, and
+	 * unmap_ref_private marks only VMAs without a reservation (fork children), never the
+	 * owner's. The page is private until the CAS publishes it.
+	 */
+	if (!cache && vma->hresv && pte_lockless(mm)) {
+		atomic_store_relaxed(&folio->page.xentire_mapcount, 1);
+		if (!pmd_install_none(pmdp, entry)) {
+			atomic_store_relaxed(&folio->page.xentire_mapcount, 0);
+			folio_put(folio);
+			return VM_FAULT_AGAIN;
+		}
+		count_event(mm->m, HUGETLB_FAULTS, 1);
+		return 0;
+	}
+	pml = pm__pmd_lockptr(mm, pmdp);
 	pm__ptl_lock(pml);
 	pm_smp_mb();
 	if (!pmd_none(pmdp_get(pmdp)) || (cache && !page_test(&cache->page, PG_shmem)) ||
@@ -105,8 +128,7 @@ static vm_fault_t hugetlb_install(struct pm_mm *mm, struct pm_vma *vma, pm_entry
 		return VM_FAULT_AGAIN;
 	}
 	atomic_add_relaxed(&folio->page.xentire_mapcount, 1);
-	set_pmd(pmdp, mk_huge_pmd(page_to_pfn(mm->m, &folio->page), vma_is_accessible(vma),
-				  writable));
+	set_pmd(pmdp, entry);
 	pm_spin_unlock(pml);
 	count_event(mm->m, HUGETLB_FAULTS, 1);
 	return 0;
