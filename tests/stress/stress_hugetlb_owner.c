@@ -11,6 +11,12 @@
  *  dontneed  a thread MADV_DONTNEEDs the mapping's one page again and again, with a pool of
  *            one page: each DONTNEED gives the page back and restores the reservation, so the
  *            owner's next fault finds its page or its reservation.
+ *  pages     the same over a mapping of four pages, a pool of four, one page at a time, the
+ *            owner threads bound to different CPUs: in the range design their faults take
+ *            pages and reservations from their CPUs' lists, install by compare-and-swap
+ *            into one PMD table and consume bytes of one reservation map, while the taker's
+ *            reads of the pool fold the lists back (mem/hugetlb_pool.c, "Per-CPU lists"),
+ *            and a fault that finds the free list empty folds them too.
  *
  * "The mapping's own faults never fail" (the contract, PM_MAP_HUGETLB): every owner access
  * that does not copy its whole length is counted, and the test fails if there is one. Two
@@ -45,7 +51,8 @@ enum {
 	NSLOT = 16, /* words each owner thread keeps */
 };
 
-enum mode { FORK, DONTNEED };
+enum mode { FORK, DONTNEED, PAGES };
+static const char *const mode_names[] = { "fork", "dontneed", "pages" };
 
 struct ctx {
 	enum mode mode;
@@ -76,6 +83,13 @@ static void *owner_fn(void *arg)
 	struct owner *o = arg;
 	struct ctx *c = o->c;
 
+	if (c->mode == PAGES) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o->id, &set);
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
 	while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
 		unsigned s = tap_rand(&o->rng) % NSLOT;
 		unsigned long a = c->addr + o->off[s];
@@ -103,7 +117,7 @@ static void *owner_fn(void *arg)
 		}
 		if (v == o->val[s])
 			continue;
-		if (c->mode == DONTNEED && v == 0) {
+		if (c->mode != FORK && v == 0) {
 			o->val[s] = 0; /* the page was given back */
 			continue;
 		}
@@ -142,7 +156,11 @@ static void *taker_fn(void *arg)
 				if (pfree)
 					sched_yield();
 			}
-			r = pm_madvise(c->mm, c->addr, c->len, PM_MADV_DONTNEED);
+			if (c->mode == PAGES)
+				r = pm_madvise(c->mm, c->addr + (unsigned long)(n % 7 % 4) * HP, HP,
+					       PM_MADV_DONTNEED);
+			else
+				r = pm_madvise(c->mm, c->addr, c->len, PM_MADV_DONTNEED);
 			if (r)
 				pmt_error(&c->errors, "madvise(DONTNEED): %d", r);
 		}
@@ -153,8 +171,8 @@ static void *taker_fn(void *arg)
 
 static void run_case(enum mode mode, double secs, uint64_t seed)
 {
-	const char *name = mode == FORK ? "fork" : "dontneed";
-	size_t npages = mode == FORK ? 2 : 1;
+	const char *name = mode_names[mode];
+	size_t npages = mode == FORK ? 2 : mode == PAGES ? 4 : 1;
 	struct pm_config cfg = { .mem_bytes = 64 * MiB, .nr_hugepages = npages };
 	struct ctx *c = calloc(1, sizeof(*c));
 	struct owner *o = calloc(NOWNER, sizeof(*o));
@@ -222,7 +240,7 @@ static void run_case(enum mode mode, double secs, uint64_t seed)
 	ok(taken > 0 && ops > 0, "%s: both sides ran", name);
 	is_int(failed, 0, "%s: no owner access failed", name);
 	is_int(bad_data, 0, "%s: every owner word reads what the owner wrote%s", name,
-	       mode == DONTNEED ? " (or zero)" : "");
+	       mode != FORK ? " (or zero)" : "");
 	is_int(atomic_load(&c->errors), 0, "%s: every %s succeeded", name,
 	       mode == FORK ? "fork" : "DONTNEED");
 	pm_mm_destroy(c->mm);
@@ -244,14 +262,13 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "-c"))
 			only = argv[i + 1];
-	if (only && strcmp(only, "fork") && strcmp(only, "dontneed")) {
-		printf("Bail out! -c %s: the cases are fork and dontneed\n", only);
+	if (only && strcmp(only, "fork") && strcmp(only, "dontneed") && strcmp(only, "pages")) {
+		printf("Bail out! -c %s: the cases are fork, dontneed and pages\n", only);
 		return 2;
 	}
 	plan_no_plan();
-	if (!only || !strcmp(only, "fork"))
-		run_case(FORK, secs, seed);
-	if (!only || !strcmp(only, "dontneed"))
-		run_case(DONTNEED, secs, seed);
+	for (enum mode md = FORK; md <= PAGES; md++)
+		if (!only || !strcmp(only, mode_names[md]))
+			run_case(md, secs, seed);
 	return done_testing();
 }
