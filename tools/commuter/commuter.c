@@ -799,9 +799,9 @@ static void traced_op(void *p)
 
 /*
  * Warm-up, on each worker's CPU: the thread's per-thread counters and RCU registration for
- * this machine exist, its CPU's page cache holds free frames and a free THP-sized block, and
- * the mm's has-pinned flag
- * is set - all once-per-lifetime transitions that a steady workload has long made.
+ * this machine exist, its CPU's page cache holds free frames and a free THP-sized block, the
+ * huge zero folio exists, and the mm's has-pinned flag is set - all once-per-lifetime
+ * transitions that a steady workload has long made.
  */
 static void warm_cpu(void *p)
 {
@@ -822,12 +822,14 @@ static void warm_cpu(void *p)
 		if (pm_pin_user_pages_fast(mm, a, 1, PM_FOLL_WRITE, &pg) == 1)
 			pm_unpin_user_page(pg);
 		pm_munmap(mm, a, 16 * PG);
-		/* A THP, unmapped: its block waits in this CPU's cache for the next THP. */
+		/* A THP, unmapped: its block waits in this CPU's cache for the next THP. Read
+		 * first: the huge zero folio, made once and kept while the mm lives. */
 		a += 2 * MiB;
 		if (i == 0 && pm_mmap(mm, a, 2 * MiB, PM_PROT_READ | PM_PROT_WRITE,
 				      PM_MAP_PRIVATE | PM_MAP_ANONYMOUS | PM_MAP_FIXED, NULL,
 				      0) == (long)a) {
 			pm_madvise(mm, a, 2 * MiB, PM_MADV_HUGEPAGE);
+			pm_fault(mm, a, 0);
 			pm_fault(mm, a, PM_FAULT_WRITE);
 			pm_munmap(mm, a, 2 * MiB);
 		}
