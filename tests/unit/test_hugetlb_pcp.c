@@ -44,26 +44,14 @@ static struct pm_machine *m;
 static struct pm_mm *mm;
 static size_t free0;
 
-static long pool_free(void)
-{
-	size_t t, f;
-
-	return pm_hugetlb_pool(m, &t, &f) ? -1 : (long)f;
-}
-
-static long pool_reserved(void)
-{
-	size_t r;
-
-	return pm_hugetlb_reserved(m, &r) ? -100 : (long)r;
-}
-
+/* The pool's free and reserved counts (HugePages_Free, HugePages_Rsvd) are @f and @r. */
 static void pool_is(long f, long r, const char *what)
 {
-	long gf = pool_free(), gr = pool_reserved();
+	size_t total = 0, gf = 0, gr = 0;
+	int err = pm_hugetlb_pool(m, &total, &gf) | pm_hugetlb_reserved(m, &gr);
 
-	ok(gf == f && gr == r, "%s: %s: free %ld, reserved %ld (want %ld/%ld)", dn, what, gf, gr,
-	   f, r);
+	ok(!err && (long)gf == f && (long)gr == r, "%s: %s: free %zu, reserved %zu (want %ld/%ld)",
+	   dn, what, gf, gr, f, r);
 }
 
 /* Write a tag into the 2 MiB page at @addr from a thread bound to @cpu, after checking the
