@@ -84,10 +84,10 @@
  * (pm__hugetlb_lists_enable); PM_KNOB_HUGETLB_POOL_LOCK, and Linux's design, leave them off:
  * every allocation under hugetlb_lock, as Linux's.
  *
- * Locks: hugetlb_lock is innermost but for the allocator's (the pool never calls it after
- * creation); CPUs' cache locks nest outside it, the lower index first, and are never taken
- * under it; a fault mutex outside both (and inside mmap_lock or the VMA lock), and never two
- * fault mutexes at once. The maps' bytes take no lock.
+ * Locks: hugetlb_lock is innermost (the pool never calls the allocator after creation); the
+ * CPUs' cache locks nest outside it, the lower index first, and are never taken under it; a
+ * fault mutex outside both (and inside mmap_lock or the VMA lock), and never two fault
+ * mutexes at once. The maps' bytes take no lock.
  */
 #include "mem/mem.h"
 
